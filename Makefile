@@ -1,0 +1,36 @@
+# Targets a newcomer can guess. `make setup` is idempotent and is run by the others.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test test-fast lint bench clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/python -m icelake.demo
+
+test: setup
+	$(BIN)/pytest
+
+test-fast: setup
+	$(BIN)/pytest -m "not slow and not spark"
+
+lint: setup
+	$(BIN)/ruff check icelake tests benchmarks glue_jobs lambdas
+	$(BIN)/ruff format --check icelake tests benchmarks
+	$(BIN)/mypy
+
+bench: setup
+	$(BIN)/python -m benchmarks.rewrite_bench
+
+clean:
+	rm -rf $(VENV) .demo benchmarks/.work

@@ -1,0 +1,160 @@
+"""A small FileIO: the same calls on s3:// objects and on a local file system.
+
+The migration core only talks to this interface, so it runs unchanged against S3 (in AWS or in
+moto) and against a directory on a laptop.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import tempfile
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from icelake.uris import canonical, is_local, local_path
+
+SOURCE_ETAG_KEY = "icelake-source-etag"
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    size: int
+    etag: str | None = None
+    sha256: str | None = None  # base64, as S3 reports it; a '-N' suffix marks a composite checksum
+    source_etag: str | None = None  # ETag of the source object this one was copied from by icelake
+
+
+def sha256_b64(data: bytes) -> str:
+    return base64.b64encode(hashlib.sha256(data).digest()).decode()
+
+
+class FileIO(ABC):
+    @abstractmethod
+    def stat(self, uri: str) -> ObjectInfo | None: ...
+
+    @abstractmethod
+    def read(self, uri: str) -> bytes: ...
+
+    @abstractmethod
+    def write(self, uri: str, data: bytes) -> None: ...
+
+    @abstractmethod
+    def list(self, prefix: str) -> Iterator[tuple[str, ObjectInfo]]: ...
+
+    @abstractmethod
+    def delete(self, uri: str) -> None: ...
+
+
+class LocalFileIO(FileIO):
+    def stat(self, uri: str) -> ObjectInfo | None:
+        try:
+            st = os.stat(local_path(uri))
+        except FileNotFoundError:
+            return None
+        return ObjectInfo(size=st.st_size) if os.path.isfile(local_path(uri)) else None
+
+    def read(self, uri: str) -> bytes:
+        return Path(local_path(uri)).read_bytes()
+
+    def write(self, uri: str, data: bytes) -> None:
+        path = local_path(uri)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        # Write beside the target and rename: a reader never sees half a file.
+        fd, tmp = tempfile.mkstemp(prefix=".icelake-", dir=os.path.dirname(path))
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def list(self, prefix: str) -> Iterator[tuple[str, ObjectInfo]]:
+        root = local_path(prefix)
+        for dirpath, _dirs, files in os.walk(root):
+            for name in files:
+                full = os.path.join(dirpath, name)
+                yield "file://" + full, ObjectInfo(size=os.path.getsize(full))
+
+    def delete(self, uri: str) -> None:
+        Path(local_path(uri)).unlink(missing_ok=True)
+
+
+def split_s3(uri: str) -> tuple[str, str]:
+    c = canonical(uri)
+    if not c.startswith("s3://"):
+        raise ValueError(f"not an s3:// URI: {uri}")
+    bucket, _, key = c[len("s3://") :].partition("/")
+    return bucket, key
+
+
+class S3FileIO(FileIO):
+    """S3 through one boto3 client. `kms_key_id` encrypts every object this IO writes."""
+
+    def __init__(self, client: Any, kms_key_id: str | None = None) -> None:
+        self.client = client
+        self.kms_key_id = kms_key_id
+
+    def encryption_args(self) -> dict[str, str]:
+        if not self.kms_key_id:
+            return {}
+        return {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": self.kms_key_id}
+
+    def stat(self, uri: str) -> ObjectInfo | None:
+        bucket, key = split_s3(uri)
+        try:
+            head = self.client.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+        return ObjectInfo(
+            size=head["ContentLength"],
+            etag=head.get("ETag", "").strip('"') or None,
+            sha256=head.get("ChecksumSHA256"),
+            source_etag=head.get("Metadata", {}).get(SOURCE_ETAG_KEY),
+        )
+
+    def read(self, uri: str) -> bytes:
+        bucket, key = split_s3(uri)
+        body: bytes = self.client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        return body
+
+    def write(self, uri: str, data: bytes) -> None:
+        bucket, key = split_s3(uri)
+        # S3 verifies the SHA-256 on arrival and keeps it, which later makes identity checks cheap.
+        self.client.put_object(
+            Bucket=bucket, Key=key, Body=data, ChecksumSHA256=sha256_b64(data), **self.encryption_args()
+        )
+
+    def list(self, prefix: str) -> Iterator[tuple[str, ObjectInfo]]:
+        bucket, key = split_s3(prefix)
+        key = key.rstrip("/") + "/" if key else ""
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
+            for obj in page.get("Contents", []):
+                yield (
+                    f"s3://{bucket}/{obj['Key']}",
+                    ObjectInfo(size=obj["Size"], etag=obj.get("ETag", "").strip('"') or None),
+                )
+
+    def delete(self, uri: str) -> None:
+        bucket, key = split_s3(uri)
+        self.client.delete_object(Bucket=bucket, Key=key)
+
+
+def io_for(uri: str, session: boto3.Session | None = None, kms_key_id: str | None = None) -> FileIO:
+    """The FileIO for a URI's scheme; S3 clients honour AWS_ENDPOINT_URL (moto locally)."""
+    if is_local(uri):
+        return LocalFileIO()
+    if canonical(uri).startswith("s3://"):
+        session = session or boto3.Session()
+        return S3FileIO(session.client("s3"), kms_key_id=kms_key_id)
+    raise ValueError(f"unsupported URI scheme in {uri}: use s3://, file:// or a local path")

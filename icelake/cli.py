@@ -1,0 +1,144 @@
+"""The `icelake` command."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from icelake.aws.fileio import io_for
+from icelake.aws.session import assume_role_session
+from icelake.errors import IcelakeError
+from icelake.migrate import MigrationResult, migrate_table
+from icelake.uris import parse_map_option
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, help="Move Apache Iceberg tables with their history.")
+migrate_app = typer.Typer(no_args_is_help=True, help="Migrate Iceberg tables.")
+app.add_typer(migrate_app, name="migrate")
+
+err = Console(stderr=True)
+
+
+class RichProgress:
+    """Progress bars on a terminal, one status line per phase otherwise."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.bars: Progress | None = None
+        self.tasks: dict[str, TaskID] = {}
+        if console.is_terminal:
+            self.bars = Progress(
+                TextColumn("{task.description:<24}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                transient=False,
+            )
+
+    def __enter__(self) -> RichProgress:
+        if self.bars:
+            self.bars.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bars:
+            self.bars.stop()
+
+    def start(self, phase: str, total: int) -> None:
+        if self.bars:
+            self.tasks[phase] = self.bars.add_task(phase, total=total)
+        elif total:
+            self.console.print(f"[icelake] {phase}: {total}", highlight=False, markup=False)
+
+    def advance(self, phase: str, amount: int = 1) -> None:
+        if self.bars and phase in self.tasks:
+            self.bars.advance(self.tasks[phase], amount)
+
+
+def _human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def _summary(result: MigrationResult) -> Table:
+    title = "Dry run: nothing written" if result.dry_run else "Migration complete"
+    table = Table(title=title, show_header=False)
+    table.add_row("table uuid", str(result.table_uuid))
+    table.add_row("target metadata", result.target_metadata_location)
+    for m in result.prefix_mappings:
+        table.add_row("prefix", f"{m.source} -> {m.target} ({m.files} paths)")
+    table.add_row("snapshots / metadata files", f"{result.snapshots} / {result.metadata_files}")
+    table.add_row("files planned", f"{result.files_planned} ({_human_bytes(result.bytes_planned)})")
+    verb = "to copy" if result.dry_run else "copied"
+    table.add_row(f"files {verb}", f"{result.files_copied} ({_human_bytes(result.bytes_copied)})")
+    table.add_row("files rewritten", str(result.files_rewritten))
+    table.add_row("files skipped (identical)", str(result.files_skipped))
+    table.add_row("elapsed", f"{result.elapsed_seconds:.1f} s")
+    return table
+
+
+@migrate_app.command("path")
+def migrate_path(
+    metadata: Annotated[str, typer.Option("--metadata", help="Current metadata.json of the source table.")],
+    target_location: Annotated[str, typer.Option("--target-location", help="Location of the target table.")],
+    map_: Annotated[
+        list[str] | None,
+        typer.Option("--map", help="SRC=DST for a prefix outside the table location (repeatable)."),
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; write nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace target files that exist with different content.")
+    ] = False,
+    source_role: Annotated[str | None, typer.Option(help="Role ARN to read the source with.")] = None,
+    target_role: Annotated[str | None, typer.Option(help="Role ARN to write the target with.")] = None,
+    target_kms_key: Annotated[str | None, typer.Option(help="KMS key for objects written to S3.")] = None,
+    workers: Annotated[int, typer.Option(min=1, max=256, help="Parallel file operations.")] = 16,
+) -> None:
+    """Migrate one table, given its metadata file, to a new location (S3 or local)."""
+    try:
+        maps = [parse_map_option(m) for m in map_ or []]
+        src_io = io_for(metadata, assume_role_session(source_role, session_name="icelake-source"))
+        dst_io = io_for(
+            target_location, assume_role_session(target_role, session_name="icelake-target"), target_kms_key
+        )
+        with RichProgress(err) as progress:
+            result = migrate_table(
+                metadata,
+                target_location,
+                maps,
+                src_io=src_io,
+                dst_io=dst_io,
+                dry_run=dry_run,
+                overwrite=overwrite,
+                workers=workers,
+                progress=progress,
+            )
+    except (IcelakeError, ValueError) as exc:
+        err.print(f"icelake: error: {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from exc
+    except Exception as exc:  # an unexpected failure still ends in one line, not a traceback
+        err.print(f"icelake: unexpected error: {type(exc).__name__}: {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from exc
+    if as_json:
+        sys.stdout.write(json.dumps(result.model_dump(mode="json")) + "\n")
+    else:
+        Console().print(_summary(result))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""Manifest lists and manifests (Avro): read entries, and rewrite paths keeping schema and header.
+
+The writer schema and the Iceberg header metadata (schema, partition-spec, format-version,
+content...) are carried over unchanged, and so are the codec and the sync marker, which makes a
+rewrite byte-for-byte repeatable: a re-run recognises its own output and writes nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import fastavro
+
+from icelake.errors import UnsupportedFileError
+
+# Field id of the `file_path` column in position-delete files (Iceberg spec, reserved ids).
+DELETE_FILE_PATH_FIELD_ID = 2147483546
+
+DATA = 0
+POSITION_DELETES = 1
+
+
+@dataclass(frozen=True)
+class AvroFile:
+    schema: dict[str, Any]
+    metadata: dict[str, str]
+    codec: str
+    sync: bytes
+    records: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ManifestRef:
+    path: str
+    length: int
+    content: int  # 0 data, 1 deletes
+
+
+@dataclass(frozen=True)
+class DeleteRewrite:
+    """What rewriting a delete file changed, to be written back into its manifest entries."""
+
+    size: int
+    lower_path: bytes | None = None
+    upper_path: bytes | None = None
+    column_sizes: dict[int, int] | None = None
+
+
+def read_avro(uri: str, data: bytes) -> AvroFile:
+    try:
+        reader = fastavro.reader(io.BytesIO(data))
+        records = list(reader)
+    except Exception as exc:
+        raise UnsupportedFileError(f"{uri} is not a readable Avro file: {exc}") from exc
+    meta = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in reader.metadata.items()}
+    schema = json.loads(meta["avro.schema"])
+    header = {k: v for k, v in meta.items() if not k.startswith("avro.")}
+    return AvroFile(schema, header, reader.codec, reader._header["sync"], records)  # type: ignore[attr-defined]
+
+
+def write_avro(src: AvroFile, records: list[dict[str, Any]]) -> bytes:
+    out = io.BytesIO()
+    fastavro.writer(
+        out,
+        fastavro.parse_schema(src.schema),
+        records,
+        codec=src.codec,
+        metadata=src.metadata,
+        sync_marker=src.sync,
+    )
+    return out.getvalue()
+
+
+def manifest_refs(uri: str, data: bytes) -> list[ManifestRef]:
+    return [
+        ManifestRef(r["manifest_path"], r["manifest_length"], r.get("content", DATA) or DATA)
+        for r in read_avro(uri, data).records
+    ]
+
+
+def rewrite_manifest_list(
+    uri: str, data: bytes, map_path: Callable[[str], str], new_lengths: dict[str, int]
+) -> bytes:
+    src = read_avro(uri, data)
+    for rec in src.records:
+        old = rec["manifest_path"]
+        rec["manifest_path"] = map_path(old)
+        rec["manifest_length"] = new_lengths[old]
+    return write_avro(src, src.records)
+
+
+def manifest_entries(uri: str, data: bytes) -> Iterator[dict[str, Any]]:
+    yield from read_avro(uri, data).records
+
+
+def is_rewritable_delete(data_file: dict[str, Any]) -> bool:
+    """Position deletes (Parquet/Avro/ORC) and deletion vectors hold data-file paths in their bytes."""
+    return data_file.get("content", DATA) == POSITION_DELETES
+
+
+def rewrite_manifest(
+    uri: str,
+    data: bytes,
+    map_path: Callable[[str], str],
+    try_map: Callable[[str], str | None],
+    delete_rewrites: dict[str, DeleteRewrite],
+) -> bytes:
+    """Map every path in a manifest and apply what rewriting its delete files changed.
+
+    `map_path` must map (the plan checked it does); `try_map` may not, and is used for the
+    file_path bounds of delete files, which can be truncated paths: a bound that no longer maps
+    is dropped, which readers treat as unknown (always safe).
+    """
+    src = read_avro(uri, data)
+    for entry in src.records:
+        df = entry["data_file"]
+        old_path = df["file_path"]
+        df["file_path"] = map_path(old_path)
+        if df.get("referenced_data_file"):
+            df["referenced_data_file"] = map_path(df["referenced_data_file"])
+        rewrite = delete_rewrites.get(old_path)
+        if rewrite is not None:
+            df["file_size_in_bytes"] = rewrite.size
+            if rewrite.column_sizes and df.get("column_sizes"):
+                df["column_sizes"] = [
+                    {"key": kv["key"], "value": rewrite.column_sizes.get(kv["key"], kv["value"])}
+                    for kv in df["column_sizes"]
+                ]
+        if is_rewritable_delete(df):
+            for key, exact in (("lower_bounds", rewrite and rewrite.lower_path), ("upper_bounds", rewrite and rewrite.upper_path)):
+                _replace_path_bound(df, key, exact or None, try_map)
+    return write_avro(src, src.records)
+
+
+def _replace_path_bound(
+    data_file: dict[str, Any], key: str, exact: bytes | None, try_map: Callable[[str], str | None]
+) -> None:
+    bounds = data_file.get(key)
+    if not bounds:
+        return
+    out = []
+    for kv in bounds:
+        if kv["key"] != DELETE_FILE_PATH_FIELD_ID:
+            out.append(kv)
+            continue
+        if exact is not None:
+            out.append({"key": kv["key"], "value": exact})
+            continue
+        mapped = try_map(kv["value"].decode("utf-8", "replace"))
+        if mapped is not None:
+            out.append({"key": kv["key"], "value": mapped.encode()})
+    data_file[key] = out

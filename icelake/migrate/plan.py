@@ -1,0 +1,287 @@
+"""Walk a source table from one metadata file and decide what the target needs.
+
+Reads every metadata file, manifest list and manifest once; finds every prefix referenced and
+checks that each one is mapped; checks that every live file exists at the source and what is
+already at the target. Writes nothing.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections import Counter
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from icelake.aws.fileio import FileIO, ObjectInfo
+from icelake.errors import (
+    MissingSourceFilesError,
+    NotAMetadataFileError,
+    TargetConflictError,
+    TargetHoldsOtherTableError,
+    UnmappedPrefixesError,
+    UnsafeTargetError,
+)
+from icelake.migrate import metadata_json as mj
+from icelake.migrate.avro_files import ManifestRef, is_rewritable_delete, manifest_entries, manifest_refs
+from icelake.migrate.copy import is_same_copy
+from icelake.migrate.progress import ProgressSink
+from icelake.uris import PrefixMap, canonical, is_under, parent
+
+DELETED = 2  # manifest entry status
+
+
+@dataclass(frozen=True)
+class CopyTask:
+    source: str
+    target: str
+    info: ObjectInfo
+
+
+@dataclass(frozen=True)
+class DeleteFileTask:
+    source: str
+    target: str
+    file_format: str
+
+
+@dataclass
+class TablePlan:
+    source_metadata: str
+    target_metadata: str
+    meta: mj.Metadata
+    prefix_map: PrefixMap
+    metadata_files: list[str]  # logged ones that exist, oldest first, then the current one
+    manifest_lists: list[str]
+    manifests: dict[str, ManifestRef]
+    delete_files: list[DeleteFileTask]
+    copies: list[CopyTask]  # files missing at the target (or replaced with --overwrite)
+    skipped_copies: int
+    bytes_planned: int
+    files_planned: int
+    prefix_counts: Counter[str] = field(default_factory=Counter)
+
+    def map_path(self, uri: str) -> str:
+        mapped = self.prefix_map.map(uri)
+        if mapped is None:  # the plan checked every path; reaching this is a bug
+            raise UnmappedPrefixesError({uri: 1})
+        return mapped
+
+
+def read_metadata(io: FileIO, uri: str) -> tuple[mj.Metadata, bool]:
+    try:
+        raw = io.read(uri)
+    except Exception as exc:
+        raise NotAMetadataFileError(uri, f"cannot read it: {exc}") from exc
+    return mj.parse_metadata(uri, raw)
+
+
+def build_plan(
+    source_metadata: str,
+    target_location: str,
+    maps: Iterable[tuple[str, str]],
+    src_io: FileIO,
+    dst_io: FileIO,
+    *,
+    overwrite: bool,
+    workers: int,
+    progress: ProgressSink,
+) -> TablePlan:
+    meta, _gz = read_metadata(src_io, source_metadata)
+    # The table location always maps to the target location; --map adds the other prefixes.
+    prefix_map = PrefixMap([*maps, (meta["location"], target_location)])
+    _refuse_targets_under_sources(prefix_map)
+
+    paths = Counter[str]()  # every referenced path -> how often; for the prefix check
+
+    def see(path_list: Iterable[str]) -> None:
+        paths.update(path_list)
+
+    # 1. The metadata chain: logged files that still exist are carried over.
+    logged = mj.metadata_log(meta)
+    logged_exist = _stat_all(src_io, logged, workers)
+    metadata_files = [p for p in logged if logged_exist[p] is not None] + [source_metadata]
+    see([source_metadata])
+    for uri in metadata_files[:-1]:
+        see(mj.referenced_paths(read_metadata(src_io, uri)[0]))
+    see(mj.referenced_paths(meta))
+
+    # 2. Manifest lists of the live snapshots, and the manifests they name (each once).
+    lists = mj.manifest_lists(meta)
+    manifests: dict[str, ManifestRef] = {}
+    progress.start("scan manifest lists", len(lists))
+    for uri in lists:
+        for ref in manifest_refs(uri, _read_required(src_io, uri)):
+            manifests.setdefault(ref.path, ref)
+        progress.advance("scan manifest lists")
+    for uri in mj.inline_manifests(meta):
+        manifests.setdefault(uri, ManifestRef(uri, -1, 0))
+    see(list(manifests))
+
+    # 3. Every data and delete file; live ones must exist, deleted-entry ones may be gone.
+    files: dict[str, tuple[int, bool]] = {}  # path -> (size recorded, live)
+    delete_formats: dict[str, str] = {}
+    progress.start("scan manifests", len(manifests))
+    for uri in manifests:
+        for entry in manifest_entries(uri, _read_required(src_io, uri)):
+            df = entry["data_file"]
+            path = df["file_path"]
+            live = entry["status"] != DELETED or files.get(path, (0, False))[1]
+            files[path] = (df["file_size_in_bytes"], live)
+            if df.get("referenced_data_file"):
+                see([df["referenced_data_file"]])
+            if is_rewritable_delete(df):
+                delete_formats[path] = df["file_format"]
+        progress.advance("scan manifests")
+    see(list(files))
+    stats = mj.statistics_files(meta)
+    for path, size in stats:
+        files.setdefault(path, (size if size is not None else -1, True))
+
+    unmapped = _unmapped_prefixes(paths, prefix_map)
+    if unmapped:
+        raise UnmappedPrefixesError(unmapped)
+
+    target_metadata = prefix_map.map(source_metadata)
+    assert target_metadata is not None
+    _refuse_other_table(dst_io, parent(target_metadata), mj.table_uuid(meta))
+
+    # 4. Source existence and target state of every file that is copied or rewritten.
+    src_info = _stat_all(src_io, list(files), workers, progress, "check source files")
+    missing = sorted(p for p, (_s, live) in files.items() if live and src_info[p] is None)
+    wrong_size = sorted(
+        f"{p} (metadata says {files[p][0]} bytes, found {info.size})"
+        for p, info in src_info.items()
+        if info is not None and files[p][0] >= 0 and info.size != files[p][0]
+    )
+    if missing or wrong_size:
+        raise MissingSourceFilesError(missing + wrong_size)
+
+    copy_paths = [p for p in files if p not in delete_formats and src_info[p] is not None]
+    targets = {p: prefix_map.map(p) or "" for p in copy_paths}
+    dst_info = _stat_all(dst_io, list(targets.values()), workers, progress, "check target files")
+    copies: list[CopyTask] = []
+    conflicts: list[str] = []
+    skipped = 0
+
+    def decide(p: str) -> str:
+        s, t = src_info[p], dst_info[targets[p]]
+        assert s is not None
+        if t is None:
+            return "copy"
+        return "skip" if is_same_copy(src_io, p, s, dst_io, targets[p], t) else "conflict"
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        decisions = dict(zip(copy_paths, pool.map(decide, copy_paths), strict=True))
+    for p, decision in decisions.items():
+        info = src_info[p]
+        assert info is not None
+        if decision == "skip":
+            skipped += 1
+        elif decision == "copy" or overwrite:
+            copies.append(CopyTask(p, targets[p], info))
+        else:
+            conflicts.append(targets[p])
+    if conflicts:
+        raise TargetConflictError(sorted(conflicts))
+
+    prefix_counts = Counter[str]()
+    for p in paths:
+        m = prefix_map.match(p)
+        if m is not None:
+            prefix_counts[m.source] += 1
+    present = [i for i in src_info.values() if i is not None]
+    return TablePlan(
+        source_metadata=source_metadata,
+        target_metadata=target_metadata,
+        meta=meta,
+        prefix_map=prefix_map,
+        metadata_files=metadata_files,
+        manifest_lists=lists,
+        manifests=manifests,
+        delete_files=[
+            DeleteFileTask(p, prefix_map.map(p) or "", fmt) for p, fmt in delete_formats.items() if src_info[p]
+        ],
+        copies=copies,
+        skipped_copies=skipped,
+        bytes_planned=sum(i.size for i in present),
+        files_planned=len(present) + len(metadata_files) + len(lists) + len(manifests),
+        prefix_counts=prefix_counts,
+    )
+
+
+def _refuse_targets_under_sources(prefix_map: PrefixMap) -> None:
+    for m in prefix_map.mappings:
+        target = canonical(m.target)
+        for other in prefix_map.mappings:
+            if is_under(target, other.source) or is_under(other.source, target):
+                raise UnsafeTargetError(
+                    f"target {m.target} overlaps the source prefix {other.source}; the source is never "
+                    "written: choose a target location outside every source prefix"
+                )
+
+
+def _read_required(io: FileIO, uri: str) -> bytes:
+    try:
+        return io.read(uri)
+    except Exception as exc:
+        if io.stat(uri) is None:
+            raise MissingSourceFilesError([uri]) from exc
+        raise
+
+
+def _stat_all(
+    io: FileIO,
+    uris: list[str],
+    workers: int,
+    progress: ProgressSink | None = None,
+    phase: str = "",
+) -> dict[str, ObjectInfo | None]:
+    if progress:
+        progress.start(phase, len(uris))
+
+    def one(uri: str) -> ObjectInfo | None:
+        info = io.stat(uri)
+        if progress:
+            progress.advance(phase)
+        return info
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(zip(uris, pool.map(one, uris), strict=True))
+
+
+def _unmapped_prefixes(paths: Counter[str], prefix_map: PrefixMap) -> dict[str, int]:
+    """Unmapped paths grouped by the longest directory they share per bucket (or file system)."""
+    groups: dict[str, list[str]] = {}
+    for p in paths:
+        if prefix_map.match(p) is None:
+            c = canonical(p)
+            scheme, rest = c.split("://", 1)
+            authority = rest.split("/", 1)[0]
+            groups.setdefault(f"{scheme}://{authority}", []).append(c)
+    out: dict[str, int] = {}
+    for root, members in groups.items():
+        dirs = [posixpath.dirname(m) if m != root else m for m in members]
+        common = posixpath.commonpath([d.split("://", 1)[1] for d in dirs])
+        out[f"{root.split('://', 1)[0]}://{common}"] = len(members)
+    return out
+
+
+def _is_metadata_name(name: str) -> bool:
+    return name.endswith((".metadata.json", ".metadata.json.gz"))
+
+
+def _refuse_other_table(dst_io: FileIO, metadata_dir: str, source_uuid: str | None) -> None:
+    """A target metadata directory may only hold this same table (a previous run of ours)."""
+    try:
+        existing = sorted(u for u, _ in dst_io.list(metadata_dir) if _is_metadata_name(u))
+    except Exception:
+        existing = []
+    for uri in existing[-1:]:
+        try:
+            found = mj.table_uuid(read_metadata(dst_io, uri)[0])
+        except NotAMetadataFileError:
+            continue
+        if found and source_uuid and found != source_uuid:
+            raise TargetHoldsOtherTableError(metadata_dir, found, source_uuid)
+

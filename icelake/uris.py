@@ -1,0 +1,122 @@
+"""URI normalisation and prefix mapping on path boundaries.
+
+Iceberg writers spell the same place several ways (`file:/x`, `file:///x`, `/x`; `s3a://` and
+`s3://`). Matching happens on a canonical form; the mapped path keeps the user's target spelling
+and the untouched remainder of the original path (never URL-decoded: `p=x%2Fy` stays as written).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from icelake.errors import InvalidMappingError
+
+_S3_ALIASES = ("s3a://", "s3n://")
+
+
+def canonical(uri: str) -> str:
+    """Canonical spelling used for comparisons only. No trailing slash (except a bare root)."""
+    if uri.startswith(_S3_ALIASES):
+        uri = "s3://" + uri.split("://", 1)[1]
+    elif uri.startswith("file:"):
+        rest = uri[len("file:") :]
+        if rest.startswith("//localhost/"):
+            rest = rest[len("//localhost") :]
+        rest = "/" + rest.lstrip("/")
+        uri = "file://" + rest
+    elif "://" not in uri:
+        uri = "file://" + os.path.abspath(uri)
+    if uri.endswith("/") and not uri.endswith("://") and uri.count("/") > 3:
+        uri = uri.rstrip("/")
+    return uri
+
+
+def is_local(uri: str) -> bool:
+    return canonical(uri).startswith("file://")
+
+
+def local_path(uri: str) -> str:
+    """The file-system path of a local URI."""
+    return canonical(uri)[len("file://") :]
+
+
+def target_spelling(uri: str) -> str:
+    """How a user-given target prefix is written into metadata: local paths become file:/// URIs."""
+    c = canonical(uri)
+    return c if c.startswith("file://") else uri.rstrip("/")
+
+
+def is_under(path: str, prefix: str) -> bool:
+    """True when `path` is `prefix` itself or inside it, on a path boundary (canonical forms)."""
+    return path == prefix or path.startswith(prefix + "/")
+
+
+def parent(uri: str) -> str:
+    c = canonical(uri)
+    scheme, rest = c.split("://", 1)
+    return f"{scheme}://{posixpath.dirname(rest)}"
+
+
+@dataclass(frozen=True)
+class Mapping:
+    source: str  # canonical
+    target: str  # as written into target metadata
+
+
+class PrefixMap:
+    """Longest-prefix mapping from source prefixes to target prefixes."""
+
+    def __init__(self, mappings: Iterable[tuple[str, str]]) -> None:
+        by_source: dict[str, Mapping] = {}
+        for src, dst in mappings:
+            if not src.strip() or not dst.strip():
+                raise InvalidMappingError(f"empty prefix in mapping {src!r}={dst!r}; use --map SRC=DST")
+            m = Mapping(canonical(src), target_spelling(dst))
+            previous = by_source.get(m.source)
+            if previous is not None and previous.target != m.target:
+                raise InvalidMappingError(
+                    f"{src} is mapped twice ({previous.target} and {m.target}); keep one --map per source prefix"
+                )
+            by_source[m.source] = m
+        # Longest source first, so nested prefixes win over their parents.
+        self._mappings = sorted(by_source.values(), key=lambda m: len(m.source), reverse=True)
+
+    @property
+    def mappings(self) -> list[Mapping]:
+        return list(self._mappings)
+
+    def match(self, uri: str) -> Mapping | None:
+        c = canonical(uri)
+        for m in self._mappings:
+            if is_under(c, m.source):
+                return m
+        return None
+
+    def map(self, uri: str) -> str | None:
+        """The target URI for `uri`, or None when no mapping covers it."""
+        c = canonical(uri)
+        for m in self._mappings:
+            if is_under(c, m.source):
+                return m.target + c[len(m.source) :]
+        return None
+
+    def under_any_source(self, uri: str) -> bool:
+        c = canonical(uri)
+        return any(is_under(c, m.source) for m in self._mappings)
+
+
+_URI_START = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|file:/|/)")
+
+
+def parse_map_option(value: str) -> tuple[str, str]:
+    """`SRC=DST` from the command line: split at the first '=' that is followed by a URI or path."""
+    for i, ch in enumerate(value):
+        if ch == "=" and i > 0 and _URI_START.match(value[i + 1 :]):
+            return value[:i], value[i + 1 :]
+    raise InvalidMappingError(
+        f"--map {value!r} is not SRC=DST with two URIs (e.g. --map s3://old/data=s3://new/data)"
+    )
