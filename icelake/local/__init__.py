@@ -1,0 +1,1 @@
+"""Local execution: Spark with the Iceberg runtime, and (later) embedded AWS."""
