@@ -30,6 +30,8 @@ def local_spark(catalogs: dict[str, str], app_name: str = "icelake", driver_memo
     """Session `local[2]` with one Hadoop Iceberg catalog per name -> warehouse directory."""
     from pyspark.sql import SparkSession
 
+    # Bind to loopback: local runs never listen on other interfaces.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (
         SparkSession.builder.master("local[2]")
         .appName(app_name)

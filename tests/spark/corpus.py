@@ -1,0 +1,175 @@
+"""Source tables written by Iceberg's Java writer (Spark) and by pyiceberg, one per hard case."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SourceTable:
+    name: str
+    metadata: str  # current metadata file
+    location: str
+    extra_prefixes: dict[str, str] = field(default_factory=dict)  # source prefix -> target suffix
+
+
+def current_metadata(spark: Any, ident: str) -> str:
+    row = spark.sql(f"SELECT file FROM {ident}.metadata_log_entries ORDER BY timestamp DESC LIMIT 1").collect()
+    return str(row[0][0])
+
+
+def location_of(spark: Any, ident: str) -> str:
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {ident}").collect()
+    return next(str(r[1]) for r in rows if r[0] == "Location")
+
+
+def _table(spark: Any, name: str, extra: dict[str, str] | None = None) -> SourceTable:
+    ident = f"src.db.{name}"
+    return SourceTable(name, current_metadata(spark, ident), location_of(spark, ident), extra or {})
+
+
+MOR = (
+    "'write.delete.mode'='merge-on-read','write.update.mode'='merge-on-read','write.merge.mode'='merge-on-read'"
+)
+
+
+def v1_partitioned(spark: Any) -> SourceTable:
+    spark.sql(
+        "CREATE TABLE src.db.v1_part (id bigint, ts timestamp, v double) USING iceberg "
+        "PARTITIONED BY (bucket(4, id), days(ts)) TBLPROPERTIES ('format-version'='1')"
+    )
+    for day in (1, 2, 3):
+        spark.sql(
+            f"INSERT INTO src.db.v1_part SELECT id, timestamp'2026-01-0{day} 10:00:00', id * 1.5 "
+            f"FROM range({day * 10}, {day * 10 + 10})"
+        )
+    spark.sql("DELETE FROM src.db.v1_part WHERE id % 7 = 0")
+    spark.sql("INSERT OVERWRITE src.db.v1_part SELECT * FROM src.db.v1_part WHERE id > 15")
+    return _table(spark, "v1_part")
+
+
+def v2_merge_on_read(spark: Any) -> SourceTable:
+    """Position deletes at the default granularity, partition values that need escaping."""
+    spark.sql(
+        "CREATE TABLE src.db.v2_mor (id bigint, name string, p string) USING iceberg PARTITIONED BY (p) "
+        f"TBLPROPERTIES ('format-version'='2',{MOR})"
+    )
+    values = ", ".join(
+        f"({i}, 'n{i}', '{p}')" for i, p in enumerate(["x/y", "z w", "a=b%c", "é ü", "x/y", "z w"] * 4)
+    )
+    spark.sql(f"INSERT INTO src.db.v2_mor VALUES {values}")
+    spark.sql("DELETE FROM src.db.v2_mor WHERE id % 5 = 0")
+    spark.sql("UPDATE src.db.v2_mor SET name = concat(name, '-u') WHERE id % 3 = 0")
+    spark.sql(
+        "MERGE INTO src.db.v2_mor t USING (SELECT id, 'merged' AS name, 'x/y' AS p FROM range(20, 30)) s "
+        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET t.name = s.name WHEN NOT MATCHED THEN INSERT *"
+    )
+    spark.sql("DELETE FROM src.db.v2_mor WHERE name = 'n7'")
+    return _table(spark, "v2_mor")
+
+
+def evolution(spark: Any) -> SourceTable:
+    spark.sql(
+        "CREATE TABLE src.db.evolve (id bigint, a string, b int) USING iceberg PARTITIONED BY (b) "
+        "TBLPROPERTIES ('format-version'='2')"
+    )
+    spark.sql("INSERT INTO src.db.evolve VALUES (1, 'a', 1), (2, 'b', 2)")
+    spark.sql("ALTER TABLE src.db.evolve ADD COLUMN c date")
+    spark.sql("ALTER TABLE src.db.evolve RENAME COLUMN a TO a2")
+    spark.sql("INSERT INTO src.db.evolve VALUES (3, 'c', 1, date'2026-02-01')")
+    spark.sql("ALTER TABLE src.db.evolve ADD PARTITION FIELD months(c)")
+    spark.sql("ALTER TABLE src.db.evolve DROP PARTITION FIELD b")
+    spark.sql("ALTER TABLE src.db.evolve WRITE ORDERED BY id")
+    spark.sql("INSERT INTO src.db.evolve VALUES (4, 'd', 9, date'2026-03-01'), (5, NULL, NULL, NULL)")
+    spark.sql("ALTER TABLE src.db.evolve DROP COLUMN b")
+    spark.sql("INSERT INTO src.db.evolve VALUES (6, 'f', date'2026-04-01')")
+    return _table(spark, "evolve")
+
+
+def history(spark: Any) -> SourceTable:
+    """Branches, tags, expired snapshots and a truncated metadata log (old files deleted)."""
+    spark.sql(
+        "CREATE TABLE src.db.history (id bigint, v string) USING iceberg TBLPROPERTIES ("
+        "'format-version'='2','write.metadata.previous-versions-max'='3',"
+        "'write.metadata.delete-after-commit.enabled'='true')"
+    )
+    for i in range(5):
+        spark.sql(f"INSERT INTO src.db.history VALUES ({i}, 'v{i}')")
+    spark.sql("ALTER TABLE src.db.history CREATE TAG `release-1`")
+    spark.sql("ALTER TABLE src.db.history CREATE BRANCH audit")
+    spark.sql("INSERT INTO src.db.history.branch_audit VALUES (100, 'on-branch')")
+    spark.sql("DELETE FROM src.db.history WHERE id = 1")
+    spark.sql("INSERT INTO src.db.history VALUES (5, 'v5')")
+    spark.sql(
+        "CALL src.system.expire_snapshots(table => 'db.history', "
+        "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 2)"
+    )
+    return _table(spark, "history")
+
+
+def data_elsewhere(spark: Any, warehouse: Path) -> SourceTable:
+    """Data under a second prefix (write.data.path) in the object-storage layout."""
+    elsewhere = str(warehouse / "elsewhere" / "data")
+    spark.sql(
+        "CREATE TABLE src.db.elsewhere (id bigint, p int) USING iceberg PARTITIONED BY (p) TBLPROPERTIES ("
+        f"'format-version'='2','write.data.path'='{elsewhere}','write.object-storage.enabled'='true',{MOR})"
+    )
+    spark.sql("INSERT INTO src.db.elsewhere SELECT id, CAST(id % 3 AS INT) FROM range(0, 30)")
+    spark.sql("DELETE FROM src.db.elsewhere WHERE id % 4 = 0")
+    spark.sql("INSERT INTO src.db.elsewhere SELECT id, CAST(id % 3 AS INT) FROM range(30, 40)")
+    return _table(spark, "elsewhere", {elsewhere: "elsewhere-data"})
+
+
+def v3_deletion_vectors(spark: Any) -> SourceTable:
+    spark.sql(
+        "CREATE TABLE src.db.v3_dv (id bigint, s string) USING iceberg "
+        f"TBLPROPERTIES ('format-version'='3',{MOR})"
+    )
+    spark.sql("INSERT INTO src.db.v3_dv SELECT id, CAST(id AS STRING) FROM range(0, 40)")
+    spark.sql("DELETE FROM src.db.v3_dv WHERE id % 3 = 0")
+    spark.sql("UPDATE src.db.v3_dv SET s = 'u' WHERE id % 5 = 1")
+    spark.sql("DELETE FROM src.db.v3_dv WHERE id = 2")
+    return _table(spark, "v3_dv")
+
+
+def statistics(spark: Any) -> SourceTable:
+    spark.sql(
+        "CREATE TABLE src.db.stats (id bigint, p int) USING iceberg PARTITIONED BY (p) "
+        "TBLPROPERTIES ('format-version'='2')"
+    )
+    spark.sql("INSERT INTO src.db.stats SELECT id, CAST(id % 2 AS INT) FROM range(0, 50)")
+    spark.sql("CALL src.system.compute_table_stats('db.stats')")
+    spark.sql("CALL src.system.compute_partition_stats('db.stats')")
+    return _table(spark, "stats")
+
+
+SPARK_CASES = {
+    "v1_partitioned": v1_partitioned,
+    "v2_merge_on_read": v2_merge_on_read,
+    "evolution": evolution,
+    "history": history,
+    "v3_deletion_vectors": v3_deletion_vectors,
+    "statistics": statistics,
+}
+
+
+def pyiceberg_table(warehouse: Path) -> SourceTable:
+    """A table written by pyiceberg (its own writer, its own manifests), with a delete."""
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.expressions import EqualTo
+
+    os.makedirs(warehouse, exist_ok=True)
+    catalog = SqlCatalog("py", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}")
+    catalog.create_namespace("db")
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": pa.array(["a", "b", None], pa.string())})
+    table = catalog.create_table("db.py_written", schema=data.schema)
+    table.append(data)
+    table.append(pa.table({"id": pa.array([4], pa.int64()), "name": pa.array(["d"], pa.string())}))
+    table.delete(EqualTo("id", 2))
+    table.append(pa.table({"id": pa.array([5], pa.int64()), "name": pa.array(["e"], pa.string())}))
+    table = catalog.load_table("db.py_written")
+    return SourceTable("py_written", table.metadata_location, table.metadata.location)
