@@ -1,0 +1,190 @@
+"""Behaviour users rely on: incremental runs, clear refusals, dry runs and the CLI contract."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.sql import SqlCatalog
+
+from icelake.aws.fileio import LocalFileIO
+from icelake.errors import (
+    MissingSourceFilesError,
+    NotAMetadataFileError,
+    TargetConflictError,
+    TargetHoldsOtherTableError,
+    UnmappedPrefixesError,
+    UnsafeTargetError,
+)
+from icelake.migrate import migrate_table
+from tests.verify import assert_same_table
+
+IO = LocalFileIO()
+
+
+def _catalog(root: Path) -> SqlCatalog:
+    root.mkdir(parents=True, exist_ok=True)
+    catalog = SqlCatalog("c", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}")
+    catalog.create_namespace_if_not_exists("db")
+    return catalog
+
+
+def _rows(ids: list[int]) -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([f"v{i}" for i in ids], pa.string())})
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> tuple[SqlCatalog, str]:
+    catalog = _catalog(tmp_path / "src")
+    table = catalog.create_table("db.t", schema=_rows([1]).schema)
+    table.append(_rows([1, 2]))
+    table.append(_rows([3]))
+    return catalog, catalog.load_table("db.t").metadata_location
+
+
+def _snapshot_tree(root: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_incremental_run_copies_only_new_files(source: tuple[SqlCatalog, str], tmp_path: Path) -> None:
+    # Given a migrated table
+    catalog, meta = source
+    target = tmp_path / "dst" / "t"
+    first = migrate_table(meta, str(target), src_io=IO, dst_io=IO)
+    assert first.files_copied == 2  # two data files
+
+    # When the source gets one more commit and the migration runs again from its new metadata
+    table = catalog.load_table("db.t")
+    table.append(_rows([4, 5]))
+    new_meta = catalog.load_table("db.t").metadata_location
+    second = migrate_table(new_meta, str(target), src_io=IO, dst_io=IO)
+
+    # Then only the new data file is copied; only the new manifest, manifest list and metadata.json are written
+    assert second.files_copied == 1
+    assert second.files_rewritten == 3
+    assert second.files_skipped == first.files_copied + first.files_rewritten
+    assert_same_table(new_meta, second.target_metadata_location)
+
+
+def test_dry_run_writes_nothing_and_reports_the_plan(source: tuple[SqlCatalog, str], tmp_path: Path) -> None:
+    _, meta = source
+    result = migrate_table(meta, str(tmp_path / "dst"), src_io=IO, dst_io=IO, dry_run=True)
+    assert not (tmp_path / "dst").exists()
+    assert result.dry_run and result.files_copied == 2 and result.bytes_copied > 0
+    assert result.files_planned >= 2 + 1 + 2 + 2  # data, current metadata, manifests, manifest lists
+
+
+def test_not_a_metadata_file_is_refused(source: tuple[SqlCatalog, str], tmp_path: Path) -> None:
+    bogus = tmp_path / "x.json"
+    bogus.write_text('{"hello": 1}')
+    with pytest.raises(NotAMetadataFileError, match="not an Iceberg table metadata file"):
+        migrate_table(str(bogus), str(tmp_path / "dst"), src_io=IO, dst_io=IO)
+    with pytest.raises(NotAMetadataFileError, match="cannot read"):
+        migrate_table(str(tmp_path / "missing.metadata.json"), str(tmp_path / "dst"), src_io=IO, dst_io=IO)
+
+
+def test_missing_source_files_are_listed_and_nothing_is_written(
+    source: tuple[SqlCatalog, str], tmp_path: Path
+) -> None:
+    catalog, meta = source
+    data_files = [t.file.file_path for t in catalog.load_table("db.t").scan().plan_files()]
+    os.remove(data_files[0].removeprefix("file://"))
+    with pytest.raises(MissingSourceFilesError) as info:
+        migrate_table(meta, str(tmp_path / "dst"), src_io=IO, dst_io=IO)
+    assert info.value.missing == [data_files[0]]
+    assert not (tmp_path / "dst").exists()
+
+
+def test_unmapped_prefix_is_refused_with_the_prefix_named(tmp_path: Path) -> None:
+    catalog = _catalog(tmp_path / "src")
+    elsewhere = tmp_path / "other-bucket" / "data"
+    table = catalog.create_table("db.t", schema=_rows([1]).schema, properties={"write.data.path": str(elsewhere)})
+    table.append(_rows([1]))
+    meta = catalog.load_table("db.t").metadata_location
+    with pytest.raises(UnmappedPrefixesError, match="other-bucket") as info:
+        migrate_table(meta, str(tmp_path / "dst" / "t"), src_io=IO, dst_io=IO)
+    assert any("other-bucket" in p for p in info.value.prefixes)
+    assert not (tmp_path / "dst").exists()
+    # With the prefix mapped, the table moves and its data lands under the mapped prefix
+    result = migrate_table(
+        meta, str(tmp_path / "dst" / "t"), [(str(elsewhere), str(tmp_path / "dst" / "data"))], src_io=IO, dst_io=IO
+    )
+    assert len(list((tmp_path / "dst" / "data").rglob("*.parquet"))) == 1
+    assert_same_table(meta, result.target_metadata_location)
+
+
+def test_target_with_another_table_is_refused(source: tuple[SqlCatalog, str], tmp_path: Path) -> None:
+    catalog, meta = source
+    other = catalog.create_table("db.other", schema=_rows([1]).schema)
+    other.append(_rows([9]))
+    target = tmp_path / "dst" / "t"
+    migrate_table(catalog.load_table("db.other").metadata_location, str(target), src_io=IO, dst_io=IO)
+    before = _snapshot_tree(target)
+    with pytest.raises(TargetHoldsOtherTableError, match="different Iceberg table"):
+        migrate_table(meta, str(target), src_io=IO, dst_io=IO)
+    assert _snapshot_tree(target) == before
+
+
+def test_differing_target_file_is_not_overwritten_unless_asked(
+    source: tuple[SqlCatalog, str], tmp_path: Path
+) -> None:
+    _, meta = source
+    target = tmp_path / "dst" / "t"
+    migrate_table(meta, str(target), src_io=IO, dst_io=IO)
+    victim = next(target.rglob("*.parquet"))
+    good = victim.read_bytes()
+    victim.write_bytes(b"not the same bytes")
+    with pytest.raises(TargetConflictError, match="--overwrite"):
+        migrate_table(meta, str(target), src_io=IO, dst_io=IO)
+    assert victim.read_bytes() == b"not the same bytes"
+    result = migrate_table(meta, str(target), src_io=IO, dst_io=IO, overwrite=True)
+    assert result.files_copied == 1 and victim.read_bytes() == good
+
+
+def test_target_inside_the_source_is_refused(source: tuple[SqlCatalog, str], tmp_path: Path) -> None:
+    catalog, meta = source
+    location = catalog.load_table("db.t").metadata.location
+    before = _snapshot_tree(tmp_path / "src")
+    with pytest.raises(UnsafeTargetError, match="never written"):
+        migrate_table(meta, location + "/copy", src_io=IO, dst_io=IO)
+    assert _snapshot_tree(tmp_path / "src") == before
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("icelake", path=os.path.dirname(sys.executable)) or "icelake"
+    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_cli_json_contract(source: tuple[SqlCatalog, str], tmp_path: Path) -> None:
+    _, meta = source
+    target = f"file://{tmp_path}/dst/t"
+    out = _cli("migrate", "path", "--metadata", meta, "--target-location", target, "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["target_metadata_location"].startswith(target + "/metadata/")
+    assert (result["files_copied"], result["files_skipped"]) == (2, 0)
+    assert result["files_rewritten"] > 0 and result["bytes_copied"] > 0
+
+    again = json.loads(_cli("migrate", "path", "--metadata", meta, "--target-location", target, "--json").stdout)
+    assert (again["files_copied"], again["files_rewritten"]) == (0, 0)
+
+
+def test_cli_failure_is_one_line_on_stderr(tmp_path: Path) -> None:
+    out = _cli("migrate", "path", "--metadata", str(tmp_path / "nope.json"), "--target-location", str(tmp_path))
+    assert out.returncode != 0
+    assert out.stdout == ""
+    assert out.stderr.strip().count("\n") == 0 and out.stderr.startswith("icelake: error:")
+
+
+def test_cli_dry_run_prints_plan(source: tuple[SqlCatalog, str], tmp_path: Path) -> None:
+    _, meta = source
+    out = _cli("migrate", "path", "--metadata", meta, "--target-location", str(tmp_path / "d"), "--dry-run")
+    assert out.returncode == 0, out.stderr
+    assert "Dry run" in out.stdout and "prefix" in out.stdout
+    assert not (tmp_path / "d").exists()

@@ -1,0 +1,51 @@
+"""Prefix mapping matches on path boundaries only; spellings of the same place are the same."""
+
+from __future__ import annotations
+
+import pytest
+
+from icelake.errors import InvalidMappingError
+from icelake.uris import PrefixMap, canonical, parse_map_option
+
+
+def test_prefix_matches_only_on_path_boundaries() -> None:
+    pm = PrefixMap([("s3://b/t", "s3://x/t")])
+    assert pm.map("s3://b/t/data/f.parquet") == "s3://x/t/data/f.parquet"
+    assert pm.map("s3://b/t") == "s3://x/t"
+    assert pm.map("s3://b/t2/data/f.parquet") is None
+    assert pm.map("s3://b/tx") is None
+
+
+@pytest.mark.parametrize(
+    ("src", "dst"), [("s3://b/t", "s3://x/t"), ("s3://b/t/", "s3://x/t/"), ("s3://b/t//", "s3://x/t")]
+)
+def test_trailing_slashes_never_change_the_result(src: str, dst: str) -> None:
+    assert PrefixMap([(src, dst)]).map("s3://b/t/m/v1.metadata.json") == "s3://x/t/m/v1.metadata.json"
+
+
+def test_longest_prefix_wins() -> None:
+    pm = PrefixMap([("s3://b/t", "s3://x/t"), ("s3://b/t/data", "s3://y/d")])
+    assert pm.map("s3://b/t/data/a.parquet") == "s3://y/d/a.parquet"
+    assert pm.map("s3://b/t/metadata/a.avro") == "s3://x/t/metadata/a.avro"
+
+
+def test_local_spellings_are_one_place() -> None:
+    assert canonical("file:/tmp/w/t") == canonical("file:///tmp/w/t") == canonical("/tmp/w/t/")
+    pm = PrefixMap([("/tmp/w/t", "/tmp/new")])
+    assert pm.map("file:/tmp/w/t/data/p=x%2Fy/f.parquet") == "file:///tmp/new/data/p=x%2Fy/f.parquet"
+
+
+def test_s3a_and_s3_are_the_same_bucket() -> None:
+    assert PrefixMap([("s3://b/t", "s3://x/t")]).map("s3a://b/t/f") == "s3://x/t/f"
+
+
+def test_conflicting_mappings_are_refused() -> None:
+    with pytest.raises(InvalidMappingError, match="mapped twice"):
+        PrefixMap([("s3://b/t", "s3://x/t"), ("s3://b/t/", "s3://y/t")])
+
+
+def test_map_option_splits_at_the_uri_boundary() -> None:
+    assert parse_map_option("s3://b/p=1/x=s3://t/y") == ("s3://b/p=1/x", "s3://t/y")
+    assert parse_map_option("/src/a=/dst/b") == ("/src/a", "/dst/b")
+    with pytest.raises(InvalidMappingError, match="SRC=DST"):
+        parse_map_option("s3://only-one")
