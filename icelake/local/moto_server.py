@@ -1,0 +1,47 @@
+"""Embedded AWS: moto as a server on loopback, reachable by boto3, pyarrow and the CLI alike."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+LOCAL_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def embedded_aws(port: int | None = None) -> Iterator[str]:
+    """Start moto on 127.0.0.1 and point AWS clients at it; yields the endpoint URL.
+
+    The previous environment is restored on exit. MOTO_PORT is set because moto's own
+    Step Functions interpreter calls back to localhost on that port.
+    """
+    from moto.server import ThreadedMotoServer
+
+    port = port or free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    env = {**LOCAL_CREDENTIALS, "AWS_ENDPOINT_URL": endpoint, "MOTO_PORT": str(port)}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield endpoint
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        server.stop()
