@@ -1,0 +1,236 @@
+"""Page through an HTTP JSON API and land every response unchanged as one pending batch."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import boto3
+import requests
+from botocore.exceptions import ClientError
+
+from icelake.aws.fileio import FileIO
+from icelake.ingest.errors import (
+    HTTPStatusError,
+    InvalidResponseError,
+    PaginationError,
+    RetriesExhaustedError,
+    SecretLookupError,
+)
+from icelake.ingest.landing import batch_uri, extract_records, new_run_id, write_page, write_pending
+from icelake.ingest.models import AuthConfig, BatchManifest, FetchConfig, FetchResult, RetryPolicy
+
+Sleep = Callable[[float], None]
+
+
+def resolve_auth_header(auth: AuthConfig, session: boto3.Session | None = None) -> str:
+    """The header value for `auth`, read from Secrets Manager (never logged)."""
+    client = (session or boto3.Session()).client("secretsmanager")
+    try:
+        secret = client.get_secret_value(SecretId=auth.secret_id).get("SecretString")
+    except ClientError as exc:
+        raise SecretLookupError(auth.secret_id, exc.response.get("Error", {}).get("Code", str(exc))) from exc
+    if secret is None:
+        raise SecretLookupError(auth.secret_id, "it holds binary data, not a SecretString")
+    value = str(secret)
+    if auth.secret_key is not None:
+        try:
+            doc = json.loads(secret)
+        except json.JSONDecodeError as exc:
+            raise SecretLookupError(
+                auth.secret_id, f"it is not JSON, so it has no key {auth.secret_key!r}"
+            ) from exc
+        if not isinstance(doc, dict) or not isinstance(doc.get(auth.secret_key), str):
+            raise SecretLookupError(auth.secret_id, f"it has no string key {auth.secret_key!r}")
+        value = str(doc[auth.secret_key])
+    return auth.prefix + value
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """Retry-After as delta-seconds or an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, float((when - (now or datetime.now(UTC))).total_seconds()))
+
+
+def backoff_seconds(policy: RetryPolicy, attempt: int, rng: random.Random | None = None) -> float:
+    """Exponential backoff for the `attempt`-th failure (1-based), capped, with equal jitter."""
+    delay = min(policy.backoff_max_s, policy.backoff_base_s * 2.0 ** (attempt - 1))
+    if policy.jitter:
+        delay = delay / 2 + (rng or random).uniform(0, delay / 2)
+    return delay
+
+
+@dataclass
+class _Counters:
+    requests: int = 0
+    bytes: int = 0
+
+
+def get_with_retries(
+    http: requests.Session,
+    config: FetchConfig,
+    params: dict[str, str],
+    headers: dict[str, str],
+    *,
+    counters: _Counters,
+    sleep: Sleep,
+) -> requests.Response:
+    policy = config.retry
+    last_failure = "no attempt made"
+    last_status: int | None = None
+    for attempt in range(1, policy.max_attempts + 1):
+        counters.requests += 1
+        delay: float | None = None
+        try:
+            response = http.get(
+                config.url,
+                params=params,
+                headers=headers,
+                timeout=(config.connect_timeout_s, config.read_timeout_s),
+            )
+        except requests.Timeout:
+            last_failure, last_status = (
+                f"timed out (connect {config.connect_timeout_s}s, read {config.read_timeout_s}s)",
+                None,
+            )
+        except requests.ConnectionError as exc:
+            last_failure, last_status = f"connection failed ({type(exc).__name__})", None
+        else:
+            if response.status_code < 400:
+                return response
+            last_status = response.status_code
+            if response.status_code not in policy.retry_statuses:
+                raise HTTPStatusError(config.url, response.status_code, response.text[:200])
+            last_failure = f"HTTP {response.status_code}"
+            after = retry_after_seconds(response.headers.get("Retry-After"))
+            if after is not None:
+                delay = min(after, policy.max_retry_after_s)
+            response.close()
+        if attempt < policy.max_attempts:
+            sleep(delay if delay is not None else backoff_seconds(policy, attempt))
+    raise RetriesExhaustedError(config.url, policy.max_attempts, last_failure, last_status)
+
+
+def _dig(doc: Any, path: str) -> Any:
+    node = doc
+    for part in [p for p in path.split(".") if p]:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def iter_pages(
+    config: FetchConfig,
+    http: requests.Session,
+    auth_header_value: str | None,
+    counters: _Counters,
+    sleep: Sleep,
+) -> Iterator[tuple[bytes, int]]:
+    """(raw response body, record count) in order, following the configured pagination until its end."""
+    pg = config.pagination
+    headers = {"Accept": "application/json", **config.headers}
+    if config.auth is not None:
+        if auth_header_value is None:
+            raise ValueError("config.auth is set: pass the header value from resolve_auth_header()")
+        headers[config.auth.header] = auth_header_value
+    params = dict(config.params)
+    if pg.kind == "page" and pg.size_param and pg.page_size:
+        params[pg.size_param] = str(pg.page_size)
+    page_no = pg.start_page
+    cursor: str | None = None
+    seen_cursors: set[str] = set()
+    for count in range(1, pg.max_pages + 1):
+        if pg.kind == "page":
+            params[pg.page_param] = str(page_no)
+        elif pg.kind == "cursor" and cursor is not None:
+            params[pg.cursor_param] = cursor
+        response = get_with_retries(http, config, params, headers, counters=counters, sleep=sleep)
+        body = response.content
+        counters.bytes += len(body)
+        try:
+            doc = json.loads(body)
+        except ValueError as exc:
+            raise InvalidResponseError(response.url, f"the body is not JSON ({exc})") from exc
+        records = extract_records(doc, config.records_path, response.url)
+        yield body, len(records)
+        if pg.kind == "none":
+            return
+        if pg.kind == "page":
+            if not records or (pg.page_size is not None and len(records) < pg.page_size):
+                return
+            page_no += 1
+        else:
+            nxt = _dig(doc, pg.cursor_path)
+            if nxt is None or nxt == "":
+                return
+            cursor = str(nxt)
+            if cursor in seen_cursors:
+                raise PaginationError(
+                    f"{config.url} returned cursor {cursor!r} twice after {count} page(s): the API loops; "
+                    "nothing was marked pending"
+                )
+            seen_cursors.add(cursor)
+    raise PaginationError(
+        f"{config.url} still had more pages after pagination.max_pages={pg.max_pages}; refusing to land a "
+        "partial batch: raise max_pages or narrow the request"
+    )
+
+
+def fetch_to_landing(
+    config: FetchConfig,
+    io: FileIO,
+    root: str,
+    *,
+    auth_header_value: str | None = None,
+    http: requests.Session | None = None,
+    now: datetime | None = None,
+    sleep: Sleep = time.sleep,
+) -> FetchResult:
+    """Fetch every page, land each unchanged, then write the `.pending` marker (last, so a dead run
+    leaves no marker and its pages are never merged)."""
+    fetched_at = (now or datetime.now(UTC)).astimezone(UTC)
+    run_id = new_run_id(fetched_at)
+    uri = batch_uri(root, config.source, config.endpoint, run_id)
+    counters = _Counters()
+    own_http = http is None
+    session = http or requests.Session()
+    names: list[str] = []
+    records = 0
+    try:
+        pages = iter_pages(config, session, auth_header_value, counters, sleep)
+        for index, (body, count) in enumerate(pages, start=1):
+            names.append(write_page(io, uri, index, body))
+            records += count
+    finally:
+        if own_http:
+            session.close()
+    manifest = BatchManifest(
+        batch_id=f"{config.source}/{config.endpoint}/{run_id}",
+        source=config.source,
+        endpoint=config.endpoint,
+        run_id=run_id,
+        fetched_at=fetched_at,
+        pages=tuple(names),
+        record_count=records,
+        records_path=config.records_path,
+        full_load=config.full_load,
+    )
+    write_pending(io, uri, manifest)
+    return FetchResult(batch_uri=uri, manifest=manifest, requests=counters.requests, bytes=counters.bytes)

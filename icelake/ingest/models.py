@@ -1,0 +1,140 @@
+"""Frozen models for everything that crosses a boundary of the ingestion workflow."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Pagination(_Frozen):
+    """How to walk the API. `page`: numbered pages; `cursor`: a token from each response."""
+
+    kind: Literal["none", "page", "cursor"] = "none"
+    page_param: str = "page"
+    start_page: int = 1
+    size_param: str | None = None
+    page_size: int | None = Field(default=None, ge=1)
+    cursor_param: str = "cursor"
+    cursor_path: str = "next_cursor"  # dotted path to the next cursor in the response JSON
+    max_pages: int = Field(default=10_000, ge=1)
+
+
+class RetryPolicy(_Frozen):
+    max_attempts: int = Field(default=5, ge=1)
+    backoff_base_s: float = Field(default=0.5, ge=0)
+    backoff_max_s: float = Field(default=30.0, ge=0)
+    max_retry_after_s: float = Field(default=120.0, ge=0)  # longer Retry-After values are capped
+    retry_statuses: tuple[int, ...] = (429, 500, 502, 503, 504)
+    jitter: bool = True
+
+
+class AuthConfig(_Frozen):
+    """An API credential kept in Secrets Manager, sent as one request header."""
+
+    secret_id: str
+    secret_key: str | None = None  # JSON key inside a SecretString holding an object
+    header: str = "Authorization"
+    prefix: str = ""  # e.g. "Bearer "
+
+
+class FetchConfig(_Frozen):
+    source: str
+    endpoint: str
+    url: str
+    params: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default_factory=dict)
+    auth: AuthConfig | None = None
+    records_path: str = "data"  # dotted path to the record list; "" when the body is the list
+    pagination: Pagination = Pagination()
+    retry: RetryPolicy = RetryPolicy()
+    connect_timeout_s: float = Field(default=5.0, gt=0)
+    read_timeout_s: float = Field(default=30.0, gt=0)
+    full_load: bool = False  # the API returns every live record: keys absent from it were deleted
+
+    @field_validator("source", "endpoint")
+    @classmethod
+    def _safe_name(cls, value: str) -> str:
+        if not _NAME.match(value) or ".." in value:
+            raise ValueError(f"{value!r} must be letters, digits, '_', '-', '.' (it becomes an S3 key part)")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"url {value!r} must start with http:// or https://")
+        return value
+
+
+class BatchManifest(_Frozen):
+    """The content of a batch's `.pending` marker: what was landed and how to read it."""
+
+    batch_id: str  # "{source}/{endpoint}/{run_id}", unique, recorded in the Iceberg snapshot summary
+    source: str
+    endpoint: str
+    run_id: str
+    fetched_at: datetime  # UTC; becomes `_valid_from` of the versions this batch creates
+    pages: tuple[str, ...]  # file names inside the batch directory, in fetch order
+    record_count: int
+    records_path: str
+    full_load: bool
+
+
+class PendingBatch(_Frozen):
+    uri: str  # the batch directory
+    manifest: BatchManifest
+
+
+class FetchResult(_Frozen):
+    batch_uri: str
+    manifest: BatchManifest
+    requests: int  # HTTP requests made, retries included
+    bytes: int
+
+
+class Scd2Spec(_Frozen):
+    """One SCD2 table: identity, how to pick the latest record of a key, what counts as a change."""
+
+    table: str  # catalog.database.table
+    keys: tuple[str, ...] = Field(min_length=1)
+    order_by: str | None = None  # the latest record of a key wins; NULLs are oldest; then batch order
+    tracked: tuple[str, ...] | None = None  # None: every non-key column that is not ignored
+    ignored: tuple[str, ...] = ()
+    schema_ddl: str | None = None  # e.g. "id BIGINT, name STRING"; None: inferred from the JSON
+    comment: str = "SCD2 dimension maintained by icelake ingest"
+    column_comments: dict[str, str] = Field(default_factory=dict)
+    properties: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("table")
+    @classmethod
+    def _three_parts(cls, value: str) -> str:
+        if len(value.split(".")) != 3:
+            raise ValueError(f"table {value!r} must be catalog.database.table")
+        return value
+
+
+class MergeResult(_Frozen):
+    batch_id: str
+    table: str
+    skipped: bool  # already committed earlier (idempotent re-run)
+    snapshot_id: int | None = None
+    inserted: int = 0  # new versions, new keys included
+    new_keys: int = 0
+    closed: int = 0  # current versions closed because the key changed
+    deleted: int = 0  # current versions closed because a full load no longer had the key
+    added_columns: tuple[str, ...] = ()
+
+
+class MaintenanceConfig(_Frozen):
+    expire_older_than_days: float = Field(default=7, ge=0)
+    retain_last: int = Field(default=10, ge=1)
+    orphan_older_than_hours: float = Field(default=72, ge=24)  # Iceberg refuses less than 24 h
