@@ -17,7 +17,12 @@ from icelake.errors import IcelakeError
 from icelake.migrate import MigrationResult, migrate_table
 from icelake.uris import parse_map_option
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False, help="Move Apache Iceberg tables with their history.")
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Move Apache Iceberg tables with their history.",
+)
 migrate_app = typer.Typer(no_args_is_help=True, help="Migrate Iceberg tables.")
 app.add_typer(migrate_app, name="migrate")
 

@@ -49,14 +49,22 @@ def write_sample_table(spark: object) -> str:
 def main() -> int:
     shutil.rmtree(DEMO_DIR, ignore_errors=True)
     console.rule("[bold]icelake demo")
-    console.print("1. Spark (Iceberg 1.10 Java writer) writes a sample table with deletes, an update, a tag, evolution")
+    console.print(
+        "1. Spark (Iceberg 1.10 Java writer) writes a sample table with deletes, an update, a tag, evolution"
+    )
     spark = local_spark({"demo": str(DEMO_DIR / "source-warehouse")}, app_name="icelake-demo")
     source_meta = write_sample_table(spark)
     target = DEMO_DIR / "target-warehouse" / "sales" / "orders"
 
     cmd = [
         os.path.join(os.path.dirname(sys.executable), "icelake"),
-        "migrate", "path", "--metadata", source_meta, "--target-location", str(target), "--json",
+        "migrate",
+        "path",
+        "--metadata",
+        source_meta,
+        "--target-location",
+        str(target),
+        "--json",
     ]
     console.print(f"2. Migrating with: [cyan]icelake {' '.join(cmd[1:])}[/cyan]")
     run = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -66,13 +74,16 @@ def main() -> int:
     result = json.loads(run.stdout)
     again = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
 
-    console.print("3. Validating every snapshot with pyiceberg and Spark (engines that did not write the target)")
+    console.print(
+        "3. Validating every snapshot with pyiceberg and Spark (engines that did not write the target)"
+    )
     report = validate_tables(source_meta, result["target_metadata_location"])
     spark_ok = True
     table = Table(title="Snapshot by snapshot", show_lines=False)
     for col in ("snapshot", "seq", "source rows", "target rows", "pyiceberg", "spark"):
         table.add_column(col)
     for check in report.snapshots:
+
         def spark_rows(meta: str, sid: int = check.snapshot_id) -> list[tuple[object, ...]]:
             df = spark.read.format("iceberg").option("snapshot-id", sid).load(meta)
             return sorted((tuple(r) for r in df.collect()), key=repr)
@@ -80,7 +91,10 @@ def main() -> int:
         same = spark_rows(source_meta) == spark_rows(result["target_metadata_location"])
         spark_ok &= same
         table.add_row(
-            str(check.snapshot_id), str(check.sequence_number), str(check.source_rows), str(check.target_rows),
+            str(check.snapshot_id),
+            str(check.sequence_number),
+            str(check.source_rows),
+            str(check.target_rows),
             "[green]same[/green]" if check.rows_equal else "[red]DIFFERENT[/red]",
             "[green]same[/green]" if same else "[red]DIFFERENT[/red]",
         )
@@ -95,7 +109,7 @@ def main() -> int:
     ok = report.ok and spark_ok and (again["files_copied"], again["files_rewritten"]) == (0, 0)
     summary.add_row("validation", "[green]PASSED[/green]" if ok else f"[red]FAILED[/red] {report.problems}")
     console.print(summary)
-    spark.stop()  # type: ignore[attr-defined]
+    spark.stop()
     return 0 if ok else 1
 
 

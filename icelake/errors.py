@@ -36,7 +36,9 @@ class UnmappedPrefixesError(IcelakeError):
 
 class TargetConflictError(IcelakeError):
     def __init__(self, conflicts: list[str]) -> None:
-        shown = ", ".join(conflicts[:10]) + (f" ... and {len(conflicts) - 10} more" if len(conflicts) > 10 else "")
+        shown = ", ".join(conflicts[:10]) + (
+            f" ... and {len(conflicts) - 10} more" if len(conflicts) > 10 else ""
+        )
         super().__init__(
             f"{len(conflicts)} target file(s) already exist with different content: {shown}; "
             "nothing was overwritten; re-run with --overwrite if the target copies may be replaced"

@@ -79,7 +79,8 @@ class PrefixMap:
             previous = by_source.get(m.source)
             if previous is not None and previous.target != m.target:
                 raise InvalidMappingError(
-                    f"{src} is mapped twice ({previous.target} and {m.target}); keep one --map per source prefix"
+                    f"{src} is mapped twice ({previous.target} and {m.target}); "
+                    "keep one --map per source prefix"
                 )
             by_source[m.source] = m
         # Longest source first, so nested prefixes win over their parents.

@@ -26,7 +26,9 @@ def iceberg_runtime_jar() -> str:
     return jars[-1]
 
 
-def local_spark(catalogs: dict[str, str], app_name: str = "icelake", driver_memory: str = "2g") -> SparkSession:
+def local_spark(
+    catalogs: dict[str, str], app_name: str = "icelake", driver_memory: str = "2g"
+) -> SparkSession:
     """Session `local[2]` with one Hadoop Iceberg catalog per name -> warehouse directory."""
     from pyspark.sql import SparkSession
 

@@ -53,13 +53,13 @@ class DeleteRewrite:
 def read_avro(uri: str, data: bytes) -> AvroFile:
     try:
         reader = fastavro.reader(io.BytesIO(data))
-        records = list(reader)
+        records: list[dict[str, Any]] = list(reader)  # type: ignore[arg-type]
     except Exception as exc:
         raise UnsupportedFileError(f"{uri} is not a readable Avro file: {exc}") from exc
     meta = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in reader.metadata.items()}
     schema = json.loads(meta["avro.schema"])
     header = {k: v for k, v in meta.items() if not k.startswith("avro.")}
-    return AvroFile(schema, header, reader.codec, reader._header["sync"], records)  # type: ignore[attr-defined]
+    return AvroFile(schema, header, reader.codec, reader._header["sync"], records)
 
 
 def write_avro(src: AvroFile, records: list[dict[str, Any]]) -> bytes:
@@ -99,7 +99,7 @@ def manifest_entries(uri: str, data: bytes) -> Iterator[dict[str, Any]]:
 
 def is_rewritable_delete(data_file: dict[str, Any]) -> bool:
     """Position deletes (Parquet/Avro/ORC) and deletion vectors hold data-file paths in their bytes."""
-    return data_file.get("content", DATA) == POSITION_DELETES
+    return bool(data_file.get("content", DATA) == POSITION_DELETES)
 
 
 def rewrite_manifest(
@@ -131,7 +131,10 @@ def rewrite_manifest(
                     for kv in df["column_sizes"]
                 ]
         if is_rewritable_delete(df):
-            for key, exact in (("lower_bounds", rewrite and rewrite.lower_path), ("upper_bounds", rewrite and rewrite.upper_path)):
+            for key, exact in (
+                ("lower_bounds", rewrite and rewrite.lower_path),
+                ("upper_bounds", rewrite and rewrite.upper_path),
+            ):
                 _replace_path_bound(df, key, exact or None, try_map)
     return write_avro(src, src.records)
 

@@ -77,7 +77,9 @@ def _local_copy(src: str, src_info: ObjectInfo, dst: str) -> None:
     try:
         shutil.copyfile(local_path(src), tmp)
         if os.path.getsize(tmp) != src_info.size:
-            raise CopyVerificationError(f"copy of {src} has {os.path.getsize(tmp)} bytes, expected {src_info.size}")
+            raise CopyVerificationError(
+                f"copy of {src} has {os.path.getsize(tmp)} bytes, expected {src_info.size}"
+            )
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -99,10 +101,14 @@ def _s3_copy(src: str, src_info: ObjectInfo, dst_io: S3FileIO, dst: str) -> None
     result = out.get("CopyObjectResult", {})
     copied_sha = result.get("ChecksumSHA256")
     if _full_checksum(src_info) and copied_sha and copied_sha != src_info.sha256:
-        raise CopyVerificationError(f"checksum mismatch copying {src} to {dst}: {src_info.sha256} != {copied_sha}")
+        raise CopyVerificationError(
+            f"checksum mismatch copying {src} to {dst}: {src_info.sha256} != {copied_sha}"
+        )
 
 
-def _s3_multipart_copy(src: str, src_info: ObjectInfo, dst_io: S3FileIO, dst: str, settings: CopySettings) -> None:
+def _s3_multipart_copy(
+    src: str, src_info: ObjectInfo, dst_io: S3FileIO, dst: str, settings: CopySettings
+) -> None:
     sb, sk = split_s3(src)
     db, dk = split_s3(dst)
     client = dst_io.client
@@ -135,7 +141,9 @@ def _s3_multipart_copy(src: str, src_info: ObjectInfo, dst_io: S3FileIO, dst: st
     try:
         with ThreadPoolExecutor(max_workers=settings.part_workers) as pool:
             parts = list(pool.map(copy_part, range(1, count + 1)))
-        client.complete_multipart_upload(Bucket=db, Key=dk, UploadId=upload_id, MultipartUpload={"Parts": parts})
+        client.complete_multipart_upload(
+            Bucket=db, Key=dk, UploadId=upload_id, MultipartUpload={"Parts": parts}
+        )
     except BaseException:
         client.abort_multipart_upload(Bucket=db, Key=dk, UploadId=upload_id)
         raise

@@ -67,7 +67,9 @@ def _rewrite_parquet_position_deletes(
         raise UnsupportedFileError(f"{uri} is a position-delete file without a file_path column")
     meta = pf.metadata
     codec = meta.row_group(0).column(0).compression if meta.num_row_groups else "ZSTD"
-    row_group_rows = max(meta.row_group(i).num_rows for i in range(meta.num_row_groups)) if meta.num_row_groups else None
+    row_group_rows = (
+        max(meta.row_group(i).num_rows for i in range(meta.num_row_groups)) if meta.num_row_groups else None
+    )
 
     # Map each distinct path once: a delete file lists the same data file many times.
     paths = table.column("file_path").combine_chunks().dictionary_encode()
@@ -140,4 +142,6 @@ def rewrite_puffin(uri: str, data: bytes, map_path: Callable[[str], str]) -> byt
         if "referenced-data-file" in props:
             props["referenced-data-file"] = map_path(props["referenced-data-file"])
     payload = json.dumps(footer, separators=(",", ":")).encode()
-    return data[:footer_start] + PUFFIN_MAGIC + payload + struct.pack("<i", len(payload)) + flags + PUFFIN_MAGIC
+    return (
+        data[:footer_start] + PUFFIN_MAGIC + payload + struct.pack("<i", len(payload)) + flags + PUFFIN_MAGIC
+    )

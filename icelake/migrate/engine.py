@@ -146,7 +146,9 @@ def _execute(
 
     def rewrite_delete(task: object) -> None:
         assert isinstance(task, DeleteFileTask)
-        data, result = rewrite_delete_file(task.source, src_io.read(task.source), task.file_format, plan.map_path)
+        data, result = rewrite_delete_file(
+            task.source, src_io.read(task.source), task.file_format, plan.map_path
+        )
         put(task.target, data)
         with tally.lock:
             delete_rewrites[task.source] = result
@@ -178,7 +180,9 @@ def _execute(
     kept_logs = set(plan.metadata_files)
     progress.start("rewrite metadata.json", len(plan.metadata_files))
     for uri in plan.metadata_files:
-        meta, gz = read_metadata(src_io, uri) if uri != plan.source_metadata else (plan.meta, _is_gz(src_io, uri))
+        meta, gz = (
+            read_metadata(src_io, uri) if uri != plan.source_metadata else (plan.meta, _is_gz(src_io, uri))
+        )
         rewritten = mj.rewrite_metadata(meta, plan.map_path, lambda p: p in kept_logs)
         put(plan.map_path(uri), mj.serialize_metadata(rewritten, gz))
         progress.advance("rewrite metadata.json")

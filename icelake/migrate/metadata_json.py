@@ -79,7 +79,9 @@ def referenced_paths(meta: Metadata) -> Iterator[str]:
         yield path
 
 
-def rewrite_metadata(meta: Metadata, map_path: Callable[[str], str], keep_log: Callable[[str], bool]) -> Metadata:
+def rewrite_metadata(
+    meta: Metadata, map_path: Callable[[str], str], keep_log: Callable[[str], bool]
+) -> Metadata:
     """A copy of `meta` with every path mapped. Log entries whose file is gone are dropped."""
     out = copy.deepcopy(meta)
     out["location"] = map_path(meta["location"])
@@ -89,7 +91,9 @@ def rewrite_metadata(meta: Metadata, map_path: Callable[[str], str], keep_log: C
             props[key] = map_path(props[key])
     if "metadata-log" in out:
         out["metadata-log"] = [
-            {**e, "metadata-file": map_path(e["metadata-file"])} for e in out["metadata-log"] if keep_log(e["metadata-file"])
+            {**e, "metadata-file": map_path(e["metadata-file"])}
+            for e in out["metadata-log"]
+            if keep_log(e["metadata-file"])
         ]
     for snap in out.get("snapshots", []):
         if "manifest-list" in snap:

@@ -200,7 +200,9 @@ def build_plan(
         manifest_lists=lists,
         manifests=manifests,
         delete_files=[
-            DeleteFileTask(p, prefix_map.map(p) or "", fmt) for p, fmt in delete_formats.items() if src_info[p]
+            DeleteFileTask(p, prefix_map.map(p) or "", fmt)
+            for p, fmt in delete_formats.items()
+            if src_info[p]
         ],
         copies=copies,
         skipped_copies=skipped,
@@ -284,4 +286,3 @@ def _refuse_other_table(dst_io: FileIO, metadata_dir: str, source_uuid: str | No
             continue
         if found and source_uuid and found != source_uuid:
             raise TargetHoldsOtherTableError(metadata_dir, found, source_uuid)
-

@@ -46,7 +46,13 @@ def validate_tables(
     dst = StaticTable.from_metadata(target_metadata, properties=target_props or {})
     sm, tm = src.metadata, dst.metadata
     problems: list[str] = []
-    for name in ("table_uuid", "format_version", "current_snapshot_id", "current_schema_id", "default_spec_id"):
+    for name in (
+        "table_uuid",
+        "format_version",
+        "current_snapshot_id",
+        "current_schema_id",
+        "default_spec_id",
+    ):
         if getattr(sm, name) != getattr(tm, name):
             problems.append(f"{name}: source {getattr(sm, name)} != target {getattr(tm, name)}")
     if [s.model_dump() for s in sm.schemas] != [s.model_dump() for s in tm.schemas]:
@@ -71,10 +77,15 @@ def validate_tables(
             problems.append(f"snapshot {s.snapshot_id}: lineage or summary differs")
         if compare_rows:
             a, b = _sorted_rows(src, s.snapshot_id), _sorted_rows(dst, s.snapshot_id)
-            checks.append(SnapshotCheck(
-                snapshot_id=s.snapshot_id, sequence_number=s.sequence_number,
-                source_rows=len(a), target_rows=len(b), rows_equal=a == b,
-            ))
+            checks.append(
+                SnapshotCheck(
+                    snapshot_id=s.snapshot_id,
+                    sequence_number=s.sequence_number,
+                    source_rows=len(a),
+                    target_rows=len(b),
+                    rows_equal=a == b,
+                )
+            )
             if a != b:
                 problems.append(f"snapshot {s.snapshot_id}: rows differ")
     if len(target_snaps) != len(sm.snapshots):

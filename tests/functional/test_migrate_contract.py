@@ -65,7 +65,8 @@ def test_incremental_run_copies_only_new_files(source: tuple[SqlCatalog, str], t
     new_meta = catalog.load_table("db.t").metadata_location
     second = migrate_table(new_meta, str(target), src_io=IO, dst_io=IO)
 
-    # Then only the new data file is copied; only the new manifest, manifest list and metadata.json are written
+    # Then only the new data file is copied, and only the new manifest, manifest list and
+    # metadata.json are written
     assert second.files_copied == 1
     assert second.files_rewritten == 3
     assert second.files_skipped == first.files_copied + first.files_rewritten
@@ -104,7 +105,9 @@ def test_missing_source_files_are_listed_and_nothing_is_written(
 def test_unmapped_prefix_is_refused_with_the_prefix_named(tmp_path: Path) -> None:
     catalog = _catalog(tmp_path / "src")
     elsewhere = tmp_path / "other-bucket" / "data"
-    table = catalog.create_table("db.t", schema=_rows([1]).schema, properties={"write.data.path": str(elsewhere)})
+    table = catalog.create_table(
+        "db.t", schema=_rows([1]).schema, properties={"write.data.path": str(elsewhere)}
+    )
     table.append(_rows([1]))
     meta = catalog.load_table("db.t").metadata_location
     with pytest.raises(UnmappedPrefixesError, match="other-bucket") as info:
@@ -113,7 +116,11 @@ def test_unmapped_prefix_is_refused_with_the_prefix_named(tmp_path: Path) -> Non
     assert not (tmp_path / "dst").exists()
     # With the prefix mapped, the table moves and its data lands under the mapped prefix
     result = migrate_table(
-        meta, str(tmp_path / "dst" / "t"), [(str(elsewhere), str(tmp_path / "dst" / "data"))], src_io=IO, dst_io=IO
+        meta,
+        str(tmp_path / "dst" / "t"),
+        [(str(elsewhere), str(tmp_path / "dst" / "data"))],
+        src_io=IO,
+        dst_io=IO,
     )
     assert len(list((tmp_path / "dst" / "data").rglob("*.parquet"))) == 1
     assert_same_table(meta, result.target_metadata_location)
@@ -171,12 +178,16 @@ def test_cli_json_contract(source: tuple[SqlCatalog, str], tmp_path: Path) -> No
     assert (result["files_copied"], result["files_skipped"]) == (2, 0)
     assert result["files_rewritten"] > 0 and result["bytes_copied"] > 0
 
-    again = json.loads(_cli("migrate", "path", "--metadata", meta, "--target-location", target, "--json").stdout)
+    again = json.loads(
+        _cli("migrate", "path", "--metadata", meta, "--target-location", target, "--json").stdout
+    )
     assert (again["files_copied"], again["files_rewritten"]) == (0, 0)
 
 
 def test_cli_failure_is_one_line_on_stderr(tmp_path: Path) -> None:
-    out = _cli("migrate", "path", "--metadata", str(tmp_path / "nope.json"), "--target-location", str(tmp_path))
+    out = _cli(
+        "migrate", "path", "--metadata", str(tmp_path / "nope.json"), "--target-location", str(tmp_path)
+    )
     assert out.returncode != 0
     assert out.stdout == ""
     assert out.stderr.strip().count("\n") == 0 and out.stderr.startswith("icelake: error:")

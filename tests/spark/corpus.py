@@ -17,7 +17,9 @@ class SourceTable:
 
 
 def current_metadata(spark: Any, ident: str) -> str:
-    row = spark.sql(f"SELECT file FROM {ident}.metadata_log_entries ORDER BY timestamp DESC LIMIT 1").collect()
+    row = spark.sql(
+        f"SELECT file FROM {ident}.metadata_log_entries ORDER BY timestamp DESC LIMIT 1"
+    ).collect()
     return str(row[0][0])
 
 
@@ -32,7 +34,8 @@ def _table(spark: Any, name: str, extra: dict[str, str] | None = None) -> Source
 
 
 MOR = (
-    "'write.delete.mode'='merge-on-read','write.update.mode'='merge-on-read','write.merge.mode'='merge-on-read'"
+    "'write.delete.mode'='merge-on-read','write.update.mode'='merge-on-read',"
+    "'write.merge.mode'='merge-on-read'"
 )
 
 

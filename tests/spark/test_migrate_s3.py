@@ -107,9 +107,13 @@ def test_large_objects_are_copied_in_parallel_parts(aws: dict[str, Any]) -> None
     assert info is not None
     settings = CopySettings(multipart_threshold=5 * 1024 * 1024, part_size=5 * 1024 * 1024, part_workers=3)
 
-    copy_file(src_s3, "s3://source-lake/big/blob.bin", info, dst_s3, "s3://target-lake/big/blob.bin", settings)
+    copy_file(
+        src_s3, "s3://source-lake/big/blob.bin", info, dst_s3, "s3://target-lake/big/blob.bin", settings
+    )
 
     assert dst_s3.read("s3://target-lake/big/blob.bin") == payload
     copied = dst_s3.stat("s3://target-lake/big/blob.bin")
     assert copied is not None and copied.source_etag == info.etag
-    assert is_same_copy(src_s3, "s3://source-lake/big/blob.bin", info, dst_s3, "s3://target-lake/big/blob.bin", copied)
+    assert is_same_copy(
+        src_s3, "s3://source-lake/big/blob.bin", info, dst_s3, "s3://target-lake/big/blob.bin", copied
+    )

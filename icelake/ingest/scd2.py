@@ -1,0 +1,499 @@
+"""SCD2 merge of landed batches into an Iceberg table, as functions on a SparkSession.
+
+Every batch becomes ONE Iceberg commit (a MERGE INTO) that closes the current version of changed
+keys and inserts their new versions and the new keys, plus, for full loads, closes and flags the
+keys the batch no longer has. The batch id and its as-of time are written into that commit's
+snapshot summary; a batch found there is skipped, so re-running after a crash adds nothing.
+
+Semantics (the reference implementation in tests/ingest/reference.py states them in plain Python):
+- One row per key per batch: the latest by `order_by` (NULLs oldest), ties broken by batch order
+  (later page, later record wins).
+- A key changed when any tracked column differs NULL-safely (`<=>`): NULL -> value and value ->
+  NULL are changes, NULL -> NULL is not.
+- Versions are valid over [_valid_from, _valid_to): a batch fetched at T closes versions at T and
+  opens new ones at T. Batches must be merged in fetch order (the pending listing is oldest first);
+  an older batch that is not recorded is refused rather than rewriting history.
+- Columns present in the table but absent from a batch are NULL for that batch's records.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from icelake.aws.fileio import FileIO
+from icelake.ingest.errors import (
+    EmptyFullLoadError,
+    IngestError,
+    InvalidBatchError,
+    OutOfOrderBatchError,
+    SchemaMismatchError,
+)
+from icelake.ingest.landing import iter_batch_records
+from icelake.ingest.models import MaintenanceConfig, MergeResult, PendingBatch, Scd2Spec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+INGESTED_AT = "_ingested_at"
+SOURCE_FILE = "_source_file"
+IS_CURRENT = "_is_current"
+VALID_FROM = "_valid_from"
+VALID_TO = "_valid_to"
+IS_DELETED = "_is_deleted"
+SCD2_COLUMNS: dict[str, tuple[str, str]] = {
+    INGESTED_AT: ("TIMESTAMP", "when icelake merged the batch that created this version"),
+    SOURCE_FILE: ("STRING", "raw landed API response this version was read from"),
+    IS_CURRENT: ("BOOLEAN", "true for the one live version of a key"),
+    VALID_FROM: ("TIMESTAMP", "fetch time of the batch that created this version (inclusive)"),
+    VALID_TO: ("TIMESTAMP", "fetch time of the batch that ended this version (exclusive); NULL while current"),
+    IS_DELETED: ("BOOLEAN", "true when a full load no longer contained the key and closed this version"),
+}
+_POS = "__icelake_pos"  # record position inside the batch (tie-breaker), internal to the merge
+RESERVED = frozenset(SCD2_COLUMNS) | {_POS}
+BATCH_ID_PROPERTY = "icelake.batch-id"
+BATCH_AS_OF_PROPERTY = "icelake.batch-as-of"
+DEFAULT_PROPERTIES = {
+    "format-version": "2",
+    "write.merge.mode": "merge-on-read",
+    "write.update.mode": "merge-on-read",
+    "write.delete.mode": "merge-on-read",
+    "write.metadata.delete-after-commit.enabled": "true",
+    "write.metadata.previous-versions-max": "100",
+}
+
+T = TypeVar("T")
+
+
+def q(name: str) -> str:
+    """A quoted Spark SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def qtable(table: str) -> str:
+    return ".".join(q(p) for p in table.split("."))
+
+
+def ts_literal(when: datetime) -> str:
+    """An exact timestamp literal, independent of the session time zone."""
+    if when.tzinfo is None:
+        raise ValueError(f"{when!r} has no time zone; pass an aware UTC datetime")
+    delta = when.astimezone(UTC) - datetime(1970, 1, 1, tzinfo=UTC)
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return f"TIMESTAMP_MICROS({micros})"
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+# --------------------------------------------------------------------------- table from code
+
+
+def table_exists(spark: SparkSession, table: str) -> bool:
+    return bool(spark.catalog.tableExists(table))
+
+
+def create_table_ddl(spec: Scd2Spec, data_schema: StructType) -> str:
+    """CREATE TABLE for `spec`: the data columns of `data_schema`, then the SCD2 columns."""
+    lines = []
+    for f in data_schema.fields:
+        comment = spec.column_comments.get(f.name) or ("business key" if f.name in spec.keys else None)
+        not_null = " NOT NULL" if f.name in spec.keys else ""
+        suffix = f" COMMENT {_sql_string(comment)}" if comment else ""
+        lines.append(f"{q(f.name)} {f.dataType.simpleString()}{not_null}{suffix}")
+    for name, (sql_type, comment) in SCD2_COLUMNS.items():
+        not_null = "" if name == VALID_TO else " NOT NULL"
+        lines.append(f"{q(name)} {sql_type}{not_null} COMMENT {_sql_string(comment)}")
+    properties = {
+        **DEFAULT_PROPERTIES,
+        "icelake.scd2.keys": ",".join(spec.keys),
+        "icelake.scd2.order-by": spec.order_by or "",
+        **spec.properties,
+    }
+    props = ", ".join(f"{_sql_string(k)}={_sql_string(v)}" for k, v in properties.items())
+    columns = ",\n  ".join(lines)
+    return (
+        f"CREATE TABLE IF NOT EXISTS {qtable(spec.table)} (\n  {columns}\n) USING iceberg\n"
+        f"COMMENT {_sql_string(spec.comment)}\nTBLPROPERTIES ({props})"
+    )
+
+
+def data_columns(spark: SparkSession, table: str) -> StructType:
+    from pyspark.sql.types import StructType
+
+    schema = spark.table(table).schema
+    return StructType([f for f in schema.fields if f.name not in SCD2_COLUMNS])
+
+
+def ensure_table(spark: SparkSession, spec: Scd2Spec, batch_schema: StructType) -> tuple[str, ...]:
+    """Create the table when missing; add batch columns it lacks. Returns the added column names."""
+    from pyspark.sql.types import StructType
+
+    clash = RESERVED & set(batch_schema.fieldNames())
+    if clash:
+        raise InvalidBatchError(f"the API data has columns reserved for SCD2 bookkeeping: {sorted(clash)}")
+    missing_keys = [k for k in spec.keys if k not in batch_schema.fieldNames()]
+    if not table_exists(spark, spec.table):
+        if missing_keys:
+            raise InvalidBatchError(f"the batch has no key column(s) {missing_keys}; check Scd2Spec.keys")
+        spark.sql(create_table_ddl(spec, batch_schema))
+        return ()
+    existing = {f.name.lower() for f in data_columns(spark, spec.table).fields}
+    new = StructType([f for f in batch_schema.fields if f.name.lower() not in existing])
+    for f in new.fields:
+        comment = spec.column_comments.get(f.name, "added by schema evolution")
+        spark.sql(
+            f"ALTER TABLE {qtable(spec.table)} ADD COLUMN {q(f.name)} {f.dataType.simpleString()} "
+            f"COMMENT {_sql_string(comment)}"
+        )
+    return tuple(new.fieldNames())
+
+
+# --------------------------------------------------------------------------- batch -> DataFrame
+
+
+def batch_dataframe(spark: SparkSession, io: FileIO, batch: PendingBatch, spec: Scd2Spec) -> DataFrame:
+    """The batch's records with `_source_file` and their position; typed by `spec.schema_ddl` or
+    inferred from the JSON."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    lines = []
+    for pos, (page, record) in enumerate(iter_batch_records(io, batch)):
+        clash = RESERVED & set(record)
+        if clash:
+            raise InvalidBatchError(f"{page} has fields reserved for SCD2 bookkeeping: {sorted(clash)}")
+        lines.append(json.dumps({**record, SOURCE_FILE: page, _POS: pos}))
+    extra = [StructField(SOURCE_FILE, StringType()), StructField(_POS, LongType())]
+    reader = spark.read.option("mode", "FAILFAST")
+    if spec.schema_ddl:
+        declared = StructType.fromDDL(spec.schema_ddl)
+        reader = reader.schema(StructType(declared.fields + extra))
+    elif not lines:
+        return spark.createDataFrame([], StructType(extra))
+    rdd = spark.sparkContext.parallelize(lines or [], max(1, min(len(lines) // 50_000, 64)))
+    try:
+        df = reader.json(rdd)
+    except Exception as exc:  # FAILFAST surfaces malformed or mistyped records here
+        raise InvalidBatchError(f"batch {batch.manifest.batch_id} cannot be read with the table schema: {exc}") from exc
+    return df.select(*[c for c in df.columns if c not in (SOURCE_FILE, _POS)], SOURCE_FILE, _POS)
+
+
+def align_to_table(df: DataFrame, table_schema: StructType, batch_id: str) -> DataFrame:
+    """The batch with exactly the table's data columns, in table order and table types; columns the
+    batch lacks are NULL. A value the table type cannot hold is refused, never silently NULLed."""
+    from pyspark.sql import functions as F
+
+    by_lower = {c.lower(): c for c in df.columns}
+    cols = []
+    lossy = []
+    for f in table_schema.fields:
+        src = by_lower.get(f.name.lower())
+        if src is None:
+            cols.append(F.lit(None).cast(f.dataType).alias(f.name))
+            continue
+        if df.schema[src].dataType != f.dataType:
+            lossy.append((src, f))
+        cols.append(F.col(q(src)).cast(f.dataType).alias(f.name))
+    for src, f in lossy:
+        bad = df.where(F.col(q(src)).isNotNull() & F.col(q(src)).cast(f.dataType).isNull()).limit(3).collect()
+        if bad:
+            examples = [row[src] for row in bad]
+            raise SchemaMismatchError(
+                f"batch {batch_id}: column {f.name!r} is {f.dataType.simpleString()} in the table but the batch "
+                f"has {df.schema[src].dataType.simpleString()} values that do not convert, e.g. {examples}; "
+                "fix the source or declare the column's type in Scd2Spec.schema_ddl"
+            )
+    return df.select(*cols, SOURCE_FILE, _POS)
+
+
+# --------------------------------------------------------------------------- idempotency
+
+
+@dataclass(frozen=True)
+class CommitLog:
+    """What the table's live snapshots and rows say about merged batches."""
+
+    batch_ids: frozenset[str]
+    high_water: datetime | None  # newest as-of of any merged batch
+
+
+def commit_log(spark: SparkSession, table: str) -> CommitLog:
+    rows = spark.sql(
+        f"SELECT summary['{BATCH_ID_PROPERTY}'] AS b, summary['{BATCH_AS_OF_PROPERTY}'] AS t "
+        f"FROM {qtable(table)}.snapshots WHERE summary['{BATCH_ID_PROPERTY}'] IS NOT NULL"
+    ).collect()
+    ids = frozenset(str(r["b"]) for r in rows)
+    times = [datetime.fromisoformat(str(r["t"])) for r in rows if r["t"]]
+    # Expired snapshots take their summaries with them: the rows still carry the times.
+    data = spark.sql(
+        f"SELECT max(unix_micros({q(VALID_FROM)})) AS f, max(unix_micros({q(VALID_TO)})) AS t FROM {qtable(table)}"
+    ).collect()[0]
+    times += [datetime.fromtimestamp(0, UTC) + _micros(v) for v in (data["f"], data["t"]) if v is not None]
+    return CommitLog(ids, max(times) if times else None)
+
+
+def _micros(value: int) -> Any:
+    from datetime import timedelta
+
+    return timedelta(microseconds=int(value))
+
+
+def with_commit_properties(spark: SparkSession, properties: dict[str, str], action: Callable[[], T]) -> T:
+    """Run `action` so that every Iceberg commit it makes carries `properties` in its snapshot summary.
+
+    Iceberg's CommitMetadata.withCommitProperties keeps them in a JVM thread-local; PySpark's pinned
+    py4j threads run the Python callback's own JVM calls on that same thread.
+    """
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    sc = spark.sparkContext
+    ensure_callback_server_started(sc._gateway)
+    jvm = sc._jvm
+    jprops = jvm.java.util.HashMap()
+    for key, value in properties.items():
+        jprops.put(key, value)
+
+    class _Call:
+        def __init__(self) -> None:
+            self.result: Any = None
+            self.error: BaseException | None = None
+
+        def call(self) -> None:
+            try:
+                self.result = action()
+            except BaseException as exc:  # re-raised on the Python side, not through py4j
+                self.error = exc
+            return None
+
+        class Java:
+            implements = ["java.util.concurrent.Callable"]  # noqa: RUF012
+
+    call = _Call()
+    runtime_exception = jvm.java.lang.Class.forName("java.lang.RuntimeException")
+    jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(jprops, call, runtime_exception)
+    if call.error is not None:
+        raise call.error
+    result: T = call.result
+    return result
+
+
+# --------------------------------------------------------------------------- the merge
+
+
+def tracked_columns(spec: Scd2Spec, table_schema: StructType) -> list[str]:
+    names = table_schema.fieldNames()
+    if spec.tracked is not None:
+        unknown = [c for c in spec.tracked if c not in names]
+        if unknown:
+            raise IngestError(f"tracked column(s) {unknown} are not in {spec.table} (columns: {names})")
+        return list(spec.tracked)
+    return [c for c in names if c not in spec.keys and c not in spec.ignored]
+
+
+def staged_changes_sql(spec: Scd2Spec, batch_view: str, table_schema: StructType, full_load: bool) -> str:
+    """The MERGE source: deduplicated batch rows classified new/changed/same against current rows.
+
+    Changed keys appear twice: once with the merge key (matches and closes the current version),
+    once with a NULL merge key (matches nothing, so it is inserted as the new version).
+    """
+    names = table_schema.fieldNames()
+    keys = [q(k) for k in spec.keys]
+    order = [f"{q(spec.order_by)} DESC NULLS LAST"] if spec.order_by else []
+    order.append(f"{q(_POS)} DESC")
+    tracked = tracked_columns(spec, table_schema)
+    same = " AND ".join(f"(l.{q(c)} <=> c.{q(c)})" for c in tracked) or "true"
+    key_join = " AND ".join(f"l.{k} = c.{k}" for k in keys)
+    cols = ", ".join(q(c) for c in names)
+    mk_real = ", ".join(f"{k} AS {q('__mk_' + n)}" for k, n in zip(keys, spec.keys, strict=True))
+    mk_null = ", ".join(
+        f"CAST(NULL AS {table_schema[n].dataType.simpleString()}) AS {q('__mk_' + n)}" for n in spec.keys
+    )
+    current_cols = ", ".join([*keys, *(q(c) for c in tracked if c not in spec.keys)])
+    keep = "" if full_load else "WHERE __action <> 'same'"
+    return f"""
+WITH ranked AS (
+  SELECT *, row_number() OVER (PARTITION BY {", ".join(keys)} ORDER BY {", ".join(order)}) AS __rn
+  FROM {batch_view}
+), latest AS (
+  SELECT {cols}, {q(SOURCE_FILE)} FROM ranked WHERE __rn = 1
+), cur AS (
+  SELECT {current_cols}, true AS __present FROM {qtable(spec.table)} WHERE {q(IS_CURRENT)}
+), classified AS (
+  SELECT l.*, CASE WHEN c.__present IS NULL THEN 'new' WHEN {same} THEN 'same' ELSE 'changed' END AS __action
+  FROM latest l LEFT JOIN cur c ON {key_join}
+)
+SELECT {mk_real}, * FROM classified {keep}
+UNION ALL
+SELECT {mk_null}, * FROM classified WHERE __action = 'changed'
+"""
+
+
+def merge_sql(spec: Scd2Spec, staged_view: str, table_schema: StructType, *, as_of: datetime,
+              ingested_at: datetime, full_load: bool) -> str:
+    names = table_schema.fieldNames()
+    on = " AND ".join(f"t.{q(k)} = s.{q('__mk_' + k)}" for k in spec.keys)
+    insert_cols = ", ".join(q(c) for c in [*names, *SCD2_COLUMNS])
+    values = ", ".join(
+        [f"s.{q(c)}" for c in names]
+        + [ts_literal(ingested_at), f"s.{q(SOURCE_FILE)}", "true", ts_literal(as_of), "NULL", "false"]
+    )
+    deletes = (
+        f"WHEN NOT MATCHED BY SOURCE AND t.{q(IS_CURRENT)} THEN UPDATE SET t.{q(IS_CURRENT)} = false, "
+        f"t.{q(VALID_TO)} = {ts_literal(as_of)}, t.{q(IS_DELETED)} = true"
+        if full_load
+        else ""
+    )
+    return f"""
+MERGE INTO {qtable(spec.table)} t
+USING {staged_view} s
+ON {on} AND t.{q(IS_CURRENT)}
+WHEN MATCHED AND s.__action = 'changed' THEN
+  UPDATE SET t.{q(IS_CURRENT)} = false, t.{q(VALID_TO)} = {ts_literal(as_of)}
+WHEN NOT MATCHED AND s.__action IN ('new', 'changed') THEN
+  INSERT ({insert_cols}) VALUES ({values})
+{deletes}
+"""
+
+
+def merge_batch(
+    spark: SparkSession,
+    spec: Scd2Spec,
+    batch_df: DataFrame,
+    *,
+    batch_id: str,
+    as_of: datetime,
+    full_load: bool,
+    ingested_at: datetime | None = None,
+) -> MergeResult:
+    """Merge one batch (columns: data, `_source_file`, position) in one Iceberg commit."""
+    from pyspark.sql import functions as F
+
+    ingested_at = ingested_at or datetime.now(UTC)
+    exists = table_exists(spark, spec.table)
+    if exists:
+        log = commit_log(spark, spec.table)
+        if batch_id in log.batch_ids:
+            return MergeResult(batch_id=batch_id, table=spec.table, skipped=True)
+        if log.high_water is not None and as_of <= log.high_water:
+            raise OutOfOrderBatchError(batch_id, as_of.isoformat(), log.high_water.isoformat())
+    data_schema_in = batch_df.drop(SOURCE_FILE, _POS).schema
+    if not data_schema_in.fields and not exists:
+        if full_load:
+            raise EmptyFullLoadError(batch_id)
+        return MergeResult(batch_id=batch_id, table=spec.table, skipped=False)
+    if full_load and batch_df.limit(1).count() == 0:
+        raise EmptyFullLoadError(batch_id)
+    added = ensure_table(spark, spec, data_schema_in)
+    table_schema = data_columns(spark, spec.table)
+    aligned = align_to_table(batch_df, table_schema, batch_id)
+    null_keys = aligned.where(" OR ".join(f"{q(k)} IS NULL" for k in spec.keys)).count()
+    if null_keys:
+        raise InvalidBatchError(f"batch {batch_id} has {null_keys} record(s) with a NULL key {list(spec.keys)}")
+
+    suffix = abs(hash((batch_id, spec.table))) % 10**12
+    batch_view, staged_view = f"icelake_batch_{suffix}", f"icelake_staged_{suffix}"
+    aligned.createOrReplaceTempView(batch_view)
+    staged = spark.sql(staged_changes_sql(spec, batch_view, table_schema, full_load)).cache()
+    try:
+        staged.createOrReplaceTempView(staged_view)
+        counts = {
+            r["__action"]: r["n"]
+            for r in staged.where(F.col(q("__mk_" + spec.keys[0])).isNotNull())
+            .groupBy("__action")
+            .agg(F.count(F.lit(1)).alias("n"))
+            .collect()
+        }
+        deleted = 0
+        if full_load:
+            deleted = (
+                spark.table(spec.table)
+                .where(F.col(IS_CURRENT))
+                .join(staged.select(*[F.col(q("__mk_" + k)).alias(k) for k in spec.keys]), list(spec.keys), "left_anti")
+                .count()
+            )
+        statement = merge_sql(
+            spec, staged_view, table_schema, as_of=as_of, ingested_at=ingested_at, full_load=full_load
+        )
+        properties = {BATCH_ID_PROPERTY: batch_id, BATCH_AS_OF_PROPERTY: as_of.astimezone(UTC).isoformat()}
+        with_commit_properties(spark, properties, lambda: spark.sql(statement).collect())
+    finally:
+        staged.unpersist()
+        spark.catalog.dropTempView(staged_view)
+        spark.catalog.dropTempView(batch_view)
+    snapshot = spark.sql(
+        f"SELECT snapshot_id FROM {qtable(spec.table)}.snapshots "
+        f"WHERE summary['{BATCH_ID_PROPERTY}'] = {_sql_string(batch_id)}"
+    ).collect()
+    new, changed = counts.get("new", 0), counts.get("changed", 0)
+    return MergeResult(
+        batch_id=batch_id,
+        table=spec.table,
+        skipped=False,
+        snapshot_id=snapshot[0]["snapshot_id"] if snapshot else None,
+        inserted=new + changed,
+        new_keys=new,
+        closed=changed,
+        deleted=deleted,
+        added_columns=added,
+    )
+
+
+def merge_pending(
+    spark: SparkSession,
+    spec: Scd2Spec,
+    io: FileIO,
+    batches: Iterable[PendingBatch],
+    *,
+    ingested_at: datetime | None = None,
+) -> list[MergeResult]:
+    """Merge landed batches oldest first, one commit each (what the Glue job runs)."""
+    ordered = sorted(batches, key=lambda b: (b.manifest.fetched_at, b.manifest.run_id))
+    results = []
+    for batch in ordered:
+        df = batch_dataframe(spark, io, batch, spec)
+        results.append(
+            merge_batch(
+                spark,
+                spec,
+                df,
+                batch_id=batch.manifest.batch_id,
+                as_of=batch.manifest.fetched_at,
+                full_load=batch.manifest.full_load,
+                ingested_at=ingested_at,
+            )
+        )
+    return results
+
+
+# --------------------------------------------------------------------------- maintenance
+
+
+def maintain(spark: SparkSession, table: str, config: MaintenanceConfig, now: datetime | None = None) -> dict[str, Any]:
+    """Expire old snapshots, rewrite manifests, remove orphan files (Iceberg's Spark procedures)."""
+    from datetime import timedelta
+
+    now = now or datetime.now(UTC)
+    catalog, database, name = table.split(".")
+    ident = _sql_string(f"{database}.{name}")
+    expire_before = ts_literal(now - timedelta(days=config.expire_older_than_days))
+    orphan_before = ts_literal(now - timedelta(hours=config.orphan_older_than_hours))
+    expired = spark.sql(
+        f"CALL {q(catalog)}.system.expire_snapshots(table => {ident}, older_than => {expire_before}, "
+        f"retain_last => {config.retain_last})"
+    ).collect()[0]
+    rewritten = spark.sql(f"CALL {q(catalog)}.system.rewrite_manifests(table => {ident})").collect()[0]
+    orphans = spark.sql(
+        f"CALL {q(catalog)}.system.remove_orphan_files(table => {ident}, older_than => {orphan_before})"
+    ).collect()
+    return {
+        "expired_data_files": int(expired["deleted_data_files_count"]),
+        "expired_manifest_lists": int(expired["deleted_manifest_lists_count"]),
+        "rewritten_manifests": int(rewritten["rewritten_manifests_count"]),
+        "added_manifests": int(rewritten["added_manifests_count"]),
+        "orphan_files_removed": [str(r["orphan_file_location"]) for r in orphans],
+    }
