@@ -199,3 +199,25 @@ def test_cli_dry_run_prints_plan(source: tuple[SqlCatalog, str], tmp_path: Path)
     assert out.returncode == 0, out.stderr
     assert "Dry run" in out.stdout and "prefix" in out.stdout
     assert not (tmp_path / "d").exists()
+
+
+def test_logged_metadata_files_that_are_gone_are_dropped_from_the_log(
+    source: tuple[SqlCatalog, str], tmp_path: Path
+) -> None:
+    # Given a source whose metadata log names a file that was deleted
+    _, meta = source
+    log = json.loads(Path(meta.removeprefix("file://")).read_text())["metadata-log"]
+    assert len(log) >= 2
+    gone = log[0]["metadata-file"]
+    os.remove(gone.removeprefix("file://"))
+
+    # When it is migrated
+    result = migrate_table(meta, str(tmp_path / "dst" / "t"), src_io=IO, dst_io=IO)
+
+    # Then the target log keeps exactly the entries whose files exist, and each of them exists at the target
+    target_log = json.loads(Path(result.target_metadata_location.removeprefix("file://")).read_text())[
+        "metadata-log"
+    ]
+    assert len(target_log) == len(log) - 1
+    assert all(Path(e["metadata-file"].removeprefix("file://")).is_file() for e in target_log)
+    assert result.metadata_files == len(log)  # the current file and the logged ones that exist
