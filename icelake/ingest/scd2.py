@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from icelake.aws.fileio import FileIO
@@ -50,7 +50,10 @@ SCD2_COLUMNS: dict[str, tuple[str, str]] = {
     SOURCE_FILE: ("STRING", "raw landed API response this version was read from"),
     IS_CURRENT: ("BOOLEAN", "true for the one live version of a key"),
     VALID_FROM: ("TIMESTAMP", "fetch time of the batch that created this version (inclusive)"),
-    VALID_TO: ("TIMESTAMP", "fetch time of the batch that ended this version (exclusive); NULL while current"),
+    VALID_TO: (
+        "TIMESTAMP",
+        "fetch time of the batch that ended this version (exclusive); NULL while current",
+    ),
     IS_DELETED: ("BOOLEAN", "true when a full load no longer contained the key and closed this version"),
 }
 _POS = "__icelake_pos"  # record position inside the batch (tie-breaker), internal to the merge
@@ -171,15 +174,16 @@ def batch_dataframe(spark: SparkSession, io: FileIO, batch: PendingBatch, spec: 
     extra = [StructField(SOURCE_FILE, StringType()), StructField(_POS, LongType())]
     reader = spark.read.option("mode", "FAILFAST")
     if spec.schema_ddl:
-        declared = StructType.fromDDL(spec.schema_ddl)
-        reader = reader.schema(StructType(declared.fields + extra))
+        reader = reader.schema(f"{spec.schema_ddl}, {q(SOURCE_FILE)} STRING, {q(_POS)} BIGINT")
     elif not lines:
         return spark.createDataFrame([], StructType(extra))
     rdd = spark.sparkContext.parallelize(lines or [], max(1, min(len(lines) // 50_000, 64)))
     try:
         df = reader.json(rdd)
     except Exception as exc:  # FAILFAST surfaces malformed or mistyped records here
-        raise InvalidBatchError(f"batch {batch.manifest.batch_id} cannot be read with the table schema: {exc}") from exc
+        raise InvalidBatchError(
+            f"batch {batch.manifest.batch_id} cannot be read with the table schema: {exc}"
+        ) from exc
     return df.select(*[c for c in df.columns if c not in (SOURCE_FILE, _POS)], SOURCE_FILE, _POS)
 
 
@@ -204,7 +208,8 @@ def align_to_table(df: DataFrame, table_schema: StructType, batch_id: str) -> Da
         if bad:
             examples = [row[src] for row in bad]
             raise SchemaMismatchError(
-                f"batch {batch_id}: column {f.name!r} is {f.dataType.simpleString()} in the table but the batch "
+                f"batch {batch_id}: column {f.name!r} is {f.dataType.simpleString()} in the table, but the "
+                f"batch "
                 f"has {df.schema[src].dataType.simpleString()} values that do not convert, e.g. {examples}; "
                 "fix the source or declare the column's type in Scd2Spec.schema_ddl"
             )
@@ -229,18 +234,15 @@ def commit_log(spark: SparkSession, table: str) -> CommitLog:
     ).collect()
     ids = frozenset(str(r["b"]) for r in rows)
     times = [datetime.fromisoformat(str(r["t"])) for r in rows if r["t"]]
-    # Expired snapshots take their summaries with them: the rows still carry the times.
-    data = spark.sql(
-        f"SELECT max(unix_micros({q(VALID_FROM)})) AS f, max(unix_micros({q(VALID_TO)})) AS t FROM {qtable(table)}"
-    ).collect()[0]
-    times += [datetime.fromtimestamp(0, UTC) + _micros(v) for v in (data["f"], data["t"]) if v is not None]
+    if not times:
+        # Every batch snapshot has expired (or none was ever made): the rows still carry the times.
+        data = spark.sql(
+            f"SELECT max(unix_micros({q(VALID_FROM)})) AS f, max(unix_micros({q(VALID_TO)})) AS t "
+            f"FROM {qtable(table)}"
+        ).collect()[0]
+        epoch = datetime(1970, 1, 1, tzinfo=UTC)
+        times = [epoch + timedelta(microseconds=int(v)) for v in (data["f"], data["t"]) if v is not None]
     return CommitLog(ids, max(times) if times else None)
-
-
-def _micros(value: int) -> Any:
-    from datetime import timedelta
-
-    return timedelta(microseconds=int(value))
 
 
 def with_commit_properties(spark: SparkSession, properties: dict[str, str], action: Callable[[], T]) -> T:
@@ -252,8 +254,8 @@ def with_commit_properties(spark: SparkSession, properties: dict[str, str], acti
     from pyspark.java_gateway import ensure_callback_server_started
 
     sc = spark.sparkContext
-    ensure_callback_server_started(sc._gateway)
-    jvm = sc._jvm
+    ensure_callback_server_started(sc._gateway)  # type: ignore[no-untyped-call]
+    jvm: Any = sc._jvm
     jprops = jvm.java.util.HashMap()
     for key, value in properties.items():
         jprops.put(key, value)
@@ -268,7 +270,6 @@ def with_commit_properties(spark: SparkSession, properties: dict[str, str], acti
                 self.result = action()
             except BaseException as exc:  # re-raised on the Python side, not through py4j
                 self.error = exc
-            return None
 
         class Java:
             implements = ["java.util.concurrent.Callable"]  # noqa: RUF012
@@ -333,8 +334,15 @@ SELECT {mk_null}, * FROM classified WHERE __action = 'changed'
 """
 
 
-def merge_sql(spec: Scd2Spec, staged_view: str, table_schema: StructType, *, as_of: datetime,
-              ingested_at: datetime, full_load: bool) -> str:
+def merge_sql(
+    spec: Scd2Spec,
+    staged_view: str,
+    table_schema: StructType,
+    *,
+    as_of: datetime,
+    ingested_at: datetime,
+    full_load: bool,
+) -> str:
     names = table_schema.fieldNames()
     on = " AND ".join(f"t.{q(k)} = s.{q('__mk_' + k)}" for k in spec.keys)
     insert_cols = ", ".join(q(c) for c in [*names, *SCD2_COLUMNS])
@@ -393,7 +401,9 @@ def merge_batch(
     aligned = align_to_table(batch_df, table_schema, batch_id)
     null_keys = aligned.where(" OR ".join(f"{q(k)} IS NULL" for k in spec.keys)).count()
     if null_keys:
-        raise InvalidBatchError(f"batch {batch_id} has {null_keys} record(s) with a NULL key {list(spec.keys)}")
+        raise InvalidBatchError(
+            f"batch {batch_id} has {null_keys} record(s) with a NULL key {list(spec.keys)}"
+        )
 
     suffix = abs(hash((batch_id, spec.table))) % 10**12
     batch_view, staged_view = f"icelake_batch_{suffix}", f"icelake_staged_{suffix}"
@@ -413,7 +423,11 @@ def merge_batch(
             deleted = (
                 spark.table(spec.table)
                 .where(F.col(IS_CURRENT))
-                .join(staged.select(*[F.col(q("__mk_" + k)).alias(k) for k in spec.keys]), list(spec.keys), "left_anti")
+                .join(
+                    staged.select(*[F.col(q("__mk_" + k)).alias(k) for k in spec.keys]),
+                    list(spec.keys),
+                    "left_anti",
+                )
                 .count()
             )
         statement = merge_sql(
@@ -473,10 +487,10 @@ def merge_pending(
 # --------------------------------------------------------------------------- maintenance
 
 
-def maintain(spark: SparkSession, table: str, config: MaintenanceConfig, now: datetime | None = None) -> dict[str, Any]:
+def maintain(
+    spark: SparkSession, table: str, config: MaintenanceConfig, now: datetime | None = None
+) -> dict[str, Any]:
     """Expire old snapshots, rewrite manifests, remove orphan files (Iceberg's Spark procedures)."""
-    from datetime import timedelta
-
     now = now or datetime.now(UTC)
     catalog, database, name = table.split(".")
     ident = _sql_string(f"{database}.{name}")

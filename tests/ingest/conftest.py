@@ -111,3 +111,13 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     with mock_aws():
         yield
+
+
+@pytest.fixture(scope="session")
+def ingest_catalog(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A Hadoop Iceberg catalog `ingest` in a temp dir, added to the shared SparkSession."""
+    warehouse = tmp_path_factory.mktemp("ingest-warehouse")
+    spark.conf.set("spark.sql.catalog.ingest", "org.apache.iceberg.spark.SparkCatalog")
+    spark.conf.set("spark.sql.catalog.ingest.type", "hadoop")
+    spark.conf.set("spark.sql.catalog.ingest.warehouse", str(warehouse))
+    return "ingest"
