@@ -58,21 +58,48 @@ def read_avro(uri: str, data: bytes) -> AvroFile:
         raise UnsupportedFileError(f"{uri} is not a readable Avro file: {exc}") from exc
     meta = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in reader.metadata.items()}
     schema = json.loads(meta["avro.schema"])
-    header = {k: v for k, v in meta.items() if not k.startswith("avro.")}
-    return AvroFile(schema, header, reader.codec, reader._header["sync"], records)
+    return AvroFile(schema, meta, reader.codec, reader._header["sync"], records)
+
+
+def _zigzag(n: int) -> bytes:
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while n & ~0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _header(metadata: dict[str, str], sync: bytes) -> bytes:
+    """An Avro container header: magic, the metadata map (one block), the sync marker."""
+    parts = [b"Obj\x01", _zigzag(len(metadata))]
+    for key, value in metadata.items():
+        k, v = key.encode(), value.encode()
+        parts += [_zigzag(len(k)), k, _zigzag(len(v)), v]
+    parts += [_zigzag(0), sync]
+    return b"".join(parts)
 
 
 def write_avro(src: AvroFile, records: list[dict[str, Any]]) -> bytes:
+    """Encode records with the source's schema, codec and sync marker, under the source's header.
+
+    fastavro re-serialises the schema JSON in an order that varies between processes, so its
+    header is replaced by the original one (same schema text, same Iceberg metadata): the output
+    is byte-for-byte repeatable and the writer schema is exactly the source's.
+    """
     out = io.BytesIO()
     fastavro.writer(
         out,
         fastavro.parse_schema(src.schema),
         records,
         codec=src.codec,
-        metadata=src.metadata,
+        metadata={k: v for k, v in src.metadata.items() if not k.startswith("avro.")},
         sync_marker=src.sync,
     )
-    return out.getvalue()
+    encoded = out.getvalue()
+    header_end = encoded.index(src.sync) + len(src.sync)
+    return _header(src.metadata, src.sync) + encoded[header_end:]
 
 
 def manifest_refs(uri: str, data: bytes) -> list[ManifestRef]:
