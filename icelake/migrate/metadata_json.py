@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import gzip
 import json
 from collections.abc import Callable, Iterator
@@ -82,25 +81,35 @@ def referenced_paths(meta: Metadata) -> Iterator[str]:
 def rewrite_metadata(
     meta: Metadata, map_path: Callable[[str], str], keep_log: Callable[[str], bool]
 ) -> Metadata:
-    """A copy of `meta` with every path mapped. Log entries whose file is gone are dropped."""
-    out = copy.deepcopy(meta)
+    """A copy of `meta` with every path mapped. Log entries whose file is gone are dropped.
+
+    Only the containers that hold paths are copied (shallowly); everything else is shared with
+    `meta`, which is never modified. A deep copy would dominate the cost on long histories.
+    """
+    out = dict(meta)
     out["location"] = map_path(meta["location"])
-    props = out.get("properties", {})
-    for key in PATH_PROPERTIES:
-        if key in props:
-            props[key] = map_path(props[key])
-    if "metadata-log" in out:
+    if "properties" in meta:
+        out["properties"] = {
+            k: (map_path(v) if k in PATH_PROPERTIES else v) for k, v in meta["properties"].items()
+        }
+    if "metadata-log" in meta:
         out["metadata-log"] = [
             {**e, "metadata-file": map_path(e["metadata-file"])}
-            for e in out["metadata-log"]
+            for e in meta["metadata-log"]
             if keep_log(e["metadata-file"])
         ]
-    for snap in out.get("snapshots", []):
-        if "manifest-list" in snap:
-            snap["manifest-list"] = map_path(snap["manifest-list"])
-        if "manifests" in snap:
-            snap["manifests"] = [map_path(m) for m in snap["manifests"]]
+    if "snapshots" in meta:
+        out["snapshots"] = [_rewrite_snapshot(s, map_path) for s in meta["snapshots"]]
     for key in ("statistics", "partition-statistics"):
-        for stat in out.get(key, []):
-            stat["statistics-path"] = map_path(stat["statistics-path"])
+        if key in meta:
+            out[key] = [{**s, "statistics-path": map_path(s["statistics-path"])} for s in meta[key]]
+    return out
+
+
+def _rewrite_snapshot(snap: dict[str, Any], map_path: Callable[[str], str]) -> dict[str, Any]:
+    out = dict(snap)
+    if "manifest-list" in snap:
+        out["manifest-list"] = map_path(snap["manifest-list"])
+    if "manifests" in snap:
+        out["manifests"] = [map_path(m) for m in snap["manifests"]]
     return out
