@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ def local_spark(
 
     # Bind to loopback: local runs never listen on other interfaces.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers run this interpreter (with icelake, boto3, pyarrow), not whatever is on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
         SparkSession.builder.master("local[2]")
         .appName(app_name)
