@@ -15,7 +15,7 @@ import boto3
 import requests
 from botocore.exceptions import ClientError
 
-from icelake.aws.fileio import FileIO
+from icelake.aws.fileio import FileIO, io_for
 from icelake.ingest.errors import (
     HTTPStatusError,
     InvalidResponseError,
@@ -23,8 +23,22 @@ from icelake.ingest.errors import (
     RetriesExhaustedError,
     SecretLookupError,
 )
-from icelake.ingest.landing import batch_uri, extract_records, new_run_id, write_page, write_pending
-from icelake.ingest.models import AuthConfig, BatchManifest, FetchConfig, FetchResult, RetryPolicy
+from icelake.ingest.landing import (
+    batch_uri,
+    extract_records,
+    list_pending,
+    new_run_id,
+    write_page,
+    write_pending,
+)
+from icelake.ingest.models import (
+    AuthConfig,
+    BatchManifest,
+    FetchConfig,
+    FetchOutcome,
+    FetchResult,
+    RetryPolicy,
+)
 
 Sleep = Callable[[float], None]
 
@@ -234,3 +248,18 @@ def fetch_to_landing(
     )
     write_pending(io, uri, manifest)
     return FetchResult(batch_uri=uri, manifest=manifest, requests=counters.requests, bytes=counters.bytes)
+
+
+def fetch_source(config: FetchConfig, raw_root: str, session: boto3.Session | None = None) -> FetchOutcome:
+    """The fetch step: resolve the credential, land a new batch, list every batch still pending."""
+    io = io_for(raw_root, session=session)
+    auth = resolve_auth_header(config.auth, session) if config.auth is not None else None
+    result = fetch_to_landing(config, io, raw_root, auth_header_value=auth)
+    pending = list_pending(io, raw_root, config.source, config.endpoint)
+    return FetchOutcome(
+        batch_uri=result.batch_uri,
+        batch_id=result.manifest.batch_id,
+        record_count=result.manifest.record_count,
+        requests=result.requests,
+        pending=tuple(b.uri for b in pending),
+    )

@@ -17,7 +17,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
-from icelake.aws.fileio import FileIO
+from icelake.aws.fileio import FileIO, io_for
 from icelake.ingest.errors import InvalidBatchError, InvalidResponseError
 from icelake.ingest.models import BatchManifest, PendingBatch
 
@@ -155,3 +155,12 @@ def iter_batch_records(io: FileIO, batch: PendingBatch) -> Iterator[tuple[str, d
                     f"{page} holds a {type(record).__name__} record; records must be objects"
                 )
             yield page, record
+
+
+def complete_batches(uris: Sequence[str], session: Any = None) -> list[str]:
+    """Mark each merged batch `.complete` (the workflow step after the merge). Idempotent."""
+    done = []
+    for uri in uris:
+        mark_complete(io_for(uri, session=session), uri)
+        done.append(uri.rstrip("/"))
+    return done

@@ -138,3 +138,17 @@ class MaintenanceConfig(_Frozen):
     expire_older_than_days: float = Field(default=7, ge=0)
     retain_last: int = Field(default=10, ge=1)
     orphan_older_than_hours: float = Field(default=72, ge=24)  # Iceberg refuses less than 24 h
+
+
+class FetchOutcome(_Frozen):
+    """What the fetch step hands to the workflow: the new batch and every batch still pending."""
+
+    batch_uri: str
+    batch_id: str
+    record_count: int
+    requests: int
+    pending: tuple[str, ...]  # batch URIs to merge, oldest first, the new one included
+
+    @property
+    def pending_count(self) -> int:
+        return len(self.pending)

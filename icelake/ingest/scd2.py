@@ -90,6 +90,11 @@ def ts_literal(when: datetime) -> str:
     return f"TIMESTAMP_MICROS({micros})"
 
 
+def ts_constant(when: datetime) -> str:
+    """A constant timestamp literal (procedure arguments accept no function calls)."""
+    return f"TIMESTAMP '{when.astimezone(UTC):%Y-%m-%d %H:%M:%S.%f}+00:00'"
+
+
 def _sql_string(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
@@ -399,25 +404,30 @@ def merge_batch(
     added = ensure_table(spark, spec, data_schema_in)
     table_schema = data_columns(spark, spec.table)
     aligned = align_to_table(batch_df, table_schema, batch_id)
-    null_keys = aligned.where(" OR ".join(f"{q(k)} IS NULL" for k in spec.keys)).count()
-    if null_keys:
-        raise InvalidBatchError(
-            f"batch {batch_id} has {null_keys} record(s) with a NULL key {list(spec.keys)}"
-        )
-
     suffix = abs(hash((batch_id, spec.table))) % 10**12
     batch_view, staged_view = f"icelake_batch_{suffix}", f"icelake_staged_{suffix}"
     aligned.createOrReplaceTempView(batch_view)
     staged = spark.sql(staged_changes_sql(spec, batch_view, table_schema, full_load)).cache()
     try:
         staged.createOrReplaceTempView(staged_view)
-        counts = {
-            r["__action"]: r["n"]
-            for r in staged.where(F.col(q("__mk_" + spec.keys[0])).isNotNull())
-            .groupBy("__action")
+        null_key = " OR ".join(f"{q(k)} IS NULL" for k in spec.keys)
+        counts: dict[str, int] = {}
+        null_keys = 0
+        for row in (
+            staged.where(F.col(q("__mk_" + spec.keys[0])).isNotNull() | F.expr(null_key))
+            .groupBy("__action", F.expr(null_key).alias("__null_key"))
             .agg(F.count(F.lit(1)).alias("n"))
             .collect()
-        }
+        ):
+            if row["__null_key"]:
+                null_keys += row["n"]
+            else:
+                counts[row["__action"]] = row["n"]
+        if null_keys:
+            raise InvalidBatchError(
+                f"batch {batch_id} has record(s) with a NULL key {list(spec.keys)} "
+                f"({null_keys} key group(s)); nothing was merged: fix the source or the key columns"
+            )
         deleted = 0
         if full_load:
             deleted = (
@@ -494,8 +504,8 @@ def maintain(
     now = now or datetime.now(UTC)
     catalog, database, name = table.split(".")
     ident = _sql_string(f"{database}.{name}")
-    expire_before = ts_literal(now - timedelta(days=config.expire_older_than_days))
-    orphan_before = ts_literal(now - timedelta(hours=config.orphan_older_than_hours))
+    expire_before = ts_constant(now - timedelta(days=config.expire_older_than_days))
+    orphan_before = ts_constant(now - timedelta(hours=config.orphan_older_than_hours))
     expired = spark.sql(
         f"CALL {q(catalog)}.system.expire_snapshots(table => {ident}, older_than => {expire_before}, "
         f"retain_last => {config.retain_last})"

@@ -1,0 +1,62 @@
+"""Lambda handlers of the ingestion workflow's raw landing: fetch an API, and mark merged batches complete."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from icelake.ingest.fetch import fetch_source
+from icelake.ingest.landing import complete_batches
+from icelake.ingest.models import FetchConfig
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(frozen=True)
+    raw_root: str  # RAW_ROOT, e.g. s3://raw-bucket
+
+
+@cache
+def settings() -> Settings:
+    return Settings()  # type: ignore[call-arg]
+
+
+class FetchEvent(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    fetch: FetchConfig
+
+
+class CompleteEvent(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    batch_uris: list[str]
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request = FetchEvent.model_validate(event)
+    outcome = fetch_source(request.fetch, settings().raw_root)
+    metrics.add_metric(name="RecordsFetched", unit=MetricUnit.Count, value=outcome.record_count)
+    metrics.add_metric(name="PendingBatches", unit=MetricUnit.Count, value=outcome.pending_count)
+    logger.info("landed batch", extra={"batch_id": outcome.batch_id, "pending": outcome.pending_count})
+    return {**outcome.model_dump(mode="json"), "pending_count": outcome.pending_count}
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def complete_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request = CompleteEvent.model_validate(event)
+    done = complete_batches(request.batch_uris)
+    metrics.add_metric(name="BatchesCompleted", unit=MetricUnit.Count, value=len(done))
+    return {"completed": done}
