@@ -8,6 +8,7 @@ running it again (identical files are recognised and skipped).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -17,8 +18,9 @@ from threading import Lock
 from icelake.aws.fileio import FileIO, ObjectInfo, sha256_b64
 from icelake.errors import TargetConflictError, UnsafeTargetError
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.avro_files import DeleteRewrite, rewrite_manifest, rewrite_manifest_list
+from icelake.migrate.avro_files import DATA, DeleteRewrite, rewrite_manifest_list
 from icelake.migrate.copy import CopySettings, copy_file
+from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool, rewrite_manifest_job
 from icelake.migrate.delete_files import rewrite_delete_file
 from icelake.migrate.models import MigrationResult, PrefixMapping
 from icelake.migrate.plan import CopyTask, DeleteFileTask, TablePlan, build_plan, read_metadata
@@ -50,6 +52,7 @@ def migrate_table(
     dry_run: bool = False,
     overwrite: bool = False,
     workers: int = 16,
+    processes: int | None = None,
     progress: ProgressSink | None = None,
     copy_settings: CopySettings | None = None,
 ) -> MigrationResult:
@@ -68,7 +71,9 @@ def migrate_table(
     )
     tally = _Tally(skipped=plan.skipped_copies)
     if not dry_run:
-        _execute(plan, src_io, dst_io, overwrite, workers, progress, copy_settings or CopySettings(), tally)
+        settings = copy_settings or CopySettings()
+        cpus = processes if processes is not None else (os.cpu_count() or 1)
+        _execute(plan, src_io, dst_io, overwrite, workers, cpus, progress, settings, tally)
     meta = plan.meta
     return MigrationResult(
         source_metadata_location=source_metadata,
@@ -98,6 +103,7 @@ def _execute(
     dst_io: FileIO,
     overwrite: bool,
     workers: int,
+    processes: int,
     progress: ProgressSink,
     settings: CopySettings,
     tally: _Tally,
@@ -158,14 +164,23 @@ def _execute(
     # 3. Manifests, then the manifest lists that record their new lengths.
     new_lengths: dict[str, int] = {}
 
-    def rewrite_one_manifest(uri: object) -> None:
-        assert isinstance(uri, str)
-        data = rewrite_manifest(uri, src_io.read(uri), plan.map_path, plan.prefix_map.map, delete_rewrites)
-        put(plan.map_path(uri), data)
-        with tally.lock:
-            new_lengths[uri] = len(data)
+    use_processes = processes if len(plan.manifests) >= MIN_MANIFESTS_FOR_PROCESSES else 1
+    with cpu_pool(use_processes) as pool:
 
-    run("rewrite manifests", list(plan.manifests), rewrite_one_manifest)
+        def rewrite_one_manifest(uri: object) -> None:
+            assert isinstance(uri, str)
+            raw = src_io.read(uri)
+            # Only delete manifests need what rewriting the delete files changed.
+            deletes = delete_rewrites if plan.manifests[uri].content != DATA else {}
+            if pool is None:
+                data = rewrite_manifest_job(uri, raw, plan.prefix_map, deletes)
+            else:
+                data = pool.submit(rewrite_manifest_job, uri, raw, plan.prefix_map, deletes).result()
+            put(plan.map_path(uri), data)
+            with tally.lock:
+                new_lengths[uri] = len(data)
+
+        run("rewrite manifests", list(plan.manifests), rewrite_one_manifest)
 
     def rewrite_one_list(uri: object) -> None:
         assert isinstance(uri, str)
