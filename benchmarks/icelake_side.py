@@ -1,0 +1,218 @@
+"""icelake's side of the benchmark: the metadata rewrite alone, and the plan, on a synthetic table.
+
+`migrate_table` cannot run on the synthetic table: its data files were never written, and the
+plan refuses a table whose live files are missing. So this module does, with the same public
+functions `icelake.migrate.engine._execute` uses, exactly the work `rewrite_table_path` does:
+
+* rewrite every manifest (one at a time: read, map, write, remember its new length),
+* rewrite every manifest list (with the new manifest lengths),
+* rewrite every metadata.json in the log and the current one (oldest first, current last),
+* write the list of files to copy (data files: source -> target; rewritten files: staged -> target)
+
+into a staging directory that mirrors the target layout. Nothing but the list of manifests, their
+new lengths and the current metadata is kept in memory; the file list is streamed to disk.
+
+`measure_plan` runs icelake's real `build_plan` with a source FileIO that reports the synthetic
+data files as present (with the size recorded in the manifests), to measure the planning pass a
+real migration does before the rewrite.
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from icelake.aws.fileio import FileIO, LocalFileIO, ObjectInfo
+from icelake.errors import UnmappedPrefixesError, UnsafeTargetError
+from icelake.migrate import metadata_json as mj
+from icelake.migrate.avro_files import (
+    POSITION_DELETES,
+    ManifestRef,
+    manifest_refs,
+    rewrite_manifest,
+    rewrite_manifest_list,
+)
+from icelake.migrate.plan import build_plan, read_metadata
+from icelake.migrate.progress import NoProgress
+from icelake.uris import PrefixMap, canonical, is_under, local_path, target_spelling
+
+
+@dataclass
+class RewriteResult:
+    metadata_files: int = 0
+    manifest_lists: int = 0
+    manifests: int = 0
+    data_files: int = 0  # lines of the file list that are data files to copy
+    bytes_written: int = 0
+    file_list: str = ""
+    target_metadata: str = ""  # the rewritten current metadata.json, as the target will name it
+    staged_metadata: str = ""  # where it was written
+    seconds: float = 0.0
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def staging_path(target_uri: str, target_root: str, staging_dir: str) -> str:
+    """Where the rewritten file for `target_uri` is staged: same relative path under `staging_dir`."""
+    rel = canonical(target_uri)[len(canonical(target_root)) :]
+    return str(Path(staging_dir).resolve()) + rel
+
+
+def rewrite_table_metadata(source_metadata: str, target_location: str, staging_dir: str) -> RewriteResult:
+    """Rewrite all metadata of the table at `source_metadata` for `target_location` into `staging_dir`."""
+    started = time.monotonic()
+    src_io: FileIO = LocalFileIO()
+    dst_io: FileIO = LocalFileIO()
+    result = RewriteResult()
+    meta, gz = read_metadata(src_io, source_metadata)
+    prefix_map = PrefixMap([(meta["location"], target_location)])
+    target_root = target_spelling(target_location)
+
+    def map_path(uri: str) -> str:
+        mapped = prefix_map.map(uri)
+        if mapped is None:
+            raise UnmappedPrefixesError({uri: 1})
+        return mapped
+
+    Path(staging_dir).mkdir(parents=True, exist_ok=True)
+    list_path = Path(staging_dir).resolve() / "file-list.csv"
+    result.file_list = str(list_path)
+    with list_path.open("w", newline="") as fh:
+        file_list = csv.writer(fh)
+
+        def put(target_uri: str, data: bytes) -> None:
+            """Stage rewritten bytes (as `_execute`'s put does while the target is still empty)."""
+            staged = staging_path(target_uri, target_root, staging_dir)
+            if prefix_map.under_any_source(staged):
+                raise UnsafeTargetError(f"refusing to write {staged}: it is under a source prefix")
+            if dst_io.stat(staged) is not None:
+                raise UnsafeTargetError(f"{staged} exists: the staging directory must start empty")
+            dst_io.write(staged, data)
+            result.bytes_written += len(data)
+            file_list.writerow([staged, target_uri])
+
+        # 1. What to rewrite: the metadata chain, the manifest lists of the live snapshots and the
+        #    manifests they name (each once).
+        t0 = time.monotonic()
+        logged = mj.metadata_log(meta)
+        metadata_files = [p for p in logged if src_io.stat(p) is not None] + [source_metadata]
+        lists = mj.manifest_lists(meta)
+        manifests: dict[str, ManifestRef] = {}
+        for uri in lists:
+            for ref in manifest_refs(uri, src_io.read(uri)):
+                manifests.setdefault(ref.path, ref)
+        if any(ref.content == POSITION_DELETES for ref in manifests.values()) or mj.inline_manifests(meta):
+            raise NotImplementedError("the benchmark harness handles data manifests of v2 tables only")
+        t1 = time.monotonic()
+
+        # 2. Manifests, one at a time; every data-file path mapped goes to the file list.
+        new_lengths: dict[str, int] = {}
+        for uri in manifests:
+            mapped_paths: list[tuple[str, str]] = []
+            data = rewrite_manifest(
+                uri, src_io.read(uri), _recording(map_path, mapped_paths), prefix_map.map, {}
+            )
+            put(map_path(uri), data)
+            new_lengths[uri] = len(data)
+            file_list.writerows(mapped_paths)
+            result.data_files += len(mapped_paths)
+        t2 = time.monotonic()
+
+        # 3. Manifest lists, with the new manifest lengths.
+        for uri in lists:
+            put(map_path(uri), rewrite_manifest_list(uri, src_io.read(uri), map_path, new_lengths))
+        t3 = time.monotonic()
+
+        # 4. metadata.json files, oldest first, the current one last.
+        kept = set(metadata_files)
+        for uri in metadata_files:
+            m, m_gz = (meta, gz) if uri == source_metadata else read_metadata(src_io, uri)
+            rewritten = mj.rewrite_metadata(m, map_path, kept.__contains__)
+            put(map_path(uri), mj.serialize_metadata(rewritten, m_gz))
+        t4 = time.monotonic()
+
+    result.metadata_files = len(metadata_files)
+    result.manifest_lists = len(lists)
+    result.manifests = len(manifests)
+    result.target_metadata = map_path(source_metadata)
+    result.staged_metadata = staging_path(result.target_metadata, target_root, staging_dir)
+    result.phase_seconds = {
+        "discover": round(t1 - t0, 3),
+        "manifests": round(t2 - t1, 3),
+        "manifest_lists": round(t3 - t2, 3),
+        "metadata_json": round(t4 - t3, 3),
+    }
+    result.seconds = round(time.monotonic() - started, 3)
+    return result
+
+
+def _recording(map_path: Callable[[str], str], into: list[tuple[str, str]]) -> Callable[[str], str]:
+    """`map_path` that also remembers what it mapped.
+
+    In a data manifest, `rewrite_manifest` maps exactly one path per entry, its `file_path`: the
+    recorded pairs are the data files to copy (the synthetic table has no deleted entries).
+    """
+
+    def mapped(uri: str) -> str:
+        out = map_path(uri)
+        into.append((uri, out))
+        return out
+
+    return mapped
+
+
+class SyntheticDataIO(LocalFileIO):
+    """Local FileIO on which the never-written data files under `data_prefix` exist, `size` bytes each."""
+
+    def __init__(self, data_prefix: str, size: int) -> None:
+        self.data_prefix = canonical(data_prefix)
+        self.size = size
+
+    def stat(self, uri: str) -> ObjectInfo | None:
+        info = super().stat(uri)
+        if info is None and is_under(canonical(uri), self.data_prefix):
+            return ObjectInfo(size=self.size)
+        return info
+
+
+@dataclass
+class PlanResult:
+    seconds: float
+    metadata_files: int
+    manifest_lists: int
+    manifests: int
+    copies: int
+    files_planned: int
+
+
+def measure_plan(
+    source_metadata: str, target_location: str, data_file_size: int, workers: int = 16
+) -> PlanResult:
+    """icelake's own `build_plan` (the planning pass of `migrate_table`) on the synthetic table."""
+    meta, _gz = read_metadata(LocalFileIO(), source_metadata)
+    Path(local_path(target_location)).mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    plan = build_plan(
+        source_metadata,
+        target_location,
+        [],
+        SyntheticDataIO(meta["location"] + "/data", data_file_size),
+        LocalFileIO(),
+        overwrite=False,
+        workers=workers,
+        progress=NoProgress(),
+    )
+    return PlanResult(
+        seconds=round(time.monotonic() - started, 3),
+        metadata_files=len(plan.metadata_files),
+        manifest_lists=len(plan.manifest_lists),
+        manifests=len(plan.manifests),
+        copies=len(plan.copies),
+        files_planned=plan.files_planned,
+    )
