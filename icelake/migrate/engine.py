@@ -196,17 +196,13 @@ def _execute(
     progress.start("rewrite metadata.json", len(plan.metadata_files))
     for uri in plan.metadata_files:
         meta, gz = (
-            read_metadata(src_io, uri) if uri != plan.source_metadata else (plan.meta, _is_gz(src_io, uri))
+            read_metadata(src_io, uri) if uri != plan.source_metadata else (plan.meta, plan.meta_gzipped)
         )
         rewritten = mj.rewrite_metadata(meta, plan.map_path, lambda p: p in kept_logs)
         put(plan.map_path(uri), mj.serialize_metadata(rewritten, gz))
         progress.advance("rewrite metadata.json")
     if tally.conflicts:
         raise TargetConflictError(sorted(tally.conflicts))
-
-
-def _is_gz(io: FileIO, uri: str) -> bool:
-    return io.read(uri)[:2] == b"\x1f\x8b"
 
 
 def _same_bytes(io: FileIO, uri: str, info: ObjectInfo, data: bytes) -> bool:

@@ -50,6 +50,7 @@ class TablePlan:
     source_metadata: str
     target_metadata: str
     meta: mj.Metadata
+    meta_gzipped: bool
     prefix_map: PrefixMap
     metadata_files: list[str]  # logged ones that exist, oldest first, then the current one
     manifest_lists: list[str]
@@ -87,7 +88,7 @@ def build_plan(
     workers: int,
     progress: ProgressSink,
 ) -> TablePlan:
-    meta, _gz = read_metadata(src_io, source_metadata)
+    meta, gz = read_metadata(src_io, source_metadata)
     # The table location always maps to the target location; --map adds the other prefixes.
     prefix_map = PrefixMap([*maps, (meta["location"], target_location)])
     _refuse_targets_under_sources(prefix_map)
@@ -195,6 +196,7 @@ def build_plan(
         source_metadata=source_metadata,
         target_metadata=target_metadata,
         meta=meta,
+        meta_gzipped=gz,
         prefix_map=prefix_map,
         metadata_files=metadata_files,
         manifest_lists=lists,
