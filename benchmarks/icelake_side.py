@@ -20,8 +20,10 @@ real migration does before the rewrite.
 from __future__ import annotations
 
 import csv
+import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,7 @@ from icelake.migrate.avro_files import (
     rewrite_manifest,
     rewrite_manifest_list,
 )
+from icelake.migrate.cpu_pool import cpu_pool
 from icelake.migrate.plan import build_plan, read_metadata
 from icelake.migrate.progress import NoProgress
 from icelake.uris import PrefixMap, canonical, is_under, local_path, target_spelling
@@ -64,9 +67,26 @@ def staging_path(target_uri: str, target_root: str, staging_dir: str) -> str:
     return str(Path(staging_dir).resolve()) + rel
 
 
-def rewrite_table_metadata(source_metadata: str, target_location: str, staging_dir: str) -> RewriteResult:
+def rewrite_and_list(uri: str, data: bytes, prefix_map: PrefixMap) -> tuple[bytes, list[tuple[str, str]]]:
+    """The engine's manifest job, also returning the data-file paths it mapped (for the file list)."""
+    mapped_paths: list[tuple[str, str]] = []
+
+    def strict(path: str) -> str:
+        mapped = prefix_map.map(path)
+        if mapped is None:
+            raise UnmappedPrefixesError({path: 1})
+        return mapped
+
+    data = rewrite_manifest(uri, data, _recording(strict, mapped_paths), prefix_map.map, {})
+    return data, mapped_paths
+
+
+def rewrite_table_metadata(
+    source_metadata: str, target_location: str, staging_dir: str, processes: int | None = None
+) -> RewriteResult:
     """Rewrite all metadata of the table at `source_metadata` for `target_location` into `staging_dir`."""
     started = time.monotonic()
+    processes = processes or os.cpu_count() or 1
     src_io: FileIO = LocalFileIO()
     dst_io: FileIO = LocalFileIO()
     result = RewriteResult()
@@ -111,17 +131,22 @@ def rewrite_table_metadata(source_metadata: str, target_location: str, staging_d
             raise NotImplementedError("the benchmark harness handles data manifests of v2 tables only")
         t1 = time.monotonic()
 
-        # 2. Manifests, one at a time; every data-file path mapped goes to the file list.
+        # 2. Manifests, spread over worker processes as the engine does (`cpu_pool`); every
+        #    data-file path mapped goes to the file list.
         new_lengths: dict[str, int] = {}
-        for uri in manifests:
-            mapped_paths: list[tuple[str, str]] = []
-            data = rewrite_manifest(
-                uri, src_io.read(uri), _recording(map_path, mapped_paths), prefix_map.map, {}
-            )
-            put(map_path(uri), data)
-            new_lengths[uri] = len(data)
-            file_list.writerows(mapped_paths)
-            result.data_files += len(mapped_paths)
+        with cpu_pool(processes) as pool, ThreadPoolExecutor(max_workers=2 * processes) as io_pool:
+
+            def one(uri: str) -> tuple[str, bytes, list[tuple[str, str]]]:
+                raw = src_io.read(uri)
+                if pool is None:
+                    return (uri, *rewrite_and_list(uri, raw, prefix_map))
+                return (uri, *pool.submit(rewrite_and_list, uri, raw, prefix_map).result())
+
+            for uri, data, mapped_paths in io_pool.map(one, manifests):
+                put(map_path(uri), data)
+                new_lengths[uri] = len(data)
+                file_list.writerows(mapped_paths)
+                result.data_files += len(mapped_paths)
         t2 = time.monotonic()
 
         # 3. Manifest lists, with the new manifest lengths.
