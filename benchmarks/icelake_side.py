@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from icelake.aws.fileio import FileIO, LocalFileIO, ObjectInfo
-from icelake.errors import UnmappedPrefixesError, UnsafeTargetError
+from icelake.errors import UnsafeTargetError
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import (
     POSITION_DELETES,
@@ -70,14 +70,7 @@ def staging_path(target_uri: str, target_root: str, staging_dir: str) -> str:
 def rewrite_and_list(uri: str, data: bytes, prefix_map: PrefixMap) -> tuple[bytes, list[tuple[str, str]]]:
     """The engine's manifest job, also returning the data-file paths it mapped (for the file list)."""
     mapped_paths: list[tuple[str, str]] = []
-
-    def strict(path: str) -> str:
-        mapped = prefix_map.map(path)
-        if mapped is None:
-            raise UnmappedPrefixesError({path: 1})
-        return mapped
-
-    data = rewrite_manifest(uri, data, _recording(strict, mapped_paths), prefix_map.map, {})
+    data = rewrite_manifest(uri, data, _recording(prefix_map.require, mapped_paths), prefix_map.map, {})
     return data, mapped_paths
 
 
@@ -94,11 +87,7 @@ def rewrite_table_metadata(
     prefix_map = PrefixMap([(meta["location"], target_location)])
     target_root = target_spelling(target_location)
 
-    def map_path(uri: str) -> str:
-        mapped = prefix_map.map(uri)
-        if mapped is None:
-            raise UnmappedPrefixesError({uri: 1})
-        return mapped
+    map_path = prefix_map.require
 
     Path(staging_dir).mkdir(parents=True, exist_ok=True)
     list_path = Path(staging_dir).resolve() / "file-list.csv"

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from icelake.errors import InvalidMappingError
+from icelake.errors import InvalidMappingError, UnmappedPrefixesError
 
 _S3_ALIASES = ("s3a://", "s3n://")
 
@@ -104,6 +104,13 @@ class PrefixMap:
             if is_under(c, m.source):
                 return m.target + c[len(m.source) :]
         return None
+
+    def require(self, uri: str) -> str:
+        """The target URI for `uri`; an unmapped path is an error (plans check this up front)."""
+        mapped = self.map(uri)
+        if mapped is None:
+            raise UnmappedPrefixesError({uri: 1})
+        return mapped
 
     def under_any_source(self, uri: str) -> bool:
         c = canonical(uri)

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
 
-from icelake.errors import UnmappedPrefixesError
 from icelake.migrate.avro_files import DeleteRewrite, rewrite_manifest
 from icelake.uris import PrefixMap
 
@@ -24,14 +23,7 @@ def rewrite_manifest_job(
     uri: str, data: bytes, prefix_map: PrefixMap, delete_rewrites: dict[str, DeleteRewrite]
 ) -> bytes:
     """One manifest rewrite; a top-level function so that it can run in another process."""
-
-    def strict(path: str) -> str:
-        mapped = prefix_map.map(path)
-        if mapped is None:
-            raise UnmappedPrefixesError({path: 1})
-        return mapped
-
-    return rewrite_manifest(uri, data, strict, prefix_map.map, delete_rewrites)
+    return rewrite_manifest(uri, data, prefix_map.require, prefix_map.map, delete_rewrites)
 
 
 @contextmanager

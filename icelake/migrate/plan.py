@@ -63,10 +63,7 @@ class TablePlan:
     prefix_counts: Counter[str] = field(default_factory=Counter)
 
     def map_path(self, uri: str) -> str:
-        mapped = self.prefix_map.map(uri)
-        if mapped is None:  # the plan checked every path; reaching this is a bug
-            raise UnmappedPrefixesError({uri: 1})
-        return mapped
+        return self.prefix_map.require(uri)
 
 
 def read_metadata(io: FileIO, uri: str) -> tuple[mj.Metadata, bool]:
