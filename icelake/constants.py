@@ -1,0 +1,33 @@
+"""Names shared by the CDK app, the embedded AWS and the tests: one place, no drift."""
+
+from __future__ import annotations
+
+ORCHESTRATOR_ACCOUNT_LOCAL = "123456789012"  # moto's default account: its Step Functions only run there
+REGION_LOCAL = "us-east-1"
+
+MIGRATE_STATE_MACHINE = "icelake-migrate-tables"
+MIGRATE_ASL = "statemachines/migrate_tables.asl.json"
+INGEST_STATE_MACHINE = "icelake-ingest-source"
+INGEST_ASL = "statemachines/ingest_source.asl.json"
+
+LEDGER_TABLE = "icelake-ledger"
+ARTIFACTS_BUCKET = "icelake-artifacts-{account}"
+GLUE_MIGRATE_JOB = "icelake-migrate-table"
+GLUE_MIGRATE_SCRIPT = "glue_jobs/migrate_table.py"
+EVENT_SOURCE = "icelake"
+
+# Step -> (Lambda function name, handler module path in the repo, ASL placeholder of its ARN).
+LAMBDA_STEPS: dict[str, tuple[str, str, str]] = {
+    "inventory": ("icelake-inventory", "lambdas/inventory/handler.py", "InventoryFunctionArn"),
+    "plan": ("icelake-plan", "lambdas/plan/handler.py", "PlanFunctionArn"),
+    "copy": ("icelake-copy", "lambdas/copy/handler.py", "CopyFunctionArn"),
+    "register": ("icelake-register", "lambdas/register/handler.py", "RegisterFunctionArn"),
+    "validate": ("icelake-validate", "lambdas/validate/handler.py", "ValidateFunctionArn"),
+    "rollback": ("icelake-rollback", "lambdas/rollback/handler.py", "RollbackFunctionArn"),
+    "report": ("icelake-report", "lambdas/report/handler.py", "ReportFunctionArn"),
+}
+
+# Environment of every migration Lambda (read once into a settings model).
+ENV_LEDGER_TABLE = "ICELAKE_LEDGER_TABLE"
+ENV_ARTIFACTS_BUCKET = "ICELAKE_ARTIFACTS_BUCKET"
+ENV_EVENT_BUS = "ICELAKE_EVENT_BUS"
