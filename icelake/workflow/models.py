@@ -1,0 +1,158 @@
+"""Everything that crosses a Step Functions boundary: the request, the work items, step results."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+_ACCOUNT = re.compile(r"^\d{12}$")
+_ROLE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SourceSpec(_Frozen):
+    account_id: str
+    role_arn: str | None = None  # None: the orchestrator's own credentials (same account)
+
+    @field_validator("account_id")
+    @classmethod
+    def _account(cls, v: str) -> str:
+        if not _ACCOUNT.match(v):
+            raise ValueError(f"account_id must be 12 digits, got {v!r}")
+        return v
+
+    @field_validator("role_arn")
+    @classmethod
+    def _role(cls, v: str | None) -> str | None:
+        if v is not None and not _ROLE.match(v):
+            raise ValueError(f"role_arn must be an IAM role ARN, got {v!r}")
+        return v
+
+
+class PrefixMapSpec(_Frozen):
+    source: str
+    target: str
+
+
+class TargetSpec(SourceSpec):
+    bucket: str
+    prefix: str = ""
+    kms_key_id: str | None = None
+    database_prefix: str = ""  # target database = prefix + source database
+    prefix_maps: list[PrefixMapSpec] = Field(default_factory=list)  # data outside table locations
+    lake_formation_principals: list[str] = Field(default_factory=list)
+
+    @field_validator("bucket")
+    @classmethod
+    def _bucket(cls, v: str) -> str:
+        if not _BUCKET.match(v):
+            raise ValueError(f"bucket must be an S3 bucket name, got {v!r}")
+        return v
+
+    def table_location(self, database: str, table: str) -> str:
+        prefix = self.prefix.strip("/")
+        return f"s3://{self.bucket}/{prefix + '/' if prefix else ''}{database}/{table}"
+
+
+class Selection(_Frozen):
+    databases: list[str] = Field(default_factory=list)
+    patterns: list[str] = Field(default_factory=lambda: ["*"])  # fnmatch on table names
+    tables: list[str] = Field(default_factory=list)  # "database.table"
+
+    @model_validator(mode="after")
+    def _something(self) -> Selection:
+        if not self.databases and not self.tables:
+            raise ValueError("selection needs 'databases' or 'tables'")
+        for t in self.tables:
+            if t.count(".") != 1:
+                raise ValueError(f"tables entries are 'database.table', got {t!r}")
+        return self
+
+
+class Options(_Frozen):
+    concurrency: int = Field(default=4, ge=1, le=1000)
+    validation: Literal["metadata", "rows"] = "rows"
+    dry_run: bool = False
+    glue_threshold_bytes: int = Field(default=2 * 1024**3, ge=0)  # larger tables copy in Glue
+
+
+class MigrationRequest(_Frozen):
+    run_id: str
+    source: SourceSpec
+    target: TargetSpec
+    selection: Selection
+    mode: Literal["full", "incremental"] = "full"
+    options: Options = Field(default_factory=Options)
+
+    @field_validator("run_id")
+    @classmethod
+    def _run_id(cls, v: str) -> str:
+        if not re.match(r"^[A-Za-z0-9_.:-]{1,80}$", v):
+            raise ValueError(f"run_id must be 1-80 letters, digits or _.:-, got {v!r}")
+        return v
+
+
+class WorkItem(_Frozen):
+    """One table to migrate: what the Map iterates over."""
+
+    run_id: str
+    source_database: str
+    source_table: str
+    source_metadata_location: str  # pinned at inventory time
+    target_database: str
+    target_table: str
+    target_location: str
+    request: MigrationRequest
+
+    @property
+    def name(self) -> str:
+        return f"{self.source_database}.{self.source_table}"
+
+
+class InventoryResult(_Frozen):
+    run_id: str
+    tables: int
+    worklist_bucket: str
+    worklist_key: str
+    concurrency: int
+
+
+class PlanResult(_Frozen):
+    item: WorkItem
+    engine: Literal["lambda", "glue", "none"]  # none: already in sync (incremental) or dry run
+    files_planned: int
+    bytes_planned: int
+    files_to_copy: int
+    bytes_to_copy: int
+    previous_target_metadata: str | None  # Glue table's metadata_location before this run
+    target_table_existed: bool
+    target_metadata_location: str  # where the copy step will put the current metadata
+    before_listing_key: str  # artifacts key: target objects before this run (for rollback)
+    copy_result_uri: str  # where the copy step (Lambda or Glue) writes its MigrationResult
+
+
+class TableOutcome(_Frozen):
+    run_id: str
+    table: str
+    status: Literal["migrated", "in_sync", "dry_run", "failed", "rolled_back"]
+    target_metadata_location: str | None = None
+    files_copied: int = 0
+    bytes_copied: int = 0
+    files_rewritten: int = 0
+    files_skipped: int = 0
+    snapshots_validated: int = 0
+    error: str | None = None
+    seconds: float = 0.0
+
+
+class RunReport(_Frozen):
+    run_id: str
+    status: Literal["succeeded", "partial", "failed"]
+    tables: list[TableOutcome]
+    report_uri: str

@@ -1,0 +1,426 @@
+"""The steps of statemachines/migrate_tables.asl.json as plain functions (one per Lambda).
+
+Cross-account work assumes the source role (read) and the target role (write) here, inside the
+step; the orchestrator's own credentials only touch the artifacts bucket, the ledger and events.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Literal
+
+import boto3
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from icelake.aws import catalog
+from icelake.aws.fileio import FileIO, io_for
+from icelake.aws.ledger import Ledger
+from icelake.aws.session import assume_role_session
+from icelake.constants import EVENT_SOURCE
+from icelake.errors import IcelakeError
+from icelake.migrate.engine import migrate_table
+from icelake.migrate.models import MigrationResult
+from icelake.migrate.plan import build_plan
+from icelake.migrate.progress import NoProgress
+from icelake.migrate.validate import validate_tables
+from icelake.uris import PrefixMap
+from icelake.workflow.models import (
+    InventoryResult,
+    MigrationRequest,
+    PlanResult,
+    RunReport,
+    TableOutcome,
+    WorkItem,
+)
+
+
+class InvalidRequestError(IcelakeError):
+    """The request cannot be run as given (fails the execution before any copy)."""
+
+
+class ValidationFailedError(IcelakeError):
+    pass
+
+
+class WorkflowEnv(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    ledger_table: str
+    artifacts_bucket: str
+    event_bus: str = "default"
+
+    @classmethod
+    def from_environ(cls) -> WorkflowEnv:
+        from icelake.constants import ENV_ARTIFACTS_BUCKET, ENV_EVENT_BUS, ENV_LEDGER_TABLE
+
+        return cls(
+            ledger_table=os.environ[ENV_LEDGER_TABLE],
+            artifacts_bucket=os.environ[ENV_ARTIFACTS_BUCKET],
+            event_bus=os.environ.get(ENV_EVENT_BUS, "default"),
+        )
+
+
+@dataclass
+class Sessions:
+    request: MigrationRequest
+
+    @cached_property
+    def orchestrator(self) -> boto3.Session:
+        return boto3.Session()
+
+    @cached_property
+    def source(self) -> boto3.Session:
+        return assume_role_session(
+            self.request.source.role_arn, session_name=f"icelake-src-{self.request.run_id}"
+        )
+
+    @cached_property
+    def target(self) -> boto3.Session:
+        return assume_role_session(
+            self.request.target.role_arn, session_name=f"icelake-dst-{self.request.run_id}"
+        )
+
+    def source_io(self) -> FileIO:
+        return io_for("s3://x", self.source)
+
+    def target_io(self) -> FileIO:
+        return io_for("s3://x", self.target, self.request.target.kms_key_id)
+
+
+def _artifact_key(run_id: str, table: str, name: str) -> str:
+    return f"runs/{run_id}/{table}/{name}"
+
+
+def _put_json(env: WorkflowEnv, key: str, value: Any) -> None:
+    boto3.client("s3").put_object(Bucket=env.artifacts_bucket, Key=key, Body=json.dumps(value).encode())
+
+
+def _get_json(env: WorkflowEnv, key: str) -> Any:
+    return json.loads(boto3.client("s3").get_object(Bucket=env.artifacts_bucket, Key=key)["Body"].read())
+
+
+def owner_of(item: WorkItem) -> str:
+    return f"{item.request.source.account_id}:{item.source_database}.{item.source_table}"
+
+
+def parse_request(event: dict[str, Any]) -> MigrationRequest:
+    try:
+        return MigrationRequest.model_validate(event)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors())
+        raise InvalidRequestError(f"malformed migration request: {problems}") from None
+
+
+# --- Inventory ---------------------------------------------------------------------------------
+
+
+def inventory(event: dict[str, Any], env: WorkflowEnv) -> InventoryResult:
+    request = parse_request(event)
+    glue = Sessions(request).source.client("glue")
+    chosen: dict[tuple[str, str], dict[str, Any]] = {}
+    for database in request.selection.databases:
+        for table in catalog.list_tables(glue, database):
+            if catalog.is_iceberg(table) and any(
+                fnmatch.fnmatchcase(table["Name"], p) for p in request.selection.patterns
+            ):
+                chosen[(database, table["Name"])] = table
+    problems = []
+    for ident in request.selection.tables:
+        database, name = ident.split(".")
+        found = catalog.get_table(glue, database, name)
+        if found is None:
+            problems.append(f"{ident} does not exist in account {request.source.account_id}")
+        elif not catalog.is_iceberg(found):
+            problems.append(f"{ident} is not an Iceberg table (table_type is not ICEBERG)")
+        else:
+            chosen[(database, name)] = found
+    if problems:
+        raise InvalidRequestError("; ".join(problems))
+    items = []
+    for (database, name), table in sorted(chosen.items()):
+        location = catalog.metadata_location(table)
+        if not location:
+            raise InvalidRequestError(f"{database}.{name} has no metadata_location parameter")
+        target_db = request.target.database_prefix + database
+        items.append(
+            WorkItem(
+                run_id=request.run_id,
+                source_database=database,
+                source_table=name,
+                source_metadata_location=location,  # pinned: later commits wait for the next run
+                target_database=target_db,
+                target_table=name,
+                target_location=request.target.table_location(target_db, name),
+                request=request,
+            ).model_dump(mode="json")
+        )
+    key = f"runs/{request.run_id}/worklist.json"
+    _put_json(env, key, items)
+    return InventoryResult(
+        run_id=request.run_id,
+        tables=len(items),
+        worklist_bucket=env.artifacts_bucket,
+        worklist_key=key,
+        concurrency=request.options.concurrency,
+    )
+
+
+# --- Plan --------------------------------------------------------------------------------------
+
+
+def _maps(item: WorkItem) -> list[tuple[str, str]]:
+    return [(m.source, m.target) for m in item.request.target.prefix_maps]
+
+
+def _target_prefixes(item: WorkItem) -> list[str]:
+    return [item.target_location, *(m.target for m in item.request.target.prefix_maps)]
+
+
+def _listing(io: FileIO, prefixes: list[str]) -> dict[str, str]:
+    return {uri: info.etag or str(info.size) for p in prefixes for uri, info in io.list(p)}
+
+
+def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
+    item = WorkItem.model_validate(event["item"])
+    sessions = Sessions(item.request)
+    ledger = Ledger(sessions.orchestrator.client("dynamodb"), env.ledger_table)
+    existing = catalog.get_table(sessions.target.client("glue"), item.target_database, item.target_table)
+    target_name = f"{item.target_database}.{item.target_table}"
+    catalog.check_target_is_ours(existing, owner_of(item), target_name)
+    previous = catalog.metadata_location(existing) if existing else None
+    dst_io = sessions.target_io()
+    table_plan = build_plan(
+        item.source_metadata_location,
+        item.target_location,
+        _maps(item),
+        sessions.source_io(),
+        dst_io,
+        overwrite=False,
+        workers=16,
+        progress=NoProgress(),
+    )
+    before_key = _artifact_key(item.run_id, item.name, "target-before.json")
+    copy_key = _artifact_key(item.run_id, item.name, "copy-result.json")
+    _put_json(env, before_key, _listing(dst_io, _target_prefixes(item)))
+    to_copy = sum(t.info.size for t in table_plan.copies)
+    synced = ledger.last_synced(item.target_location)
+    in_sync = (
+        item.request.mode == "incremental"
+        and synced is not None
+        and synced.get("source_metadata") == item.source_metadata_location
+        and previous == table_plan.target_metadata
+    )
+    engine: Literal["lambda", "glue", "none"]
+    if item.request.options.dry_run or in_sync:
+        engine = "none"
+    else:
+        engine = "glue" if to_copy > item.request.options.glue_threshold_bytes else "lambda"
+    ledger.record_table(
+        item.run_id,
+        item.name,
+        "PLANNED",
+        source_metadata=item.source_metadata_location,
+        target_metadata=table_plan.target_metadata,
+        previous_target_metadata=previous,
+        target_table_existed=existing is not None,
+        engine=engine,
+    )
+    return PlanResult(
+        item=item,
+        engine=engine,
+        files_planned=table_plan.files_planned,
+        bytes_planned=table_plan.bytes_planned,
+        files_to_copy=len(table_plan.copies),
+        bytes_to_copy=to_copy,
+        previous_target_metadata=previous,
+        target_table_existed=existing is not None,
+        target_metadata_location=table_plan.target_metadata,
+        before_listing_key=before_key,
+        copy_result_uri=f"s3://{env.artifacts_bucket}/{copy_key}",
+    )
+
+
+# --- Copy (small tables; large ones run glue_jobs/migrate_table.py with the same arguments) -----
+
+
+def copy(event: dict[str, Any], env: WorkflowEnv) -> MigrationResult:
+    planned = PlanResult.model_validate(event["plan"])
+    item = planned.item
+    sessions = Sessions(item.request)
+    Ledger(sessions.orchestrator.client("dynamodb"), env.ledger_table).record_table(
+        item.run_id, item.name, "COPYING"
+    )
+    result = migrate_table(
+        item.source_metadata_location,
+        item.target_location,
+        _maps(item),
+        src_io=sessions.source_io(),
+        dst_io=sessions.target_io(),
+        processes=1,  # Lambda cannot start worker processes
+    )
+    io_for(planned.copy_result_uri, sessions.orchestrator).write(
+        planned.copy_result_uri, result.model_dump_json().encode()
+    )
+    return result
+
+
+# --- Register ----------------------------------------------------------------------------------
+
+
+def register(event: dict[str, Any], env: WorkflowEnv) -> dict[str, str]:
+    planned = PlanResult.model_validate(event["plan"])
+    item = planned.item
+    sessions = Sessions(item.request)
+    glue = sessions.target.client("glue")
+    catalog.register_table(
+        glue,
+        item.target_database,
+        item.target_table,
+        item.target_location,
+        planned.target_metadata_location,
+        planned.previous_target_metadata,
+        owner_of(item),
+    )
+    for principal in item.request.target.lake_formation_principals:
+        sessions.target.client("lakeformation").grant_permissions(
+            Principal={"DataLakePrincipalIdentifier": principal},
+            Resource={"Table": {"DatabaseName": item.target_database, "Name": item.target_table}},
+            Permissions=["SELECT", "DESCRIBE"],
+        )
+    Ledger(sessions.orchestrator.client("dynamodb"), env.ledger_table).record_table(
+        item.run_id, item.name, "REGISTERED"
+    )
+    return {
+        "table": f"{item.target_database}.{item.target_table}",
+        "metadata_location": planned.target_metadata_location,
+    }
+
+
+# --- Validate ----------------------------------------------------------------------------------
+
+
+def _pyiceberg_props(session: boto3.Session) -> dict[str, str]:
+    creds = session.get_credentials().get_frozen_credentials()
+    props = {
+        "s3.access-key-id": creds.access_key,
+        "s3.secret-access-key": creds.secret_key,
+        "s3.region": session.region_name or "us-east-1",
+    }
+    if creds.token:
+        props["s3.session-token"] = creds.token
+    if os.environ.get("AWS_ENDPOINT_URL"):
+        props["s3.endpoint"] = os.environ["AWS_ENDPOINT_URL"]
+    return props
+
+
+def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
+    planned = PlanResult.model_validate(event["plan"])
+    item = planned.item
+    sessions = Sessions(item.request)
+    ledger = Ledger(sessions.orchestrator.client("dynamodb"), env.ledger_table)
+    copied = MigrationResult.model_validate_json(
+        io_for(planned.copy_result_uri, sessions.orchestrator).read(planned.copy_result_uri)
+    )
+    report = validate_tables(
+        item.source_metadata_location,
+        planned.target_metadata_location,
+        source_props=_pyiceberg_props(sessions.source),
+        target_props=_pyiceberg_props(sessions.target),
+        compare_rows=item.request.options.validation == "rows",
+    )
+    if not report.ok:
+        raise ValidationFailedError(f"{item.name}: target does not read like the source: {report.problems}")
+    ledger.record_table(item.run_id, item.name, "VALIDATED", snapshots_validated=len(report.snapshots))
+    ledger.record_synced(
+        item.target_location, item.source_metadata_location, planned.target_metadata_location, item.run_id
+    )
+    return TableOutcome(
+        run_id=item.run_id,
+        table=item.name,
+        status="migrated",
+        target_metadata_location=planned.target_metadata_location,
+        files_copied=copied.files_copied,
+        bytes_copied=copied.bytes_copied,
+        files_rewritten=copied.files_rewritten,
+        files_skipped=copied.files_skipped,
+        snapshots_validated=copied.snapshots,
+        seconds=copied.elapsed_seconds,
+    )
+
+
+def skipped(event: dict[str, Any]) -> TableOutcome:
+    planned = PlanResult.model_validate(event["plan"])
+    status: Literal["dry_run", "in_sync"] = "dry_run" if planned.item.request.options.dry_run else "in_sync"
+    return TableOutcome(
+        run_id=planned.item.run_id,
+        table=planned.item.name,
+        status=status,
+        target_metadata_location=planned.target_metadata_location,
+        files_copied=planned.files_to_copy if status == "dry_run" else 0,
+        bytes_copied=planned.bytes_to_copy if status == "dry_run" else 0,
+    )
+
+
+# --- Rollback ----------------------------------------------------------------------------------
+
+
+def rollback(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
+    """Remove what this run wrote for the table and restore its Glue entry. Never writes the source."""
+    item = WorkItem.model_validate(event["item"])
+    error = event.get("error") or {}
+    cause = str(error.get("Cause") or error.get("Error") or "unknown error")
+    sessions = Sessions(item.request)
+    ledger = Ledger(sessions.orchestrator.client("dynamodb"), env.ledger_table)
+    planned = PlanResult.model_validate(event["plan"]) if event.get("plan") else None
+    removed = 0
+    if planned is not None:
+        dst_io = sessions.target_io()
+        before: dict[str, str] = _get_json(env, planned.before_listing_key)
+        source_prefixes = PrefixMap([(item.source_metadata_location, "s3://never/written")])
+        for uri, _info in list(_listing(dst_io, _target_prefixes(item)).items()):
+            if uri not in before and not source_prefixes.under_any_source(uri):
+                dst_io.delete(uri)
+                removed += 1
+        catalog.restore_table(
+            sessions.target.client("glue"),
+            item.target_database,
+            item.target_table,
+            planned.previous_target_metadata,
+            owner_of(item),
+        )
+    ledger.record_table(item.run_id, item.name, "ROLLED_BACK", error=cause[:2000], files_removed=removed)
+    return TableOutcome(run_id=item.run_id, table=item.name, status="rolled_back", error=cause[:2000])
+
+
+# --- Report ------------------------------------------------------------------------------------
+
+
+def report(event: dict[str, Any], env: WorkflowEnv) -> RunReport:
+    run_id = str(event["run_id"])
+    outcomes = [TableOutcome.model_validate(o) for o in event.get("outcomes", [])]
+    failed = sum(o.status in ("failed", "rolled_back") for o in outcomes)
+    status: Literal["succeeded", "partial", "failed"] = (
+        "succeeded" if failed == 0 else ("failed" if failed == len(outcomes) else "partial")
+    )
+    key = f"runs/{run_id}/report.json"
+    result = RunReport(
+        run_id=run_id, status=status, tables=outcomes, report_uri=f"s3://{env.artifacts_bucket}/{key}"
+    )
+    _put_json(env, key, result.model_dump(mode="json"))
+    boto3.client("events").put_events(
+        Entries=[
+            {
+                "Source": EVENT_SOURCE,
+                "DetailType": f"Migration run {status}",
+                "Detail": json.dumps(
+                    {"run_id": run_id, "status": status, "failed": failed, "tables": len(outcomes)}
+                ),
+                "EventBusName": env.event_bus,
+            }
+        ]
+    )
+    return result
