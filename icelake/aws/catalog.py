@@ -21,7 +21,7 @@ class TargetNotOursError(IcelakeError):
 
 
 def _is_not_found(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") == "EntityNotFoundException"
+    return bool(exc.response.get("Error", {}).get("Code") == "EntityNotFoundException")
 
 
 def is_iceberg(table: dict[str, Any]) -> bool:
