@@ -119,7 +119,14 @@ def parse_request(event: dict[str, Any]) -> MigrationRequest:
 
 
 def inventory(event: dict[str, Any], env: WorkflowEnv) -> InventoryResult:
-    request = parse_request(event)
+    """`event` is the request, or {"request": ..., "execution_name": ...} from the state machine,
+    where the execution name is the default run id."""
+    if "request" in event and isinstance(event["request"], dict):
+        raw = dict(event["request"])
+        raw.setdefault("run_id", event.get("execution_name"))
+    else:
+        raw = event
+    request = parse_request(raw)
     glue = Sessions(request).source.client("glue")
     chosen: dict[tuple[str, str], dict[str, Any]] = {}
     for database in request.selection.databases:
@@ -319,6 +326,8 @@ def _pyiceberg_props(session: boto3.Session) -> dict[str, str]:
 
 def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
     planned = PlanResult.model_validate(event["plan"])
+    if planned.engine == "none":  # dry run, or already in sync: nothing was written to check
+        return skipped(event)
     item = planned.item
     sessions = Sessions(item.request)
     ledger = Ledger(sessions.orchestrator.client("dynamodb"), env.ledger_table)
