@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -33,6 +34,8 @@ def embedded_aws(port: int | None = None) -> Iterator[str]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
+    # moto's backends are process-global: start every embedded AWS from an empty state.
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=30)
     env = {**LOCAL_CREDENTIALS, "AWS_ENDPOINT_URL": endpoint, "MOTO_PORT": str(port)}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)

@@ -1,0 +1,174 @@
+"""The workflow's steps, called as the Lambdas call them, against moto's S3/Glue/DynamoDB/STS/KMS."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.sql import SqlCatalog
+
+from icelake.aws import catalog
+from icelake.aws.catalog import TargetNotOursError
+from icelake.aws.ledger import Ledger
+from icelake.local.moto_server import embedded_aws
+from icelake.workflow import steps
+from icelake.workflow.models import PlanResult
+from tests.lake import SOURCE_BUCKET, TARGET_BUCKET, Lake, bucket_state, build_lake, catalog_state
+from tests.verify import assert_same_table
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Iterator[Lake]:
+    with embedded_aws():
+        yield build_lake(tmp_path / "local")
+
+
+def _run_table(lake: Lake, item: dict[str, Any]) -> dict[str, Any]:
+    planned = steps.plan({"item": item}, lake.env).model_dump(mode="json")
+    state = {"plan": planned}
+    if planned["engine"] == "lambda":
+        steps.copy(state, lake.env)
+        steps.register(state, lake.env)
+    return steps.validate(state, lake.env).model_dump(mode="json")
+
+
+def _worklist(lake: Lake, result: Any) -> list[dict[str, Any]]:
+    body = (
+        boto3.client("s3").get_object(Bucket=result.worklist_bucket, Key=result.worklist_key)["Body"].read()
+    )
+    return list(json.loads(body))
+
+
+def test_full_then_incremental_run(lake: Lake) -> None:
+    # Given two Iceberg tables in the source account's catalog
+    lake.add_source_table("orders", [[1, 2], [3]])
+    lake.add_source_table("customers", [[10]])
+    source_before = bucket_state(lake.source, SOURCE_BUCKET)
+
+    # When the steps run for a full migration
+    inv = steps.inventory({"request": lake.request("run-1"), "execution_name": "x"}, lake.env)
+    items = _worklist(lake, inv)
+    outcomes = [_run_table(lake, i) for i in items]
+    report = steps.report({"run_id": inv.run_id, "outcomes": outcomes}, lake.env)
+
+    # Then both tables are registered in the target catalog and read like their sources
+    assert inv.tables == 2 and report.status == "succeeded"
+    assert {o["status"] for o in outcomes} == {"migrated"}
+    target_catalog = catalog_state(lake.target)
+    assert set(target_catalog) == {"sales.orders", "sales.customers"}
+    for item, outcome in zip(items, outcomes, strict=True):
+        assert (
+            target_catalog[f"sales.{item['source_table']}"]["metadata_location"]
+            == outcome["target_metadata_location"]
+        )
+        assert assert_same_table(
+            item["source_metadata_location"],
+            outcome["target_metadata_location"],
+            source_props=_props(),
+            target_props=_props(),
+        )
+    assert bucket_state(lake.source, SOURCE_BUCKET) == source_before
+
+    # When the source gets a new commit and an incremental run follows
+    _commit(lake, "orders", [4])
+    inv2 = steps.inventory(lake.request("run-2", mode="incremental"), lake.env)
+    outcomes2 = {o["table"]: o for o in (_run_table(lake, i) for i in _worklist(lake, inv2))}
+
+    # Then only the new data file is copied, and the unchanged table is reported in sync
+    assert outcomes2["sales.orders"]["status"] == "migrated"
+    assert outcomes2["sales.orders"]["files_copied"] == 1
+    assert outcomes2["sales.customers"]["status"] == "in_sync"
+    runs = Ledger(boto3.client("dynamodb"), lake.env.ledger_table).run_tables("run-2")
+    assert {r["sk"]: r["state"] for r in runs}["TABLE#sales.orders"] == "VALIDATED"
+
+
+def _commit(lake: Lake, name: str, ids: list[int]) -> None:
+    """One more pyiceberg commit on the local copy, published to the source bucket and catalog."""
+    cat = SqlCatalog(name, uri=f"sqlite:///{lake.local_root}/sales/{name}/c.db", warehouse="file://x")
+    table = cat.load_table(f"sales.{name}")
+    table.append(
+        pa.table(
+            {"id": pa.array(ids, pa.int64()), "v": [f"v{i}" for i in ids]}, schema=table.schema().as_arrow()
+        )
+    )
+    lake.publish("sales", name, cat.load_table(f"sales.{name}").metadata_location)
+
+
+def _props() -> dict[str, str]:
+    return {
+        "s3.endpoint": os.environ["AWS_ENDPOINT_URL"],
+        "s3.access-key-id": "testing",
+        "s3.secret-access-key": "testing",
+        "s3.region": "us-east-1",
+    }
+
+
+def test_malformed_request_is_refused_before_anything_happens(lake: Lake) -> None:
+    bad = lake.request("run-x")
+    bad["target"]["bucket"] = "Not_A_Bucket"
+    bad["source"]["account_id"] = "12"
+    with pytest.raises(steps.InvalidRequestError) as info:
+        steps.inventory({"request": bad, "execution_name": "x"}, lake.env)
+    assert "target.bucket" in str(info.value) and "source.account_id" in str(info.value)
+    with pytest.raises(steps.InvalidRequestError, match="does not exist"):
+        steps.inventory(lake.request("run-y", selection={"tables": ["sales.nope"]}), lake.env)
+
+
+def test_target_table_that_is_not_ours_is_refused(lake: Lake) -> None:
+    lake.add_source_table("orders", [[1]])
+    glue = lake.target.client("glue")
+    catalog.ensure_database(glue, "sales")
+    glue.create_table(
+        DatabaseName="sales", TableInput={"Name": "orders", "Parameters": {"table_type": "ICEBERG"}}
+    )
+    inv = steps.inventory(lake.request("run-1"), lake.env)
+    with pytest.raises(TargetNotOursError, match="not created by icelake"):
+        steps.plan({"item": _worklist(lake, inv)[0]}, lake.env)
+
+
+def test_failure_after_copy_is_rolled_back_to_exactly_the_previous_state(lake: Lake) -> None:
+    # Given a table migrated once (so the target has a previous version)
+    lake.add_source_table("orders", [[1, 2]])
+    first = steps.inventory(lake.request("run-1"), lake.env)
+    _run_table(lake, _worklist(lake, first)[0])
+    target_before = bucket_state(lake.target, TARGET_BUCKET)
+    catalog_before = catalog_state(lake.target)
+
+    # When a new source commit is copied and registered, and then a later step fails
+    _commit(lake, "orders", [3])
+    source_before = bucket_state(lake.source, SOURCE_BUCKET)
+    second = steps.inventory(lake.request("run-2"), lake.env)
+    item = _worklist(lake, second)[0]
+    planned = steps.plan({"item": item}, lake.env)
+    state = {"plan": planned.model_dump(mode="json")}
+    steps.copy(state, lake.env)
+    steps.register(state, lake.env)
+    assert bucket_state(lake.target, TARGET_BUCKET) != target_before
+    outcome = steps.rollback(
+        {"item": item, "plan": state["plan"], "error": {"Error": "Boom", "Cause": "x"}}, lake.env
+    )
+
+    # Then the target bucket and catalog are exactly as before, and the source was never written
+    assert outcome.status == "rolled_back"
+    assert bucket_state(lake.target, TARGET_BUCKET) == target_before
+    assert catalog_state(lake.target) == catalog_before
+    assert bucket_state(lake.source, SOURCE_BUCKET) == source_before
+
+
+def test_rollback_of_a_first_migration_removes_the_table(lake: Lake) -> None:
+    lake.add_source_table("orders", [[1]])
+    item = _worklist(lake, steps.inventory(lake.request("run-1"), lake.env))[0]
+    planned = steps.plan({"item": item}, lake.env)
+    state = {"plan": planned.model_dump(mode="json")}
+    steps.copy(state, lake.env)
+    steps.register(state, lake.env)
+    steps.rollback({"item": item, "plan": state["plan"], "error": {"Cause": "x"}}, lake.env)
+    assert bucket_state(lake.target, TARGET_BUCKET) == {}
+    assert catalog_state(lake.target) == {}
+    assert PlanResult.model_validate(state["plan"]).target_table_existed is False
