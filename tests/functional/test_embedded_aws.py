@@ -1,0 +1,225 @@
+"""Embedded AWS runs real ASL on moto: Lambda tasks call repo handlers, Glue tasks call repo scripts.
+
+Everything here goes through moto's Step Functions interpreter in server mode (no stubs): the test
+ASL, handlers and Glue script live in tests/embedded_fixtures/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from icelake.local import lambda_runtime
+from icelake.local.embedded import (
+    EmbeddedAws,
+    create_glue_job,
+    create_lambda,
+    create_state_machine,
+    moto_patches,
+    patches_installed,
+    render_asl,
+    run_execution,
+    start_embedded_aws,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = "tests/embedded_fixtures"
+HANDLERS = f"{FIXTURES}/handlers.py"
+GLUE_SCRIPT = f"{FIXTURES}/glue_script.py"
+ASL = f"{FIXTURES}/workflow.asl.json"
+RESULT_BUCKET = "embedded-results"
+
+
+def _moto_originals() -> dict[str, Any]:
+    from moto.awslambda.models import LambdaFunction
+    from moto.glue.models import FakeJob, FakeJobRun
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_glue as sfn_glue,
+    )
+
+    return {
+        "invoke": LambdaFunction.__dict__["_invoke_lambda"],
+        "start": FakeJob.__dict__["start_job_run"],
+        "as_dict": FakeJobRun.__dict__["as_dict"],
+        "patterns": set(sfn_glue._SUPPORTED_INTEGRATION_PATTERNS),
+    }
+
+
+def test_patches_are_idempotent_and_reversible() -> None:
+    already = patches_installed()  # e.g. a session-wide embedded AWS of another test module
+    before = _moto_originals()
+    if not already:
+        assert before["invoke"].__module__ == "moto.awslambda.models"
+        assert "waitForTaskToken" not in before["patterns"]
+    with moto_patches(REPO):
+        patched = _moto_originals()
+        assert patched["invoke"].__module__ == "icelake.local.embedded"
+        assert patched["start"].__module__ == "icelake.local.embedded"
+        assert "waitForTaskToken" in patched["patterns"]
+        with moto_patches(REPO):  # a nested install changes nothing
+            assert _moto_originals() == patched
+        assert _moto_originals() == patched  # still installed: the outer one holds them
+    assert patches_installed() == already
+    assert _moto_originals() == before
+
+
+def test_render_asl_fails_loudly_on_a_placeholder_left() -> None:
+    with pytest.raises(ValueError, match=r"BoomFunctionArn.*FailJobName|FailJobName.*BoomFunctionArn"):
+        render_asl(
+            REPO / ASL, {"DecideFunctionArn": "a", "MultiplyFunctionArn": "b", "FlakyFunctionArn": "c"}
+        )
+
+
+def test_migration_functions_resolve_from_shared_constants() -> None:
+    from icelake.constants import LAMBDA_STEPS
+
+    name, path, _placeholder = LAMBDA_STEPS["plan"]
+    lambda_runtime.configure(REPO)
+    assert lambda_runtime.resolve_handler_file(name) == REPO / path
+
+
+@pytest.fixture(scope="module")
+def aws() -> Iterator[EmbeddedAws]:
+    with start_embedded_aws(REPO) as embedded:
+        yield embedded
+
+
+@pytest.fixture(scope="module")
+def workflow(aws: EmbeddedAws) -> str:
+    aws.client("s3").create_bucket(Bucket=RESULT_BUCKET)
+    subs = {
+        "DecideFunctionArn": create_lambda(
+            "t-decide", HANDLERS, "decide", {"POWERTOOLS_METRICS_NAMESPACE": "icelake-test"}
+        ),
+        "MultiplyFunctionArn": create_lambda(
+            "t-multiply", HANDLERS, "multiply", {"FACTOR": "3", "RESULT_BUCKET": RESULT_BUCKET}
+        ),
+        "FlakyFunctionArn": create_lambda("t-flaky", HANDLERS, "flaky"),
+        "BoomFunctionArn": create_lambda("t-boom", HANDLERS, "boom"),
+        "WriteJobName": create_glue_job("t-glue-write", GLUE_SCRIPT, {"--mode": "write"}),
+        "FailJobName": create_glue_job("t-glue-fail", GLUE_SCRIPT, {"--mode": "raise"}),
+    }
+    return create_state_machine(ASL, subs, "t-workflow")
+
+
+def _request(tmp_path: Path, items: list[int], boom_kind: str = "named") -> dict[str, Any]:
+    return {
+        "items": items,
+        "counter_file": str(tmp_path / "flaky.count"),
+        "glue_output": str(tmp_path / "glue-output.json"),
+        "boom_kind": boom_kind,
+    }
+
+
+def test_task_choice_map_retry_catch_and_glue_sync(workflow: str, tmp_path: Path) -> None:
+    status, out, events = run_execution(workflow, _request(tmp_path, [1, 2, 5]), timeout=45)
+
+    assert status == "SUCCEEDED", events[-1]
+    # Task result drives the Choice; the handler saw a Lambda context and its function's environment.
+    assert out["decision"]["route"] == "process"
+    assert out["decision"]["function_name"] == "t-decide"
+    assert out["decision"]["namespace"] == "icelake-test"
+    assert out["decision"]["remaining_ms"] > 800_000
+    assert "FACTOR" not in os.environ and "POWERTOOLS_METRICS_NAMESPACE" not in os.environ
+    # Map over the items, each one a Lambda call with the function's environment (FACTOR=3).
+    assert out["multiplied"] == [3, 6, 15]
+    s3 = boto3.client("s3")
+    assert s3.get_object(Bucket=RESULT_BUCKET, Key="items/5")["Body"].read() == b"15"
+    # Retry on the error name: first attempt failed, second succeeded.
+    assert out["flaky"] == {"attempt": 2}
+    assert (tmp_path / "flaky.count").read_text() == "2"
+    failed = [e["taskFailedEventDetails"] for e in events if e["type"] == "TaskFailed"]
+    assert [f["error"] for f in failed].count("TransientError") == 1
+    # Catch on the exception's class name, with Lambda's error document as the cause.
+    assert out["caught"]["Error"] == "IcelakeTestError"
+    cause = json.loads(out["caught"]["Cause"])
+    assert cause["errorType"] == "IcelakeTestError"
+    assert json.loads(cause["errorMessage"]) == {"reason": "boom"}
+    # glue:startJobRun.sync ran the script: default args merged with the task's arguments.
+    assert out["glue_write"]["state"] == "SUCCEEDED"
+    assert out["glue_write"]["job"] == "t-glue-write"
+    written = json.loads((tmp_path / "glue-output.json").read_text())
+    assert written == {
+        "JOB_NAME": "t-glue-write",
+        "JOB_RUN_ID": out["glue_write"]["run_id"],
+        "mode": "write",
+        "output": str(tmp_path / "glue-output.json"),
+        "message": "hello from the ASL",
+    }
+    # A script that raises: the run is FAILED with its error message, caught as States.TaskFailed.
+    assert out["glue_error"]["Error"] == "States.TaskFailed"
+    run = json.loads(out["glue_error"]["Cause"])
+    assert run["JobRunState"] == "FAILED"
+    assert run["ErrorMessage"] == "GlueTestFailure: job t-glue-fail failed on purpose"
+
+
+def test_choice_default_branch(workflow: str, tmp_path: Path) -> None:
+    status, out, _events = run_execution(workflow, _request(tmp_path, []), timeout=20)
+
+    assert status == "SUCCEEDED"
+    assert out["decision"]["route"] == "skip"
+    assert out["skipped"] is True
+    assert "multiplied" not in out
+    assert not (tmp_path / "flaky.count").exists()
+
+
+def test_error_not_named_in_catch_fails_the_execution(workflow: str, tmp_path: Path) -> None:
+    result = run_execution(workflow, _request(tmp_path, [1], boom_kind="other"), timeout=20)
+
+    assert result.status == "FAILED"
+    error, cause = result.failure()
+    assert error == "KeyError"
+    assert cause is not None and json.loads(cause)["errorMessage"] == "'not caught by name'"
+    assert not (tmp_path / "glue-output.json").exists()
+
+
+def test_lambda_and_glue_apis_called_directly(aws: EmbeddedAws, tmp_path: Path) -> None:
+    create_lambda("t-boom", HANDLERS, "boom")
+    lam = boto3.client("lambda", region_name=aws.region)
+    response = lam.invoke(FunctionName="t-boom", Payload=json.dumps({"message": "direct"}))
+    assert "FunctionError" in response
+    assert json.loads(response["Payload"].read())["errorType"] == "IcelakeTestError"
+    create_lambda("t-missing", HANDLERS, "no_such_function")
+    response = lam.invoke(FunctionName="t-missing", Payload=b"{}")
+    assert json.loads(response["Payload"].read())["errorType"] == "Runtime.HandlerNotFound"
+
+    glue = aws.client("glue")
+    job = create_glue_job("t-direct", GLUE_SCRIPT)
+    out = tmp_path / "direct.json"
+    run_id = glue.start_job_run(JobName=job, Arguments={"--output": str(out)})["JobRunId"]
+    assert _wait_for_run(glue, job, run_id)["JobRunState"] == "SUCCEEDED"
+    assert json.loads(out.read_text())["mode"] == "write"
+
+    # A strict script rejects an unknown argument: FAILED with the reason, never a silent success.
+    run_id = glue.start_job_run(JobName=job, Arguments={"--unknown": "x"})["JobRunId"]
+    run = _wait_for_run(glue, job, run_id)
+    assert run["JobRunState"] == "FAILED"
+    assert run["ErrorMessage"] == "SystemExit: 2"
+
+    # A job whose script is nowhere in the repo fails at once.
+    glue.create_job(
+        Name="t-nowhere",
+        Role="arn:aws:iam::123456789012:role/x",
+        Command={"Name": "glueetl", "ScriptLocation": "s3://b/no/such/script.py"},
+    )
+    run_id = glue.start_job_run(JobName="t-nowhere")["JobRunId"]
+    run = _wait_for_run(glue, "t-nowhere", run_id)
+    assert run["JobRunState"] == "FAILED"
+    assert run["ErrorMessage"].startswith("ScriptResolutionError: no local script for Glue job 't-nowhere'")
+
+
+def _wait_for_run(glue: Any, job: str, run_id: str) -> dict[str, Any]:
+    import time
+
+    deadline = time.monotonic() + 20
+    while True:
+        run: dict[str, Any] = glue.get_job_run(JobName=job, RunId=run_id)["JobRun"]
+        if run["JobRunState"] not in ("STARTING", "RUNNING") or time.monotonic() > deadline:
+            return run
+        time.sleep(0.05)
