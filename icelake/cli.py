@@ -16,6 +16,7 @@ from icelake.aws.session import assume_role_session
 from icelake.errors import IcelakeError
 from icelake.migrate import MigrationResult, migrate_table
 from icelake.uris import parse_map_option
+from icelake.workflow.client import RunStatus, find_state_machine, follow, run_status, start_migration
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -139,6 +140,136 @@ def migrate_path(
         sys.stdout.write(json.dumps(result.model_dump(mode="json")) + "\n")
     else:
         Console().print(_summary(result))
+
+
+def _execution_arn(state_machine_arn: str, run_id: str) -> str:
+    return state_machine_arn.replace(":stateMachine:", ":execution:") + f":{run_id}"
+
+
+def _run_table(status: RunStatus) -> Table:
+    table = Table(title=f"Run {status.run_id}: {status.execution_status}")
+    table.add_column("table")
+    table.add_column("state")
+    for name, state in sorted(status.tables.items()):
+        table.add_row(name, state)
+    return table
+
+
+def _report_table(report: dict[str, object]) -> Table:
+    table = Table(title=f"Run {report.get('run_id')}: {report.get('status')}")
+    for col in (
+        "table",
+        "status",
+        "files copied",
+        "bytes copied",
+        "rewritten",
+        "skipped",
+        "snapshots",
+        "error",
+    ):
+        table.add_column(col)
+    for t in report.get("tables", []):  # type: ignore[attr-defined]
+        table.add_row(
+            str(t["table"]),
+            str(t["status"]),
+            str(t["files_copied"]),
+            _human_bytes(int(t["bytes_copied"])),
+            str(t["files_rewritten"]),
+            str(t["files_skipped"]),
+            str(t["snapshots_validated"]),
+            (t.get("error") or "")[:80],
+        )
+    return table
+
+
+def _follow(execution_arn: str, run_id: str) -> RunStatus:
+    last: dict[str, str] = {}
+
+    def show(status: RunStatus) -> None:
+        if status.tables != last:
+            for name, state in sorted(status.tables.items()):
+                if last.get(name) != state:
+                    err.print(f"[icelake] {run_id} {name}: {state}", highlight=False, markup=False)
+            last.clear()
+            last.update(status.tables)
+
+    with err.status(f"following {run_id}") if err.is_terminal else _nullcontext():
+        return follow(execution_arn, run_id, show)
+
+
+class _nullcontext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+@migrate_app.command("start")
+def migrate_start(
+    request: Annotated[
+        typer.FileText, typer.Option("--request", help="Migration request JSON (see README).")
+    ],
+    run_id: Annotated[
+        str | None, typer.Option(help="Run id (execution name); default: from the request or time.")
+    ] = None,
+    state_machine_arn: Annotated[
+        str | None, typer.Option(help="Default: the deployed icelake state machine.")
+    ] = None,
+    no_follow: Annotated[bool, typer.Option("--no-follow", help="Start and return at once.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")] = False,
+) -> None:
+    """Start a migration through the Step Functions workflow and follow it until it ends."""
+    try:
+        body = json.loads(request.read())
+        if run_id:
+            body["run_id"] = run_id
+        execution_arn, rid = start_migration(body, state_machine_arn)
+        err.print(f"started {execution_arn}", highlight=False, markup=False)
+        if no_follow:
+            return
+        status = _follow(execution_arn, rid)
+    except (IcelakeError, ValueError) as exc:
+        err.print(f"icelake: error: {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from exc
+    _print_outcome(status, as_json)
+
+
+def _print_outcome(status: RunStatus, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(status.output or {"run_id": status.run_id, "error": status.error}) + "\n")
+    elif status.output:
+        Console().print(_report_table(status.output))
+    else:
+        Console().print(_run_table(status))
+    if status.execution_status != "SUCCEEDED":
+        err.print(f"icelake: run {status.run_id} {status.execution_status}: {status.error}", highlight=False)
+        raise typer.Exit(1)
+    if status.output and status.output.get("status") != "succeeded":
+        raise typer.Exit(1)
+
+
+@migrate_app.command("status")
+def migrate_status(
+    run_id: Annotated[str, typer.Argument(help="The run id (execution name).")],
+    state_machine_arn: Annotated[
+        str | None, typer.Option(help="Default: the deployed icelake state machine.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")] = False,
+) -> None:
+    """Show a run: per-table state from the ledger, and the report when it has ended."""
+    import boto3
+
+    try:
+        arn = state_machine_arn or find_state_machine(boto3.client("stepfunctions"))
+        status = run_status(_execution_arn(arn, run_id), run_id)
+    except IcelakeError as exc:
+        err.print(f"icelake: error: {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from exc
+    if not status.done:
+        Console().print(_run_table(status))
+        return
+    _print_outcome(status, as_json)
 
 
 def main() -> None:

@@ -1,0 +1,84 @@
+"""Start a migration execution and follow it: what `icelake migrate start/status` and the demo use."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+
+from icelake.aws.ledger import Ledger
+from icelake.constants import LEDGER_TABLE, MIGRATE_STATE_MACHINE
+from icelake.errors import IcelakeError
+
+
+@dataclass
+class RunStatus:
+    run_id: str
+    execution_status: str
+    tables: dict[str, str] = field(default_factory=dict)  # table -> ledger state
+    output: dict[str, Any] | None = None
+    error: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.execution_status not in ("RUNNING", "PENDING_REDRIVE")
+
+
+def find_state_machine(sfn: Any, name: str = MIGRATE_STATE_MACHINE) -> str:
+    for page in sfn.get_paginator("list_state_machines").paginate():
+        for sm in page["stateMachines"]:
+            if sm["name"] == name:
+                return str(sm["stateMachineArn"])
+    raise IcelakeError(
+        f"no state machine named {name}: deploy the stack (cdk deploy) or run `icelake local up`"
+    )
+
+
+def start_migration(request: dict[str, Any], state_machine_arn: str | None = None) -> tuple[str, str]:
+    """Start an execution named after the run id; returns (execution ARN, run id)."""
+    sfn = boto3.client("stepfunctions")
+    arn = state_machine_arn or find_state_machine(sfn)
+    run_id = str(request.get("run_id") or f"run-{time.strftime('%Y%m%d-%H%M%S')}")
+    body = json.dumps({**request, "run_id": run_id})
+    out = sfn.start_execution(stateMachineArn=arn, name=run_id, input=body)
+    return str(out["executionArn"]), run_id
+
+
+def run_status(execution_arn: str, run_id: str, ledger_table: str = LEDGER_TABLE) -> RunStatus:
+    sfn = boto3.client("stepfunctions")
+    desc = sfn.describe_execution(executionArn=execution_arn)
+    rows = Ledger(boto3.client("dynamodb"), ledger_table).run_tables(run_id)
+    status = RunStatus(
+        run_id=run_id,
+        execution_status=desc["status"],
+        tables={str(r["sk"]).removeprefix("TABLE#"): str(r["state"]) for r in rows},
+    )
+    if desc.get("output"):
+        status.output = json.loads(desc["output"])
+    if desc["status"] == "FAILED":
+        status.error = f"{desc.get('error', '')}: {desc.get('cause', '')}".strip(": ")
+    return status
+
+
+def follow(
+    execution_arn: str,
+    run_id: str,
+    on_update: Callable[[RunStatus], None],
+    poll_seconds: float = 1.0,
+    timeout_seconds: float = 6 * 3600,
+) -> RunStatus:
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        status = run_status(execution_arn, run_id)
+        on_update(status)
+        if status.done:
+            return status
+        if time.monotonic() > deadline:
+            raise IcelakeError(
+                f"{execution_arn} still running after {timeout_seconds:.0f} s; it goes on in AWS"
+            )
+        time.sleep(poll_seconds)
