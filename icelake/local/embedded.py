@@ -34,7 +34,12 @@ versions rather than misbehave):
    unconditionally in `finally`, so every `glue:startJobRun.sync` fails with "'NoneType' object has no
    attribute 'interrupt_all'". With the pattern listed, an endpoint exists (a task token is minted and
    an idle waiter thread is interrupted when the task ends); `.sync` then works as in AWS.
-5. Not a patch: moto's process-wide config `stepfunctions.execute_state_machine=True` (POSTed to
+5. `StateTaskServiceGlue._sync_to_start_job_run` (same module; wrapped): the `.sync` result is
+   boto3's parsed GetJobRun, whose StartedOn/CompletedOn/LastModifiedOn are datetime objects; moto
+   stores them in the state output as they are and then fails DescribeExecution with HTTP 500
+   ("Object of type datetime is not JSON serializable") as soon as they reach the execution output.
+   They become epoch milliseconds, which is how Step Functions shows them.
+6. Not a patch: moto's process-wide config `stepfunctions.execute_state_machine=True` (POSTed to
    /moto-api/config); without it executions stay RUNNING with canned output. Restored on exit.
 
 Limits of this runtime (see the runtime modules): Lambda handlers run one at a time (os.environ is
@@ -150,7 +155,16 @@ def _apply_patches() -> None:
     def as_dict(self: Any) -> dict[str, Any]:
         return glue_runtime.job_run_as_dict(original_as_dict, self)
 
+    original_sync = sfn_glue.StateTaskServiceGlue.__dict__["_sync_to_start_job_run"]
+
+    def _sync_to_start_job_run(self: Any, *args: Any, **kwargs: Any) -> Callable[[], Any] | None:
+        resolver = original_sync(self, *args, **kwargs)
+        if resolver is None:  # pragma: no cover - moto always builds one
+            return None
+        return lambda: glue_runtime.jsonable(resolver())
+
     _replace(LambdaFunction, "_invoke_lambda", _invoke_lambda)
+    _replace(sfn_glue.StateTaskServiceGlue, "_sync_to_start_job_run", _sync_to_start_job_run)
     _replace(FakeJob, "start_job_run", start_job_run)
     _replace(FakeJobRun, "as_dict", as_dict)
 

@@ -36,6 +36,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +187,18 @@ def job_run_as_dict(original: Any, run: Any) -> dict[str, Any]:
         else:
             out.pop("CompletedOn", None)
     return out
+
+
+def jsonable(value: Any) -> Any:
+    """boto3's parsed GetJobRun with datetimes as epoch milliseconds, as Step Functions shows them."""
+    if isinstance(value, datetime):
+        when = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return int(when.timestamp() * 1000)
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [jsonable(v) for v in value]
+    return value
 
 
 def wait_for_runs(timeout: float = 60.0) -> bool:

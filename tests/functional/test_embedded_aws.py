@@ -48,6 +48,7 @@ def _moto_originals() -> dict[str, Any]:
         "start": FakeJob.__dict__["start_job_run"],
         "as_dict": FakeJobRun.__dict__["as_dict"],
         "patterns": set(sfn_glue._SUPPORTED_INTEGRATION_PATTERNS),
+        "sync": sfn_glue.StateTaskServiceGlue.__dict__["_sync_to_start_job_run"],
     }
 
 
@@ -61,6 +62,7 @@ def test_patches_are_idempotent_and_reversible() -> None:
         patched = _moto_originals()
         assert patched["invoke"].__module__ == "icelake.local.embedded"
         assert patched["start"].__module__ == "icelake.local.embedded"
+        assert patched["sync"].__module__ == "icelake.local.embedded"
         assert "waitForTaskToken" in patched["patterns"]
         with moto_patches(REPO):  # a nested install changes nothing
             assert _moto_originals() == patched
@@ -144,6 +146,7 @@ def test_task_choice_map_retry_catch_and_glue_sync(workflow: str, tmp_path: Path
     # glue:startJobRun.sync ran the script: default args merged with the task's arguments.
     assert out["glue_write"]["state"] == "SUCCEEDED"
     assert out["glue_write"]["job"] == "t-glue-write"
+    assert isinstance(out["glue_write"]["started_on"], int)  # epoch ms, as in AWS (moto: a datetime)
     written = json.loads((tmp_path / "glue-output.json").read_text())
     assert written == {
         "JOB_NAME": "t-glue-write",
