@@ -87,7 +87,9 @@ class Lake:
         return result.target_metadata_location
 
 
-def build_lake(local_root: Path) -> Lake:
+def build_lake(local_root: Path, *, orchestrator_resources: bool = True) -> Lake:
+    """Buckets and a KMS key in the two accounts; with `orchestrator_resources`, also the ledger and
+    artifacts bucket (leave them to `deploy_migration_workflow` when the state machine is deployed)."""
     source = assume_role_session(SOURCE_ROLE)
     target = assume_role_session(TARGET_ROLE)
     source.client("s3").create_bucket(Bucket=SOURCE_BUCKET)
@@ -95,8 +97,9 @@ def build_lake(local_root: Path) -> Lake:
     kms_key = target.client("kms").create_key(Description="target lake")["KeyMetadata"]["Arn"]
     orchestrator = boto3.Session()
     artifacts = ARTIFACTS_BUCKET.format(account=ORCHESTRATOR_ACCOUNT_LOCAL)
-    orchestrator.client("s3").create_bucket(Bucket=artifacts)
-    create_ledger_table(orchestrator.client("dynamodb"), LEDGER_TABLE)
+    if orchestrator_resources:
+        orchestrator.client("s3").create_bucket(Bucket=artifacts)
+        create_ledger_table(orchestrator.client("dynamodb"), LEDGER_TABLE)
     return Lake(
         source,
         target,

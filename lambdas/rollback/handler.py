@@ -19,6 +19,7 @@ metrics = Metrics()
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    metrics.add_metric(name="Invocations", unit=MetricUnit.Count, value=1)  # published on failures too
     result = steps.rollback(event, steps.WorkflowEnv.from_environ())
     metrics.add_metric(name="TablesRolledBack", unit=MetricUnit.Count, value=1)
     return result.model_dump(mode="json")

@@ -1,0 +1,149 @@
+"""The whole workflow on the real ASL file, run by moto's Step Functions interpreter with the
+repo's handlers: several tables across two accounts, incremental sync, failures and rollback."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.sql import SqlCatalog
+
+from icelake.local.deploy import LocalDeployment, deploy_migration_workflow
+from icelake.local.embedded import run_execution, start_embedded_aws
+from tests.lake import SOURCE_BUCKET, TARGET_BUCKET, Lake, bucket_state, build_lake, catalog_state
+from tests.verify import assert_same_table
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[tuple[Lake, LocalDeployment]]:
+    with start_embedded_aws(REPO):
+        deployment = deploy_migration_workflow()
+        yield build_lake(tmp_path / "local", orchestrator_resources=False), deployment
+
+
+def _props() -> dict[str, str]:
+    return {
+        "s3.endpoint": os.environ["AWS_ENDPOINT_URL"],
+        "s3.access-key-id": "testing",
+        "s3.secret-access-key": "testing",
+        "s3.region": "us-east-1",
+    }
+
+
+def _run(deployment: LocalDeployment, request: dict[str, Any]) -> dict[str, Any]:
+    result = run_execution(deployment.state_machine_arn, request, timeout=300, name=request["run_id"])
+    assert result.status == "SUCCEEDED", result.failure()
+    return dict(result.output)
+
+
+def _commit(lake: Lake, name: str, ids: list[int]) -> str:
+    cat = SqlCatalog(name, uri=f"sqlite:///{lake.local_root}/sales/{name}/c.db", warehouse="file://x")
+    table = cat.load_table(f"sales.{name}")
+    table.append(
+        pa.table(
+            {"id": pa.array(ids, pa.int64()), "v": [f"v{i}" for i in ids]}, schema=table.schema().as_arrow()
+        )
+    )
+    return lake.publish("sales", name, cat.load_table(f"sales.{name}").metadata_location)
+
+
+def test_full_migration_then_incremental_sync(world: tuple[Lake, LocalDeployment]) -> None:
+    lake, deployment = world
+    sources = {n: lake.add_source_table(n, [[1, 2], [3], [4, 5]]) for n in ("orders", "customers", "items")}
+    source_before = bucket_state(lake.source, SOURCE_BUCKET)
+
+    # When the state machine migrates the database
+    report = _run(deployment, lake.request("full-1"))
+
+    # Then every table is migrated, registered and reads like its source in every snapshot
+    assert report["status"] == "succeeded"
+    outcomes = {t["table"]: t for t in report["tables"]}
+    assert set(outcomes) == {f"sales.{n}" for n in sources}
+    target_catalog = catalog_state(lake.target)
+    for name, meta in sources.items():
+        outcome = outcomes[f"sales.{name}"]
+        assert outcome["status"] == "migrated" and outcome["files_copied"] == 3
+        assert target_catalog[f"sales.{name}"]["metadata_location"] == outcome["target_metadata_location"]
+        assert (
+            assert_same_table(
+                meta, outcome["target_metadata_location"], source_props=_props(), target_props=_props()
+            )
+            == 3
+        )
+    assert bucket_state(lake.source, SOURCE_BUCKET) == source_before
+
+    # When one table gets a new commit and an incremental run follows
+    new_meta = _commit(lake, "orders", [6, 7])
+    second = _run(deployment, lake.request("incr-1", mode="incremental"))
+
+    # Then only the new data file is copied; unchanged tables are reported in sync
+    outcomes = {t["table"]: t for t in second["tables"]}
+    assert outcomes["sales.orders"]["status"] == "migrated" and outcomes["sales.orders"]["files_copied"] == 1
+    assert {outcomes["sales.customers"]["status"], outcomes["sales.items"]["status"]} == {"in_sync"}
+    assert_same_table(
+        new_meta,
+        outcomes["sales.orders"]["target_metadata_location"],
+        source_props=_props(),
+        target_props=_props(),
+    )
+
+
+def test_a_failing_table_is_rolled_back_and_the_others_migrate(world: tuple[Lake, LocalDeployment]) -> None:
+    lake, deployment = world
+    lake.add_source_table("good", [[1], [2]])
+    lake.add_source_table("broken", [[1], [2]])
+    lake.add_source_table("theirs", [[1]])
+    # a source file goes missing, and a target table exists that icelake did not create
+    s3 = lake.source.client("s3")
+    data_key = next(k for k in bucket_state(lake.source, SOURCE_BUCKET) if "/broken/data/" in k)
+    s3.delete_object(Bucket=SOURCE_BUCKET, Key=data_key)
+    glue = lake.target.client("glue")
+    glue.create_database(DatabaseInput={"Name": "sales"})
+    glue.create_table(
+        DatabaseName="sales",
+        TableInput={
+            "Name": "theirs",
+            "Parameters": {"table_type": "ICEBERG", "metadata_location": "s3://x/y.json"},
+        },
+    )
+    source_before = bucket_state(lake.source, SOURCE_BUCKET)
+    catalog_theirs = catalog_state(lake.target)["sales.theirs"]
+
+    report = _run(deployment, lake.request("mixed-1"))
+
+    outcomes = {t["table"]: t for t in report["tables"]}
+    assert report["status"] == "partial"
+    assert outcomes["sales.good"]["status"] == "migrated"
+    assert (
+        outcomes["sales.broken"]["status"] == "rolled_back"
+        and data_key.split("/")[-1] in outcomes["sales.broken"]["error"]
+    )
+    assert (
+        outcomes["sales.theirs"]["status"] == "rolled_back"
+        and "not created by icelake" in outcomes["sales.theirs"]["error"]
+    )
+    target = bucket_state(lake.target, TARGET_BUCKET)
+    assert target and all("/good/" in k for k in target)  # nothing left behind for the failed tables
+    assert catalog_state(lake.target)["sales.theirs"] == catalog_theirs
+    assert "sales.broken" not in catalog_state(lake.target)
+    assert bucket_state(lake.source, SOURCE_BUCKET) == source_before
+
+
+def test_malformed_request_fails_at_once(world: tuple[Lake, LocalDeployment]) -> None:
+    lake, deployment = world
+    request = lake.request("bad-1")
+    request["selection"] = {}
+    result = run_execution(deployment.state_machine_arn, request, timeout=60, name="bad-1")
+    assert result.status == "FAILED"
+    error, cause = result.failure()
+    assert error == "InvalidRequest" and "selection" in (cause or "")
+    assert bucket_state(lake.target, TARGET_BUCKET) == {}
+    assert json.dumps(result.output or {}) is not None
