@@ -147,3 +147,98 @@ def test_malformed_request_fails_at_once(world: tuple[Lake, LocalDeployment]) ->
     assert error == "InvalidRequest" and "selection" in (cause or "")
     assert bucket_state(lake.target, TARGET_BUCKET) == {}
     assert json.dumps(result.output or {}) is not None
+
+
+def _contents(lake: Lake) -> dict[str, str]:
+    import hashlib
+
+    s3 = lake.target.client("s3")
+    return {
+        k: hashlib.sha256(s3.get_object(Bucket=TARGET_BUCKET, Key=k)["Body"].read()).hexdigest()
+        for k in bucket_state(lake.target, TARGET_BUCKET)
+    }
+
+
+def test_a_run_killed_mid_copy_is_resumed_by_running_it_again(
+    world: tuple[Lake, LocalDeployment], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icelake.migrate import engine
+    from icelake.workflow import steps
+
+    lake, deployment = world
+    lake.add_source_table("orders", [[1], [2], [3], [4]])
+    # Given a run whose copy step died after two files (no rollback ran: the process was killed)
+    inv = steps.inventory(lake.request("killed-1"), lake.env)
+    item = json.loads(
+        lake.source.client("s3").get_object(Bucket=inv.worklist_bucket, Key=inv.worklist_key)["Body"].read()
+    )[0]
+    planned = steps.plan({"item": item}, lake.env).model_dump(mode="json")
+    real_copy, calls = engine.copy_file, []
+
+    def dies_on_third(*args: Any) -> None:
+        calls.append(args)
+        if len(calls) == 3:
+            raise KeyboardInterrupt("killed")
+        real_copy(*args)
+
+    monkeypatch.setattr(engine, "copy_file", dies_on_third)
+    with pytest.raises(KeyboardInterrupt):
+        steps.copy({"plan": planned}, lake.env)
+    monkeypatch.undo()
+    assert 0 < len(bucket_state(lake.target, TARGET_BUCKET)) < 4
+
+    # When the migration is simply run again
+    resumed = _run(deployment, lake.request("resume-1"))
+    resumed_contents, resumed_catalog = _contents(lake), catalog_state(lake.target)
+
+    # Then it ends exactly like an uninterrupted run
+    assert resumed["tables"][0]["status"] == "migrated"
+    for key in bucket_state(lake.target, TARGET_BUCKET):
+        lake.target.client("s3").delete_object(Bucket=TARGET_BUCKET, Key=key)
+    lake.target.client("glue").delete_table(DatabaseName="sales", Name="orders")
+    clean = _run(deployment, lake.request("clean-1"))
+    assert clean["tables"][0]["files_copied"] == 4
+    assert _contents(lake) == resumed_contents
+    assert (
+        catalog_state(lake.target)["sales.orders"]["metadata_location"]
+        == resumed_catalog["sales.orders"]["metadata_location"]
+    )
+
+
+def test_a_source_commit_during_the_migration_is_picked_up_by_the_next_run(
+    world: tuple[Lake, LocalDeployment],
+) -> None:
+    from icelake.workflow import steps
+
+    lake, deployment = world
+    pinned = lake.add_source_table("orders", [[1], [2]])
+    # Given a run that pinned the source version at inventory time
+    inv = steps.inventory(lake.request("pin-1"), lake.env)
+    item = json.loads(
+        lake.source.client("s3").get_object(Bucket=inv.worklist_bucket, Key=inv.worklist_key)["Body"].read()
+    )[0]
+    # When the source commits while the run is in flight
+    newer = _commit(lake, "orders", [3])
+    state = {"plan": steps.plan({"item": item}, lake.env).model_dump(mode="json")}
+    steps.copy(state, lake.env)
+    steps.register(state, lake.env)
+    outcome = steps.validate(state, lake.env)
+
+    # Then the target is exactly the pinned version, not a mix
+    assert item["source_metadata_location"] == pinned
+    assert (
+        assert_same_table(
+            pinned, outcome.target_metadata_location, source_props=_props(), target_props=_props()
+        )
+        == 2
+    )
+    # and the next incremental run brings the new commit
+    report = _run(deployment, lake.request("pin-2", mode="incremental"))
+    latest = report["tables"][0]
+    assert latest["status"] == "migrated" and latest["files_copied"] == 1
+    assert (
+        assert_same_table(
+            newer, latest["target_metadata_location"], source_props=_props(), target_props=_props()
+        )
+        == 3
+    )
