@@ -1,123 +1,42 @@
-"""A two-account lake in the embedded AWS for workflow tests: source tables in a bucket and a Glue
-catalog of account 111111111111, an empty target account 222222222222, and the orchestrator's
-ledger and artifacts bucket in moto's default account."""
+"""The embedded two-account lake, plus tables written by pyiceberg for the workflow tests."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
-import boto3
 import pyarrow as pa
 from pyiceberg.catalog.sql import SqlCatalog
 
-from icelake.aws import catalog
-from icelake.aws.fileio import LocalFileIO, S3FileIO
-from icelake.aws.ledger import create_ledger_table
-from icelake.aws.session import assume_role_session
-from icelake.constants import ARTIFACTS_BUCKET, LEDGER_TABLE, ORCHESTRATOR_ACCOUNT_LOCAL
-from icelake.migrate import migrate_table
-from icelake.workflow.steps import WorkflowEnv
+from icelake.local.lake import (
+    SOURCE_ACCOUNT,
+    SOURCE_BUCKET,
+    TARGET_ACCOUNT,
+    TARGET_BUCKET,
+    Lake,
+    bucket_state,
+    build_lake,
+    catalog_state,
+)
 
-SOURCE_ACCOUNT = "111111111111"
-TARGET_ACCOUNT = "222222222222"
-SOURCE_ROLE = f"arn:aws:iam::{SOURCE_ACCOUNT}:role/icelake-source-read"
-TARGET_ROLE = f"arn:aws:iam::{TARGET_ACCOUNT}:role/icelake-target-write"
-SOURCE_BUCKET = "source-lake"
-TARGET_BUCKET = "target-lake"
-
-
-@dataclass
-class Lake:
-    source: boto3.Session
-    target: boto3.Session
-    env: WorkflowEnv
-    kms_key: str
-    local_root: Path
-
-    def request(self, run_id: str, **overrides: Any) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "run_id": run_id,
-            "source": {"account_id": SOURCE_ACCOUNT, "role_arn": SOURCE_ROLE},
-            "target": {
-                "account_id": TARGET_ACCOUNT,
-                "role_arn": TARGET_ROLE,
-                "bucket": TARGET_BUCKET,
-                "prefix": "warehouse",
-                "kms_key_id": self.kms_key,
-            },
-            "selection": {"databases": ["sales"]},
-            "mode": "full",
-            "options": {"concurrency": 2, "validation": "rows"},
-        }
-        body.update(overrides)
-        return body
-
-    def add_source_table(self, name: str, batches: list[list[int]], database: str = "sales") -> str:
-        """Write a table with pyiceberg locally, move it to the source bucket, register it in Glue."""
-        root = self.local_root / database / name
-        root.mkdir(parents=True, exist_ok=True)
-        cat = SqlCatalog(name, uri=f"sqlite:///{root}/c.db", warehouse=f"file://{root}")
-        cat.create_namespace_if_not_exists(database)
-        schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
-        table = cat.create_table(f"{database}.{name}", schema=schema)
-        for ids in batches:
-            table.append(
-                pa.table({"id": pa.array(ids, pa.int64()), "v": [f"v{i}" for i in ids]}, schema=schema)
-            )
-        meta = cat.load_table(f"{database}.{name}").metadata_location
-        return self.publish(database, name, meta)
-
-    def publish(self, database: str, name: str, local_metadata: str) -> str:
-        """Copy a local table's state to the source bucket and point the source Glue table at it."""
-        location = f"s3://{SOURCE_BUCKET}/lake/{database}/{name}"
-        result = migrate_table(
-            local_metadata, location, src_io=LocalFileIO(), dst_io=S3FileIO(self.source.client("s3"))
-        )
-        glue = self.source.client("glue")
-        catalog.ensure_database(glue, database)
-        params = {"table_type": "ICEBERG", "metadata_location": result.target_metadata_location}
-        existing = catalog.get_table(glue, database, name)
-        table_input = {"Name": name, "Parameters": params, "StorageDescriptor": {"Location": location}}
-        if existing:
-            glue.update_table(DatabaseName=database, TableInput=table_input)
-        else:
-            glue.create_table(DatabaseName=database, TableInput=table_input)
-        return result.target_metadata_location
+__all__ = [
+    "SOURCE_ACCOUNT",
+    "SOURCE_BUCKET",
+    "TARGET_ACCOUNT",
+    "TARGET_BUCKET",
+    "Lake",
+    "add_source_table",
+    "bucket_state",
+    "build_lake",
+    "catalog_state",
+]
 
 
-def build_lake(local_root: Path, *, orchestrator_resources: bool = True) -> Lake:
-    """Buckets and a KMS key in the two accounts; with `orchestrator_resources`, also the ledger and
-    artifacts bucket (leave them to `deploy_migration_workflow` when the state machine is deployed)."""
-    source = assume_role_session(SOURCE_ROLE)
-    target = assume_role_session(TARGET_ROLE)
-    source.client("s3").create_bucket(Bucket=SOURCE_BUCKET)
-    target.client("s3").create_bucket(Bucket=TARGET_BUCKET)
-    kms_key = target.client("kms").create_key(Description="target lake")["KeyMetadata"]["Arn"]
-    orchestrator = boto3.Session()
-    artifacts = ARTIFACTS_BUCKET.format(account=ORCHESTRATOR_ACCOUNT_LOCAL)
-    if orchestrator_resources:
-        orchestrator.client("s3").create_bucket(Bucket=artifacts)
-        create_ledger_table(orchestrator.client("dynamodb"), LEDGER_TABLE)
-    return Lake(
-        source,
-        target,
-        WorkflowEnv(ledger_table=LEDGER_TABLE, artifacts_bucket=artifacts),
-        kms_key,
-        local_root,
-    )
-
-
-def bucket_state(session: boto3.Session, bucket: str) -> dict[str, str]:
-    pages = session.client("s3").get_paginator("list_objects_v2").paginate(Bucket=bucket)
-    return {o["Key"]: o["ETag"] for p in pages for o in p.get("Contents", [])}
-
-
-def catalog_state(session: boto3.Session) -> dict[str, Any]:
-    glue = session.client("glue")
-    out: dict[str, Any] = {}
-    for db in glue.get_databases()["DatabaseList"]:
-        for t in catalog.list_tables(glue, db["Name"]):
-            out[f"{db['Name']}.{t['Name']}"] = t.get("Parameters", {})
-    return out
+def add_source_table(lake: Lake, name: str, batches: list[list[int]], database: str = "sales") -> str:
+    """Write a table with pyiceberg locally, move it to the source bucket, register it in Glue."""
+    root = lake.local_root / database / name
+    root.mkdir(parents=True, exist_ok=True)
+    cat = SqlCatalog(name, uri=f"sqlite:///{root}/c.db", warehouse=f"file://{root}")
+    cat.create_namespace_if_not_exists(database)
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    table = cat.create_table(f"{database}.{name}", schema=schema)
+    for ids in batches:
+        table.append(pa.table({"id": pa.array(ids, pa.int64()), "v": [f"v{i}" for i in ids]}, schema=schema))
+    return lake.publish(database, name, cat.load_table(f"{database}.{name}").metadata_location)

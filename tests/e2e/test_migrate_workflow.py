@@ -15,7 +15,15 @@ from pyiceberg.catalog.sql import SqlCatalog
 
 from icelake.local.deploy import LocalDeployment, deploy_migration_workflow
 from icelake.local.embedded import run_execution, start_embedded_aws
-from tests.lake import SOURCE_BUCKET, TARGET_BUCKET, Lake, bucket_state, build_lake, catalog_state
+from tests.lake import (
+    SOURCE_BUCKET,
+    TARGET_BUCKET,
+    Lake,
+    add_source_table,
+    bucket_state,
+    build_lake,
+    catalog_state,
+)
 from tests.verify import assert_same_table
 
 pytestmark = pytest.mark.slow
@@ -57,7 +65,7 @@ def _commit(lake: Lake, name: str, ids: list[int]) -> str:
 
 def test_full_migration_then_incremental_sync(world: tuple[Lake, LocalDeployment]) -> None:
     lake, deployment = world
-    sources = {n: lake.add_source_table(n, [[1, 2], [3], [4, 5]]) for n in ("orders", "customers", "items")}
+    sources = {n: add_source_table(lake, n, [[1, 2], [3], [4, 5]]) for n in ("orders", "customers", "items")}
     source_before = bucket_state(lake.source, SOURCE_BUCKET)
 
     # When the state machine migrates the database
@@ -98,9 +106,9 @@ def test_full_migration_then_incremental_sync(world: tuple[Lake, LocalDeployment
 
 def test_a_failing_table_is_rolled_back_and_the_others_migrate(world: tuple[Lake, LocalDeployment]) -> None:
     lake, deployment = world
-    lake.add_source_table("good", [[1], [2]])
-    lake.add_source_table("broken", [[1], [2]])
-    lake.add_source_table("theirs", [[1]])
+    add_source_table(lake, "good", [[1], [2]])
+    add_source_table(lake, "broken", [[1], [2]])
+    add_source_table(lake, "theirs", [[1]])
     # a source file goes missing, and a target table exists that icelake did not create
     s3 = lake.source.client("s3")
     data_key = next(k for k in bucket_state(lake.source, SOURCE_BUCKET) if "/broken/data/" in k)
@@ -166,7 +174,7 @@ def test_a_run_killed_mid_copy_is_resumed_by_running_it_again(
     from icelake.workflow import steps
 
     lake, deployment = world
-    lake.add_source_table("orders", [[1], [2], [3], [4]])
+    add_source_table(lake, "orders", [[1], [2], [3], [4]])
     # Given a run whose copy step died after two files (no rollback ran: the process was killed)
     inv = steps.inventory(lake.request("killed-1"), lake.env)
     item = json.loads(
@@ -211,7 +219,7 @@ def test_a_source_commit_during_the_migration_is_picked_up_by_the_next_run(
     from icelake.workflow import steps
 
     lake, deployment = world
-    pinned = lake.add_source_table("orders", [[1], [2]])
+    pinned = add_source_table(lake, "orders", [[1], [2]])
     # Given a run that pinned the source version at inventory time
     inv = steps.inventory(lake.request("pin-1"), lake.env)
     item = json.loads(

@@ -19,7 +19,15 @@ from icelake.aws.ledger import Ledger
 from icelake.local.moto_server import embedded_aws
 from icelake.workflow import steps
 from icelake.workflow.models import PlanResult
-from tests.lake import SOURCE_BUCKET, TARGET_BUCKET, Lake, bucket_state, build_lake, catalog_state
+from tests.lake import (
+    SOURCE_BUCKET,
+    TARGET_BUCKET,
+    Lake,
+    add_source_table,
+    bucket_state,
+    build_lake,
+    catalog_state,
+)
 from tests.verify import assert_same_table
 
 
@@ -47,8 +55,8 @@ def _worklist(lake: Lake, result: Any) -> list[dict[str, Any]]:
 
 def test_full_then_incremental_run(lake: Lake) -> None:
     # Given two Iceberg tables in the source account's catalog
-    lake.add_source_table("orders", [[1, 2], [3]])
-    lake.add_source_table("customers", [[10]])
+    add_source_table(lake, "orders", [[1, 2], [3]])
+    add_source_table(lake, "customers", [[10]])
     source_before = bucket_state(lake.source, SOURCE_BUCKET)
 
     # When the steps run for a full migration
@@ -121,7 +129,7 @@ def test_malformed_request_is_refused_before_anything_happens(lake: Lake) -> Non
 
 
 def test_target_table_that_is_not_ours_is_refused(lake: Lake) -> None:
-    lake.add_source_table("orders", [[1]])
+    add_source_table(lake, "orders", [[1]])
     glue = lake.target.client("glue")
     catalog.ensure_database(glue, "sales")
     glue.create_table(
@@ -134,7 +142,7 @@ def test_target_table_that_is_not_ours_is_refused(lake: Lake) -> None:
 
 def test_failure_after_copy_is_rolled_back_to_exactly_the_previous_state(lake: Lake) -> None:
     # Given a table migrated once (so the target has a previous version)
-    lake.add_source_table("orders", [[1, 2]])
+    add_source_table(lake, "orders", [[1, 2]])
     first = steps.inventory(lake.request("run-1"), lake.env)
     _run_table(lake, _worklist(lake, first)[0])
     target_before = bucket_state(lake.target, TARGET_BUCKET)
@@ -162,7 +170,7 @@ def test_failure_after_copy_is_rolled_back_to_exactly_the_previous_state(lake: L
 
 
 def test_rollback_of_a_first_migration_removes_the_table(lake: Lake) -> None:
-    lake.add_source_table("orders", [[1]])
+    add_source_table(lake, "orders", [[1]])
     item = _worklist(lake, steps.inventory(lake.request("run-1"), lake.env))[0]
     planned = steps.plan({"item": item}, lake.env)
     state = {"plan": planned.model_dump(mode="json")}
