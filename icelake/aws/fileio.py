@@ -10,9 +10,10 @@ import base64
 import hashlib
 import os
 import tempfile
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +159,64 @@ def io_for(uri: str, session: boto3.Session | None = None, kms_key_id: str | Non
         session = session or boto3.Session()
         return S3FileIO(session.client("s3"), kms_key_id=kms_key_id)
     raise ValueError(f"unsupported URI scheme in {uri}: use s3://, file:// or a local path")
+
+
+@dataclass(frozen=True)
+class FileIOSpec:
+    """How to open the same FileIO in another process (a Spark executor): unlike a boto3 client,
+    this pickles. `open()` builds the FileIO once per process and spec and reuses it.
+
+    `credentials` are the temporary credentials of a role assumed by the driver (boto3.Session
+    keyword arguments), or None for the default credential chain of the process that opens it.
+    The endpoint is carried because executors need not share the driver's environment.
+    """
+
+    scheme: str  # "s3" or "file"
+    credentials: dict[str, str] | None = field(default=None, repr=False, hash=False)
+    kms_key_id: str | None = None
+    endpoint_url: str | None = None
+    region: str | None = None
+
+    @classmethod
+    def for_uri(
+        cls, uri: str, session: boto3.Session | None = None, kms_key_id: str | None = None
+    ) -> FileIOSpec:
+        """The spec for a URI's scheme; pass `session` only when it is an assumed role's."""
+        if is_local(uri):
+            return cls("file")
+        if not canonical(uri).startswith("s3://"):
+            raise ValueError(f"unsupported URI scheme in {uri}: use s3://, file:// or a local path")
+        credentials = None
+        if session is not None:
+            frozen = session.get_credentials().get_frozen_credentials()
+            credentials = {
+                "aws_access_key_id": frozen.access_key,
+                "aws_secret_access_key": frozen.secret_key,
+                "aws_session_token": frozen.token,
+            }
+        return cls(
+            "s3",
+            credentials=credentials,
+            kms_key_id=kms_key_id,
+            endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None,
+            region=(session or boto3.Session()).region_name,
+        )
+
+    def open(self) -> FileIO:
+        with _OPENED_LOCK:
+            io = _OPENED.get(self)
+            if io is None:
+                io = _OPENED[self] = self._build()
+            return io
+
+    def _build(self) -> FileIO:
+        if self.scheme == "file":
+            return LocalFileIO()
+        if self.scheme != "s3":
+            raise ValueError(f"unsupported FileIO scheme {self.scheme!r}: use s3 or file")
+        session = boto3.Session(**(self.credentials or {}), region_name=self.region)
+        return S3FileIO(session.client("s3", endpoint_url=self.endpoint_url), kms_key_id=self.kms_key_id)
+
+
+_OPENED: dict[FileIOSpec, FileIO] = {}
+_OPENED_LOCK = threading.Lock()

@@ -4,42 +4,149 @@ Write order makes every intermediate state safe: data first, then delete files, 
 manifest lists and finally the metadata.json files (current one last). Until that last write
 the target has no metadata pointing at anything missing, so a run killed anywhere is resumed by
 running it again (identical files are recognised and skipped).
+
+The phases are written once (`_execute`) over a `Runner` that maps one step over many items:
+threads of this process (`ThreadRunner`, used by `migrate_table`) or Spark executors
+(`icelake.migrate.distributed.SparkRunner`, used by the Glue job). A step (`Steps`) does one
+file and returns an `Outcome`; counts are summed from the outcomes where the work was started.
+Manifest lists and metadata.json files are always written by the process that planned.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from threading import Lock
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Literal, Protocol, TypeVar
 
-from icelake.aws.fileio import FileIO, ObjectInfo, sha256_b64
+from icelake.aws.fileio import FileIO, FileIOSpec, ObjectInfo, sha256_b64
 from icelake.errors import TargetConflictError, UnsafeTargetError
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.avro_files import DATA, DeleteRewrite, rewrite_manifest_list
+from icelake.migrate.avro_files import DATA, DeleteRewrite, ManifestRef, rewrite_manifest_list
 from icelake.migrate.copy import CopySettings, copy_file
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool, rewrite_manifest_job
 from icelake.migrate.delete_files import rewrite_delete_file
 from icelake.migrate.models import MigrationResult, PrefixMapping
 from icelake.migrate.plan import CopyTask, DeleteFileTask, TablePlan, build_plan, read_metadata
 from icelake.migrate.progress import NoProgress, ProgressSink
+from icelake.uris import PrefixMap
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+IOLike = FileIO | FileIOSpec  # a FileIO here, or how to open one in another process
 
 
-@dataclass
-class _Tally:
-    copied: int = 0
-    bytes_copied: int = 0
-    rewritten: int = 0
-    skipped: int = 0
-    conflicts: list[str] = field(default_factory=list)
-    lock: Lock = field(default_factory=Lock)
+def open_io(io: IOLike) -> FileIO:
+    return io if isinstance(io, FileIO) else io.open()
 
-    def add(self, **kw: int) -> None:
-        with self.lock:
-            for k, v in kw.items():
-                setattr(self, k, getattr(self, k) + v)
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one step did to one target file."""
+
+    target: str
+    status: Literal["copied", "written", "skipped", "conflict"]
+    size: int  # bytes copied, or bytes of the rewritten file (whether written or not)
+
+
+@dataclass(frozen=True)
+class Steps:
+    """One file of each phase. Picklable (for Spark executors) when `src` and `dst` are specs.
+
+    `cpu` is where Avro encoding of manifests runs when not in the calling thread: worker
+    processes of a local run. It is never shipped: executors rewrite in their own process.
+    """
+
+    src: IOLike
+    dst: IOLike
+    prefix_map: PrefixMap
+    overwrite: bool = False
+    settings: CopySettings = field(default_factory=CopySettings)
+    cpu: Executor | None = None
+
+    def guard(self, uri: str) -> None:
+        if self.prefix_map.under_any_source(uri):
+            raise UnsafeTargetError(f"refusing to write {uri}: it is under a source prefix")
+
+    def put(self, uri: str, data: bytes) -> Outcome:
+        """Write rewritten bytes unless the target already holds exactly them."""
+        self.guard(uri)
+        dst_io = open_io(self.dst)
+        existing = dst_io.stat(uri)
+        if existing is not None:
+            if _same_bytes(dst_io, uri, existing, data):
+                return Outcome(uri, "skipped", len(data))
+            if not self.overwrite:
+                return Outcome(uri, "conflict", len(data))
+        dst_io.write(uri, data)
+        return Outcome(uri, "written", len(data))
+
+    def copy(self, task: CopyTask) -> Outcome:
+        """An unchanged file, server-side where possible."""
+        self.guard(task.target)
+        copy_file(open_io(self.src), task.source, task.info, open_io(self.dst), task.target, self.settings)
+        return Outcome(task.target, "copied", task.info.size)
+
+    def rewrite_delete(self, task: DeleteFileTask) -> tuple[Outcome, DeleteRewrite]:
+        """A delete file that names data files; what changed goes back into its manifest entries."""
+        raw = open_io(self.src).read(task.source)
+        data, result = rewrite_delete_file(task.source, raw, task.file_format, self.prefix_map.require)
+        return self.put(task.target, data), result
+
+    def rewrite_manifest(self, delete_rewrites: dict[str, DeleteRewrite], ref: ManifestRef) -> Outcome:
+        raw = open_io(self.src).read(ref.path)
+        # Only delete manifests need what rewriting the delete files changed.
+        deletes = delete_rewrites if ref.content != DATA else {}
+        if self.cpu is None:
+            data = rewrite_manifest_job(ref.path, raw, self.prefix_map, deletes)
+        else:
+            data = self.cpu.submit(rewrite_manifest_job, ref.path, raw, self.prefix_map, deletes).result()
+        return self.put(self.prefix_map.require(ref.path), data)
+
+    def rewrite_manifest_list(self, new_lengths: dict[str, int], uri: str) -> Outcome:
+        raw = open_io(self.src).read(uri)
+        return self.put(
+            self.prefix_map.require(uri),
+            rewrite_manifest_list(uri, raw, self.prefix_map.require, new_lengths),
+        )
+
+
+class Runner(Protocol):
+    """Maps one step over items, results in item order. Exceptions of a step propagate."""
+
+    def map(self, phase: str, fn: Callable[[T], R], items: Sequence[T]) -> list[R]: ...
+
+    def cpu_pool(self, jobs: int) -> AbstractContextManager[Executor | None]:
+        """Where `jobs` CPU-bound manifest rewrites run when not inside the step's own thread."""
+        ...
+
+
+class ThreadRunner:
+    """Threads of this process; manifests are encoded in worker processes when there are many."""
+
+    def __init__(self, workers: int, progress: ProgressSink, processes: int = 1) -> None:
+        self.workers = workers
+        self.progress = progress
+        self.processes = processes
+
+    def map(self, phase: str, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        self.progress.start(phase, len(items))
+
+        def one(item: T) -> R:
+            out = fn(item)
+            self.progress.advance(phase)
+            return out
+
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            return list(pool.map(one, items))
+
+    def cpu_pool(self, jobs: int) -> AbstractContextManager[Executor | None]:
+        return cpu_pool(self.processes if jobs >= MIN_MANIFESTS_FOR_PROCESSES else 1)
 
 
 def migrate_table(
@@ -57,23 +164,60 @@ def migrate_table(
     copy_settings: CopySettings | None = None,
 ) -> MigrationResult:
     """Make `target_location` hold the same table as `source_metadata`, with every path mapped."""
+    progress = progress or NoProgress()
+    cpus = processes if processes is not None else (os.cpu_count() or 1)
+    return run_migration(
+        source_metadata,
+        target_location,
+        maps,
+        src=src_io,
+        dst=dst_io,
+        runner=ThreadRunner(workers, progress, cpus),
+        dry_run=dry_run,
+        overwrite=overwrite,
+        workers=workers,
+        progress=progress,
+        copy_settings=copy_settings,
+    )
+
+
+def run_migration(
+    source_metadata: str,
+    target_location: str,
+    maps: Iterable[tuple[str, str]],
+    *,
+    src: IOLike,
+    dst: IOLike,
+    runner: Runner,
+    dry_run: bool = False,
+    overwrite: bool = False,
+    workers: int = 16,
+    progress: ProgressSink | None = None,
+    copy_settings: CopySettings | None = None,
+) -> MigrationResult:
+    """`migrate_table` with the copies and rewrites spread by `runner`; planning, manifest lists
+    and metadata.json files stay in this process (on `workers` threads)."""
     started = time.monotonic()
     progress = progress or NoProgress()
     plan = build_plan(
         source_metadata,
         target_location,
         list(maps),
-        src_io,
-        dst_io,
+        open_io(src),
+        open_io(dst),
         overwrite=overwrite,
         workers=workers,
         progress=progress,
     )
-    tally = _Tally(skipped=plan.skipped_copies)
+    outcomes: list[Outcome] = []
     if not dry_run:
-        settings = copy_settings or CopySettings()
-        cpus = processes if processes is not None else (os.cpu_count() or 1)
-        _execute(plan, src_io, dst_io, overwrite, workers, cpus, progress, settings, tally)
+        steps = Steps(src, dst, plan.prefix_map, overwrite, copy_settings or CopySettings())
+        outcomes = _execute(plan, steps, runner, ThreadRunner(workers, progress))
+    if dry_run:  # what a run would copy
+        files_copied, bytes_copied = len(plan.copies), sum(c.info.size for c in plan.copies)
+    else:
+        copied = [o for o in outcomes if o.status == "copied"]
+        files_copied, bytes_copied = len(copied), sum(o.size for o in copied)
     meta = plan.meta
     return MigrationResult(
         source_metadata_location=source_metadata,
@@ -89,120 +233,55 @@ def migrate_table(
         metadata_files=len(plan.metadata_files),
         files_planned=plan.files_planned,
         bytes_planned=plan.bytes_planned,
-        files_copied=tally.copied if not dry_run else len(plan.copies),
-        bytes_copied=tally.bytes_copied if not dry_run else sum(c.info.size for c in plan.copies),
-        files_rewritten=tally.rewritten,
-        files_skipped=tally.skipped,
+        files_copied=files_copied,
+        bytes_copied=bytes_copied,
+        files_rewritten=sum(o.status == "written" for o in outcomes),
+        files_skipped=plan.skipped_copies + sum(o.status == "skipped" for o in outcomes),
         elapsed_seconds=round(time.monotonic() - started, 3),
     )
 
 
-def _execute(
-    plan: TablePlan,
-    src_io: FileIO,
-    dst_io: FileIO,
-    overwrite: bool,
-    workers: int,
-    processes: int,
-    progress: ProgressSink,
-    settings: CopySettings,
-    tally: _Tally,
-) -> None:
-    def guard(uri: str) -> None:
-        if plan.prefix_map.under_any_source(uri):
-            raise UnsafeTargetError(f"refusing to write {uri}: it is under a source prefix")
-
-    def put(uri: str, data: bytes) -> None:
-        """Write rewritten bytes unless the target already holds exactly them."""
-        guard(uri)
-        existing = dst_io.stat(uri)
-        if existing is not None:
-            if _same_bytes(dst_io, uri, existing, data):
-                tally.add(skipped=1)
-                return
-            if not overwrite:
-                with tally.lock:
-                    tally.conflicts.append(uri)
-                return
-        dst_io.write(uri, data)
-        tally.add(rewritten=1)
-
-    def run(phase: str, items: list[object], fn: object) -> list[object]:
-        progress.start(phase, len(items))
-
-        def one(item: object) -> object:
-            out = fn(item)  # type: ignore[operator]
-            progress.advance(phase)
-            return out
-
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(one, items))
-
+def _execute(plan: TablePlan, steps: Steps, runner: Runner, driver: ThreadRunner) -> list[Outcome]:
     # 1. Unchanged files, server-side where possible.
-    def copy_one(task: object) -> None:
-        assert isinstance(task, CopyTask)
-        guard(task.target)
-        copy_file(src_io, task.source, task.info, dst_io, task.target, settings)
-        tally.add(copied=1, bytes_copied=task.info.size)
-
-    run("copy files", list(plan.copies), copy_one)
+    outcomes = runner.map("copy files", steps.copy, plan.copies)
 
     # 2. Delete files that name data files: rewritten, and what changed is remembered.
-    delete_rewrites: dict[str, DeleteRewrite] = {}
+    deletes = runner.map("rewrite delete files", steps.rewrite_delete, plan.delete_files)
+    outcomes += [o for o, _ in deletes]
+    delete_rewrites = {t.source: r for t, (_, r) in zip(plan.delete_files, deletes, strict=True)}
 
-    def rewrite_delete(task: object) -> None:
-        assert isinstance(task, DeleteFileTask)
-        data, result = rewrite_delete_file(
-            task.source, src_io.read(task.source), task.file_format, plan.map_path
-        )
-        put(task.target, data)
-        with tally.lock:
-            delete_rewrites[task.source] = result
-
-    run("rewrite delete files", list(plan.delete_files), rewrite_delete)
-
-    # 3. Manifests, then the manifest lists that record their new lengths.
-    new_lengths: dict[str, int] = {}
-
-    use_processes = processes if len(plan.manifests) >= MIN_MANIFESTS_FOR_PROCESSES else 1
-    with cpu_pool(use_processes) as pool:
-
-        def rewrite_one_manifest(uri: object) -> None:
-            assert isinstance(uri, str)
-            raw = src_io.read(uri)
-            # Only delete manifests need what rewriting the delete files changed.
-            deletes = delete_rewrites if plan.manifests[uri].content != DATA else {}
-            if pool is None:
-                data = rewrite_manifest_job(uri, raw, plan.prefix_map, deletes)
-            else:
-                data = pool.submit(rewrite_manifest_job, uri, raw, plan.prefix_map, deletes).result()
-            put(plan.map_path(uri), data)
-            with tally.lock:
-                new_lengths[uri] = len(data)
-
-        run("rewrite manifests", list(plan.manifests), rewrite_one_manifest)
-
-    def rewrite_one_list(uri: object) -> None:
-        assert isinstance(uri, str)
-        put(plan.map_path(uri), rewrite_manifest_list(uri, src_io.read(uri), plan.map_path, new_lengths))
-
-    run("rewrite manifest lists", list(plan.manifest_lists), rewrite_one_list)
-
-    if tally.conflicts:
-        raise TargetConflictError(sorted(tally.conflicts))
+    # 3. Manifests, then (here) the manifest lists that record their new lengths.
+    refs = list(plan.manifests.values())
+    with runner.cpu_pool(len(refs)) as cpu:
+        rewrite = partial(replace(steps, cpu=cpu).rewrite_manifest, delete_rewrites)
+        manifests = runner.map("rewrite manifests", rewrite, refs)
+    outcomes += manifests
+    new_lengths = {ref.path: o.size for ref, o in zip(refs, manifests, strict=True)}
+    lists = partial(steps.rewrite_manifest_list, new_lengths)
+    outcomes += driver.map("rewrite manifest lists", lists, plan.manifest_lists)
+    _refuse_conflicts(outcomes)
 
     # 4. metadata.json files, oldest first, the current one last: it makes the table visible.
     kept_logs = set(plan.metadata_files)
+    progress = driver.progress
     progress.start("rewrite metadata.json", len(plan.metadata_files))
     for uri in plan.metadata_files:
         meta, gz = (
-            read_metadata(src_io, uri) if uri != plan.source_metadata else (plan.meta, plan.meta_gzipped)
+            read_metadata(open_io(steps.src), uri)
+            if uri != plan.source_metadata
+            else (plan.meta, plan.meta_gzipped)
         )
         rewritten = mj.rewrite_metadata(meta, plan.map_path, lambda p: p in kept_logs)
-        put(plan.map_path(uri), mj.serialize_metadata(rewritten, gz))
+        outcomes.append(steps.put(plan.map_path(uri), mj.serialize_metadata(rewritten, gz)))
         progress.advance("rewrite metadata.json")
-    if tally.conflicts:
-        raise TargetConflictError(sorted(tally.conflicts))
+    _refuse_conflicts(outcomes)
+    return outcomes
+
+
+def _refuse_conflicts(outcomes: list[Outcome]) -> None:
+    conflicts = [o.target for o in outcomes if o.status == "conflict"]
+    if conflicts:
+        raise TargetConflictError(sorted(conflicts))
 
 
 def _same_bytes(io: FileIO, uri: str, info: ObjectInfo, data: bytes) -> bool:
