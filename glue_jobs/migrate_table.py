@@ -1,0 +1,120 @@
+"""Glue entry point of the migration workflow for large tables: copy and rewrite one table with the
+work spread over Spark executors (`icelake.migrate.distributed`). Arguments resolve through
+awsglue when present, else argparse (same names), so the same script runs in AWS Glue and locally.
+
+  --source-metadata URI      the source table's current metadata.json (pinned by the plan step)
+  --target-location URI      the target table location
+  --map SRC=DST              another prefix to move (repeatable, or one JSON list of "SRC=DST")
+  --source-role-arn ARN      role to read the source with (assumed here; executors get its
+  --target-role-arn ARN      temporary credentials); without one, the job's own credentials
+  --target-kms-key KEY       KMS key for every object written to the target
+  --overwrite [true|false]   replace target files that exist with different content
+  --run-id ID                names the assumed-role sessions
+  --result-uri URI           where to write the MigrationResult JSON (s3:// or local)
+  --local-warehouse DIR      (local runs only) a local Spark session with a catalog `local` there
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from icelake.aws.fileio import io_for
+from icelake.migrate.distributed import executor_spec, migrate_table_on_spark
+from icelake.migrate.models import MigrationResult
+from icelake.uris import parse_map_option
+
+OPTIONS = (
+    "source_metadata",
+    "target_location",
+    "map",
+    "source_role_arn",
+    "target_role_arn",
+    "target_kms_key",
+    "overwrite",
+    "run_id",
+    "result_uri",
+    "local_warehouse",
+)
+REQUIRED = ("source_metadata", "target_location")
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    try:  # pragma: no cover - only inside AWS Glue
+        from awsglue.utils import getResolvedOptions
+
+        # Either spelling (argparse inside resolves both to the underscore name); the required
+        # ones always, so that a missing one fails there with its name.
+        spelled = {o: next((s for s in (o.replace("_", "-"), o) if f"--{s}" in argv), o) for o in OPTIONS}
+        given = [spelled[o] for o in OPTIONS if o in REQUIRED or f"--{spelled[o]}" in argv]
+        # getResolvedOptions skips its first argument (the script name in sys.argv).
+        resolved = getResolvedOptions(["migrate_table", *argv], given)
+        raw = {o: resolved.get(o) for o in OPTIONS}
+        raw["map"] = [raw["map"]] if raw["map"] else []
+    except ImportError:
+        parser = argparse.ArgumentParser(prog="migrate_table")
+        for o in OPTIONS:
+            names = [f"--{o.replace('_', '-')}", f"--{o}"]
+            if o == "map":
+                parser.add_argument(*names, dest=o, action="append", default=[])
+            elif o == "overwrite":
+                parser.add_argument(*names, dest=o, nargs="?", const="true", default="false")
+            else:
+                parser.add_argument(*names, dest=o, required=o in REQUIRED)
+        raw = vars(parser.parse_known_args(list(argv))[0])  # Glue adds its own (--JOB_ID, ...)
+    return argparse.Namespace(**{**raw, "map": parse_maps(raw["map"]), "overwrite": _flag(raw["overwrite"])})
+
+
+def parse_maps(values: Sequence[str]) -> list[tuple[str, str]]:
+    """Each value is SRC=DST, or a JSON list of SRC=DST strings (one Glue argument holds them all)."""
+    out: list[tuple[str, str]] = []
+    for value in values:
+        items = json.loads(value) if value.lstrip().startswith("[") else [value]
+        out += [parse_map_option(item) for item in items]
+    return out
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("true", "1", "yes")
+
+
+def build_session(local_warehouse: str | None) -> Any:
+    if local_warehouse:
+        from icelake.local.spark import local_spark
+
+        return local_spark({"local": local_warehouse}, app_name="migrate_table")
+    from pyspark.sql import SparkSession  # in Glue (and in tests) the session exists already
+
+    return SparkSession.builder.getOrCreate()
+
+
+def main(argv: list[str] | None = None) -> MigrationResult:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    spark = build_session(args.local_warehouse)
+    run = args.run_id or "glue"
+    result = migrate_table_on_spark(
+        spark,
+        args.source_metadata,
+        args.target_location,
+        args.map,
+        src=executor_spec(args.source_metadata, args.source_role_arn, session_name=f"icelake-src-{run}"),
+        dst=executor_spec(
+            args.target_location,
+            args.target_role_arn,
+            session_name=f"icelake-dst-{run}",
+            kms_key_id=args.target_kms_key,
+        ),
+        overwrite=args.overwrite,
+    )
+    payload = result.model_dump_json()
+    if args.result_uri:
+        io_for(args.result_uri).write(args.result_uri, payload.encode())
+    print(payload)
+    return result
+
+
+if __name__ == "__main__":
+    main()
