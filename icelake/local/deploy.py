@@ -42,6 +42,9 @@ def deploy_migration_workflow() -> LocalDeployment:
         "POWERTOOLS_SERVICE_NAME": "icelake-migrate",
         "POWERTOOLS_METRICS_NAMESPACE": "icelake",
         "POWERTOOLS_TRACE_DISABLED": "true",
+        # No CloudWatch here: EMF metric lines and INFO logs would only flood the terminal.
+        "POWERTOOLS_METRICS_DISABLED": "true",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
         "AWS_RETRY_MODE": "standard",
     }
     substitutions = create_step_lambdas(env)

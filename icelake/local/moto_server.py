@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import urllib.request
@@ -31,6 +32,9 @@ def embedded_aws(port: int | None = None) -> Iterator[str]:
     from moto.server import ThreadedMotoServer
 
     port = port or free_port()
+    # One line per HTTP request and a stack per failed task state drown what the user should see.
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    logging.getLogger("moto").setLevel(logging.CRITICAL)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"

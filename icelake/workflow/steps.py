@@ -327,7 +327,11 @@ def _pyiceberg_props(session: boto3.Session) -> dict[str, str]:
 def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
     planned = PlanResult.model_validate(event["plan"])
     if planned.engine == "none":  # dry run, or already in sync: nothing was written to check
-        return skipped(event)
+        outcome = skipped(event)
+        Ledger(boto3.client("dynamodb"), env.ledger_table).record_table(
+            outcome.run_id, outcome.table, outcome.status.upper()
+        )
+        return outcome
     item = planned.item
     sessions = Sessions(item.request)
     ledger = Ledger(sessions.orchestrator.client("dynamodb"), env.ledger_table)
