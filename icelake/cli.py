@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from typing import Annotated
@@ -270,6 +271,46 @@ def migrate_status(
         Console().print(_run_table(status))
         return
     _print_outcome(status, as_json)
+
+
+local_app = typer.Typer(
+    no_args_is_help=True, help="Embedded AWS on this machine (moto), running the real workflow."
+)
+app.add_typer(local_app, name="local")
+
+
+@local_app.command("up")
+def local_up(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 5055,
+    with_lake: Annotated[
+        bool, typer.Option("--with-lake", help="Also create the two demo accounts' buckets and KMS key.")
+    ] = False,
+) -> None:
+    """Start embedded AWS with the migration workflow deployed; stop with Ctrl-C."""
+    import signal
+    import tempfile
+    from pathlib import Path
+
+    from icelake.local.deploy import deploy_migration_workflow
+    from icelake.local.embedded import start_embedded_aws
+    from icelake.local.lake import build_lake
+
+    repo = Path(__file__).resolve().parents[1]
+    with start_embedded_aws(repo, port=port) as aws:
+        deployment = deploy_migration_workflow()
+        if with_lake:
+            build_lake(Path(tempfile.mkdtemp(prefix="icelake-lake-")), orchestrator_resources=False)
+        console = Console()
+        console.print(
+            f"embedded AWS on [bold]{aws.endpoint}[/bold]; state machine {deployment.state_machine_arn}"
+        )
+        console.print("In another shell:", highlight=False)
+        exports = f"AWS_ENDPOINT_URL={aws.endpoint} AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing"
+        console.print(f"  export {exports} AWS_DEFAULT_REGION=us-east-1", highlight=False, markup=False)
+        console.print("  icelake migrate start --request tests/events/migrate_request.json", highlight=False)
+        console.print("Ctrl-C stops it.")
+        with contextlib.suppress(KeyboardInterrupt):
+            signal.pause()
 
 
 def main() -> None:

@@ -50,6 +50,16 @@ def metadata_location(table: dict[str, Any]) -> str | None:
     return str(value) if value else None
 
 
+def database_exists(glue: Any, database: str) -> bool:
+    try:
+        glue.get_database(Name=database)
+    except ClientError as exc:
+        if _is_not_found(exc):
+            return False
+        raise
+    return True
+
+
 def ensure_database(glue: Any, database: str) -> None:
     try:
         glue.create_database(DatabaseInput={"Name": database})

@@ -60,8 +60,19 @@ def run_status(execution_arn: str, run_id: str, ledger_table: str = LEDGER_TABLE
     if desc.get("output"):
         status.output = json.loads(desc["output"])
     if desc["status"] == "FAILED":
-        status.error = f"{desc.get('error', '')}: {desc.get('cause', '')}".strip(": ")
+        status.error = f"{desc.get('error', '')}: {_readable_cause(desc.get('cause', ''))}".strip(": ")
     return status
+
+
+def _readable_cause(cause: str) -> str:
+    """A Lambda failure's cause is its error JSON (with a stack trace): keep the message."""
+    try:
+        parsed = json.loads(cause)
+    except ValueError:
+        return cause
+    if isinstance(parsed, dict) and "errorMessage" in parsed:
+        return f"{parsed.get('errorType', 'Error')}: {parsed['errorMessage']}"
+    return cause
 
 
 def follow(

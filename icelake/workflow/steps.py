@@ -130,6 +130,10 @@ def inventory(event: dict[str, Any], env: WorkflowEnv) -> InventoryResult:
     glue = Sessions(request).source.client("glue")
     chosen: dict[tuple[str, str], dict[str, Any]] = {}
     for database in request.selection.databases:
+        if not catalog.database_exists(glue, database):
+            raise InvalidRequestError(
+                f"database {database} does not exist in account {request.source.account_id}"
+            )
         for table in catalog.list_tables(glue, database):
             if catalog.is_iceberg(table) and any(
                 fnmatch.fnmatchcase(table["Name"], p) for p in request.selection.patterns
