@@ -11,12 +11,15 @@ awsglue when present, else argparse (same names), so the same script runs in AWS
   --overwrite [true|false]   replace target files that exist with different content
   --run-id ID                names the assumed-role sessions
   --result-uri URI           where to write the MigrationResult JSON (s3:// or local)
-  --local-warehouse DIR      (local runs only) a local Spark session with a catalog `local` there
+  --local-warehouse DIR      (local runs only) a warehouse for the local session's catalog `local`
+  --work-item JSON           the workflow's WorkItem (statemachines/migrate_tables.asl.json passes
+                             it): roles, KMS key, prefix maps and run id where not given above
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from collections.abc import Sequence
@@ -38,12 +41,14 @@ OPTIONS = (
     "run_id",
     "result_uri",
     "local_warehouse",
+    "work_item",
 )
 REQUIRED = ("source_metadata", "target_location")
+IN_GLUE = importlib.util.find_spec("awsglue") is not None
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    try:  # pragma: no cover - only inside AWS Glue
+    if IN_GLUE:  # pragma: no cover - only inside AWS Glue
         from awsglue.utils import getResolvedOptions
 
         # Either spelling (argparse inside resolves both to the underscore name); the required
@@ -54,7 +59,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         resolved = getResolvedOptions(["migrate_table", *argv], given)
         raw = {o: resolved.get(o) for o in OPTIONS}
         raw["map"] = [raw["map"]] if raw["map"] else []
-    except ImportError:
+    else:
         parser = argparse.ArgumentParser(prog="migrate_table")
         for o in OPTIONS:
             names = [f"--{o.replace('_', '-')}", f"--{o}"]
@@ -65,7 +70,24 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
             else:
                 parser.add_argument(*names, dest=o, required=o in REQUIRED)
         raw = vars(parser.parse_known_args(list(argv))[0])  # Glue adds its own (--JOB_ID, ...)
-    return argparse.Namespace(**{**raw, "map": parse_maps(raw["map"]), "overwrite": _flag(raw["overwrite"])})
+    args = {**raw, "map": parse_maps(raw["map"]), "overwrite": _flag(raw["overwrite"])}
+    if raw["work_item"]:
+        for key, value in _work_item_args(raw["work_item"]).items():
+            args[key] = args[key] or value  # explicit arguments win
+    return argparse.Namespace(**args)
+
+
+def _work_item_args(work_item: str) -> dict[str, Any]:
+    from icelake.workflow.models import WorkItem
+
+    item = WorkItem.model_validate_json(work_item)
+    return {
+        "source_role_arn": item.request.source.role_arn,
+        "target_role_arn": item.request.target.role_arn,
+        "target_kms_key": item.request.target.kms_key_id,
+        "map": [(m.source, m.target) for m in item.request.target.prefix_maps],
+        "run_id": item.run_id,
+    }
 
 
 def parse_maps(values: Sequence[str]) -> list[tuple[str, str]]:
@@ -82,13 +104,14 @@ def _flag(value: str | None) -> bool:
 
 
 def build_session(local_warehouse: str | None) -> Any:
-    if local_warehouse:
-        from icelake.local.spark import local_spark
+    """Glue's session; elsewhere the local one (an active session is reused, as in tests)."""
+    if IN_GLUE:  # pragma: no cover - only inside AWS Glue
+        from pyspark.sql import SparkSession
 
-        return local_spark({"local": local_warehouse}, app_name="migrate_table")
-    from pyspark.sql import SparkSession  # in Glue (and in tests) the session exists already
+        return SparkSession.builder.getOrCreate()
+    from icelake.local.spark import local_spark
 
-    return SparkSession.builder.getOrCreate()
+    return local_spark({"local": local_warehouse} if local_warehouse else {}, app_name="migrate_table")
 
 
 def main(argv: list[str] | None = None) -> MigrationResult:

@@ -202,3 +202,71 @@ def test_executor_steps_pickle_without_clients_and_hide_credentials(aws: dict[st
     # while a FileIO holding a live boto3 client is refused, not half-shipped
     with pytest.raises(Exception, match="pickle"):
         pickle.dumps(Steps(LocalFileIO(), S3FileIO(aws["dst"].client("s3")), steps.prefix_map))
+
+
+def _asl_value(expr: str, state: dict[str, Any]) -> str:
+    """The few ASL forms the CopyWithGlue arguments use: a JSONPath, States.JsonToString(path)."""
+    inner = expr.removeprefix("States.JsonToString(").removesuffix(")")
+    value: Any = state
+    for key in inner.removeprefix("$.").split("."):
+        value = value[key]
+    return json.dumps(value) if inner != expr else str(value)
+
+
+def _find_state(node: Any, name: str) -> Any:
+    if isinstance(node, dict):
+        if name in node:
+            return node[name]
+        return next((f for v in node.values() if (f := _find_state(v, name)) is not None), None)
+    return None
+
+
+def test_glue_job_takes_what_the_state_machine_passes() -> None:
+    from icelake.workflow.models import MigrationRequest, WorkItem
+
+    # Given a work item as the workflow plans it, with roles, a KMS key and a prefix outside the table
+    request = MigrationRequest.model_validate(
+        {
+            "run_id": "run-7",
+            "source": {"account_id": "111111111111", "role_arn": SOURCE_ROLE},
+            "target": {
+                "account_id": "222222222222",
+                "role_arn": TARGET_ROLE,
+                "bucket": "target-lake",
+                "kms_key_id": "arn:aws:kms:us-east-1:222222222222:key/k",
+                "prefix_maps": [{"source": "s3://source-lake/extra", "target": "s3://target-lake/extra"}],
+            },
+            "selection": {"tables": ["db.t"]},
+        }
+    )
+    item = WorkItem(
+        run_id="run-7",
+        source_database="db",
+        source_table="t",
+        source_metadata_location="s3://source-lake/db/t/metadata/00003.metadata.json",
+        target_database="db",
+        target_table="t",
+        target_location="s3://target-lake/db/t",
+        request=request,
+    )
+    state = {"plan": {"item": item.model_dump(mode="json"), "copy_result_uri": "s3://artifacts/r.json"}}
+
+    # When the Glue job resolves the arguments of the CopyWithGlue state of the real ASL file
+    asl = json.loads((Path(__file__).parents[2] / "statemachines" / "migrate_tables.asl.json").read_text())
+    arguments = _find_state(asl, "CopyWithGlue")["Parameters"]["Arguments"]
+    argv = ["--JOB_NAME", "icelake-migrate-table"]
+    for key, expr in arguments.items():
+        argv += [key.removesuffix(".$"), _asl_value(expr, state) if key.endswith(".$") else expr]
+    args = glue_job.parse_args(argv)
+
+    # Then it migrates that table with the work item's roles, key and prefix maps
+    assert (args.source_metadata, args.target_location) == (
+        item.source_metadata_location,
+        item.target_location,
+    )
+    assert (args.source_role_arn, args.target_role_arn) == (SOURCE_ROLE, TARGET_ROLE)
+    assert args.target_kms_key == "arn:aws:kms:us-east-1:222222222222:key/k"
+    assert args.map == [("s3://source-lake/extra", "s3://target-lake/extra")]
+    assert (args.run_id, args.result_uri, args.overwrite) == ("run-7", "s3://artifacts/r.json", False)
+    # and an argument given explicitly wins over the work item
+    assert glue_job.parse_args([*argv, "--target-kms-key", "other"]).target_kms_key == "other"
