@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from icelake.aws.fileio import io_for
-from icelake.migrate.distributed import executor_spec, migrate_table_on_spark
+from icelake.migrate.distributed import SparkRunner, executor_spec
+from icelake.migrate.engine import run_migration
 from icelake.migrate.models import MigrationResult
 from icelake.uris import parse_map_option
 
@@ -118,8 +119,7 @@ def main(argv: list[str] | None = None) -> MigrationResult:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     spark = build_session(args.local_warehouse)
     run = args.run_id or "glue"
-    result = migrate_table_on_spark(
-        spark,
+    result = run_migration(
         args.source_metadata,
         args.target_location,
         args.map,
@@ -130,6 +130,7 @@ def main(argv: list[str] | None = None) -> MigrationResult:
             session_name=f"icelake-dst-{run}",
             kms_key_id=args.target_kms_key,
         ),
+        runner=SparkRunner(spark.sparkContext),
         overwrite=args.overwrite,
     )
     payload = result.model_dump_json()

@@ -1,4 +1,6 @@
-"""The migration on Spark executors: the same phases as `migrate_table`, spread over a cluster.
+"""The migration on Spark executors: the same phases as `migrate_table`, spread over a cluster
+(`run_migration(..., runner=SparkRunner(spark.sparkContext))`, with `FileIOSpec`s for both sides:
+same target bytes and same counts as `migrate_table`).
 
 The driver plans (reads the metadata tree, checks source and target), then each parallel phase
 (copy files, rewrite delete files, rewrite manifests) becomes one Spark job over the phase's
@@ -21,9 +23,7 @@ from typing import Any, TypeVar
 
 from icelake.aws.fileio import FileIOSpec
 from icelake.aws.session import assume_role_session
-from icelake.migrate.copy import CopySettings
-from icelake.migrate.engine import ThreadRunner, run_migration
-from icelake.migrate.models import MigrationResult
+from icelake.migrate.engine import ThreadRunner
 from icelake.migrate.progress import NoProgress, ProgressSink
 
 T = TypeVar("T")
@@ -81,37 +81,3 @@ class SparkRunner:
 
     def cpu_pool(self, jobs: int) -> AbstractContextManager[Executor | None]:
         return nullcontext(None)  # each executor core rewrites its own manifests
-
-
-def migrate_table_on_spark(
-    spark: Any,
-    source_metadata: str,
-    target_location: str,
-    maps: Iterable[tuple[str, str]] = (),
-    *,
-    src: FileIOSpec,
-    dst: FileIOSpec,
-    dry_run: bool = False,
-    overwrite: bool = False,
-    workers: int = 16,
-    progress: ProgressSink | None = None,
-    copy_settings: CopySettings | None = None,
-) -> MigrationResult:
-    """`migrate_table` with copies and delete/manifest rewrites on the executors of `spark`.
-
-    Produces the same target files, byte for byte, and the same counts as `migrate_table`.
-    `workers` are the driver's threads for planning and for the manifest lists.
-    """
-    return run_migration(
-        source_metadata,
-        target_location,
-        maps,
-        src=src,
-        dst=dst,
-        runner=SparkRunner(spark.sparkContext, progress),
-        dry_run=dry_run,
-        overwrite=overwrite,
-        workers=workers,
-        progress=progress,
-        copy_settings=copy_settings,
-    )
