@@ -9,10 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
+from icelake.constants import GLUE_MIGRATE_JOB
 from icelake.local.deploy import LocalDeployment, deploy_migration_workflow
 from icelake.local.embedded import run_execution, start_embedded_aws
 from tests.lake import (
@@ -250,3 +252,24 @@ def test_a_source_commit_during_the_migration_is_picked_up_by_the_next_run(
         )
         == 3
     )
+
+
+@pytest.mark.spark
+def test_large_tables_go_through_the_glue_job(world: tuple[Lake, LocalDeployment], spark: Any) -> None:
+    # Given a threshold that sends every table to the Glue Spark job
+    lake, deployment = world
+    sources = {n: add_source_table(lake, n, [[1, 2], [3]]) for n in ("orders", "customers")}
+    request = lake.request("glue-1", options={"glue_threshold_bytes": 0, "concurrency": 2})
+
+    report = _run(deployment, request)
+
+    # Then the Glue job copied them (its run is in Glue's history) and they read like their sources
+    outcomes = {t["table"]: t for t in report["tables"]}
+    job_runs = boto3.client("glue").get_job_runs(JobName=GLUE_MIGRATE_JOB)["JobRuns"]
+    assert len(job_runs) == 2 and {r["JobRunState"] for r in job_runs} == {"SUCCEEDED"}
+    for name, meta in sources.items():
+        outcome = outcomes[f"sales.{name}"]
+        assert outcome["status"] == "migrated" and outcome["files_copied"] == 2
+        assert_same_table(
+            meta, outcome["target_metadata_location"], source_props=_props(), target_props=_props()
+        )
