@@ -31,6 +31,7 @@ lint: setup
 
 bench: setup
 	$(BIN)/python -m benchmarks.rewrite_bench
+	$(BIN)/python -m benchmarks.workflow_bench
 
 clean:
 	rm -rf $(VENV) .demo benchmarks/.work
