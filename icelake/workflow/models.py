@@ -79,7 +79,10 @@ class Options(_Frozen):
     concurrency: int = Field(default=4, ge=1, le=1000)
     validation: Literal["metadata", "rows"] = "rows"
     dry_run: bool = False
-    glue_threshold_bytes: int = Field(default=2 * 1024**3, ge=0)  # larger tables copy in Glue
+    # A table copies in the Glue job when it has more to copy than either threshold, else in a Lambda
+    # (15-minute limit). See benchmarks/WORKFLOW_RESULTS.md for the measurement behind the defaults.
+    glue_threshold_bytes: int = Field(default=100 * 1024**3, ge=0)
+    glue_threshold_files: int = Field(default=20_000, ge=0)
 
 
 class MigrationRequest(_Frozen):

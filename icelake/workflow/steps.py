@@ -229,7 +229,9 @@ def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
     if item.request.options.dry_run or in_sync:
         engine = "none"
     else:
-        engine = "glue" if to_copy > item.request.options.glue_threshold_bytes else "lambda"
+        options = item.request.options
+        many = len(table_plan.copies) > options.glue_threshold_files
+        engine = "glue" if many or to_copy > options.glue_threshold_bytes else "lambda"
     ledger.record_table(
         item.run_id,
         item.name,
