@@ -7,8 +7,15 @@ sample; the structural checks are cheap at any size.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pydantic import BaseModel, ConfigDict
 from pyiceberg.table import StaticTable
+
+from icelake.aws.fileio import FileIO
+from icelake.migrate import metadata_json as mj
+from icelake.migrate.avro_files import manifest_entries, manifest_refs
+from icelake.uris import canonical, is_under
 
 
 class SnapshotCheck(BaseModel):
@@ -91,3 +98,47 @@ def validate_tables(
     if len(target_snaps) != len(sm.snapshots):
         problems.append(f"target has {len(target_snaps)} snapshots, source {len(sm.snapshots)}")
     return ValidationReport(ok=not problems, problems=problems, snapshots=checks)
+
+
+def check_target_files(io: FileIO, target_metadata: str, source_prefixes: Iterable[str]) -> list[str]:
+    """Every path in the target's current metadata is outside the source and exists, and every
+    recorded size (manifest_length, file_size_in_bytes, statistics sizes) is the file's real size."""
+    sources = [canonical(p) for p in source_prefixes]
+    meta, _gz = mj.parse_metadata(target_metadata, io.read(target_metadata))
+    # One listing of the table location is cheaper than a HEAD per file; other prefixes are stat-ed.
+    known = {canonical(uri): info.size for uri, info in io.list(meta["location"])}
+    problems: list[str] = []
+
+    def check(path: str, recorded: int | None, what: str) -> None:
+        c = canonical(path)
+        if any(is_under(c, s) for s in sources):
+            problems.append(f"{what} {path} is under a source prefix")
+            return
+        info = None if c in known else io.stat(path)
+        size = known.get(c, info.size if info else None)
+        if size is None:
+            problems.append(f"{what} {path} is missing at the target")
+        elif recorded is not None and recorded >= 0 and size != recorded:
+            problems.append(f"{what} {path}: metadata says {recorded} bytes, the file has {size}")
+
+    for path in (meta["location"], *(meta.get("properties", {}).get(k) for k in mj.PATH_PROPERTIES)):
+        if path and any(is_under(canonical(path), s) for s in sources):
+            problems.append(f"table location or property {path} is under a source prefix")
+    for path in mj.metadata_log(meta):
+        check(path, None, "logged metadata file")
+    for path, size in mj.statistics_files(meta):
+        check(path, size, "statistics file")
+    seen: set[str] = set()
+    for manifest_list in mj.manifest_lists(meta):
+        check(manifest_list, None, "manifest list")
+        for ref in manifest_refs(manifest_list, io.read(manifest_list)):
+            check(ref.path, ref.length, "manifest")
+            if ref.path in seen:
+                continue
+            seen.add(ref.path)
+            for entry in manifest_entries(ref.path, io.read(ref.path)):
+                if entry["status"] != 2:  # deleted entries may name files expired long ago
+                    check(
+                        entry["data_file"]["file_path"], entry["data_file"]["file_size_in_bytes"], "data file"
+                    )
+    return problems

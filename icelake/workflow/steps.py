@@ -26,7 +26,7 @@ from icelake.migrate.engine import migrate_table
 from icelake.migrate.models import MigrationResult
 from icelake.migrate.plan import build_plan
 from icelake.migrate.progress import NoProgress
-from icelake.migrate.validate import validate_tables
+from icelake.migrate.validate import check_target_files, validate_tables
 from icelake.uris import PrefixMap
 from icelake.workflow.models import (
     InventoryResult,
@@ -330,6 +330,11 @@ def _pyiceberg_props(session: boto3.Session) -> dict[str, str]:
     return props
 
 
+def _source_prefixes(item: WorkItem) -> list[str]:
+    meta_dir = item.source_metadata_location.rsplit("/", 2)[0]  # <location>/metadata/<file>
+    return [meta_dir, *(m.source for m in item.request.target.prefix_maps)]
+
+
 def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
     planned = PlanResult.model_validate(event["plan"])
     if planned.engine == "none":  # dry run, or already in sync: nothing was written to check
@@ -351,8 +356,12 @@ def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
         target_props=_pyiceberg_props(sessions.target),
         compare_rows=item.request.options.validation == "rows",
     )
-    if not report.ok:
-        raise ValidationFailedError(f"{item.name}: target does not read like the source: {report.problems}")
+    source_prefixes = _source_prefixes(item)
+    problems = report.problems + check_target_files(
+        sessions.target_io(), planned.target_metadata_location, source_prefixes
+    )
+    if problems:
+        raise ValidationFailedError(f"{item.name}: the target is not the same table: {problems[:10]}")
     ledger.record_table(item.run_id, item.name, "VALIDATED", snapshots_validated=len(report.snapshots))
     ledger.record_synced(
         item.target_location, item.source_metadata_location, planned.target_metadata_location, item.run_id

@@ -266,3 +266,27 @@ def test_manifests_rewritten_in_worker_processes_match_in_process_rewrites(
     # Then both produce the same bytes, and the table reads like its source
     assert _snapshot_tree(tmp_path / "t") == inline
     assert_same_table(meta, result.target_metadata_location)
+
+
+def test_target_file_check_finds_wrong_sizes_missing_files_and_source_paths(
+    source: tuple[SqlCatalog, str], tmp_path: Path
+) -> None:
+    from icelake.migrate.validate import check_target_files
+
+    # Given a correctly migrated table
+    catalog, meta = source
+    source_location = catalog.load_table("db.t").metadata.location
+    result = migrate_table(meta, str(tmp_path / "dst" / "t"), src_io=IO, dst_io=IO)
+    assert check_target_files(IO, result.target_metadata_location, [source_location]) == []
+
+    # When a data file changes size and another disappears
+    data = sorted((tmp_path / "dst" / "t").rglob("*.parquet"))
+    data[0].write_bytes(data[0].read_bytes() + b"x")
+    data[1].unlink()
+    problems = check_target_files(IO, result.target_metadata_location, [source_location])
+
+    # Then both are reported, and a target checked against itself as "source" is all flagged
+    assert any("metadata says" in p and data[0].name in p for p in problems)
+    assert any("missing" in p and data[1].name in p for p in problems)
+    flagged = check_target_files(IO, result.target_metadata_location, [str(tmp_path / "dst" / "t")])
+    assert any("under a source prefix" in p for p in flagged)
