@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast lint bench clean
+.PHONY: setup demo test test-fast lint bench clean synth
 
 setup: $(STAMP)
 
@@ -32,6 +32,10 @@ lint: setup
 bench: setup
 	$(BIN)/python -m benchmarks.rewrite_bench
 	$(BIN)/python -m benchmarks.workflow_bench
+
+# The CDK cloud assembly in build/cdk.out (no AWS credentials, no CDK CLI needed; `cdk deploy` reads cdk.json).
+synth: setup
+	JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1 $(BIN)/python app.py
 
 clean:
 	rm -rf $(VENV) .demo benchmarks/.work

@@ -1,0 +1,315 @@
+"""The roles the orchestrator assumes: read-only in the source account, prefix-scoped writes in the
+target account (with the target bucket, its KMS key, the Glue databases and Lake Formation)."""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_glue as glue
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lakeformation as lakeformation
+from aws_cdk import aws_s3 as s3
+from cdk_nag import NagSuppressions
+from constructs import Construct
+
+from cdk.config import SOURCE_ROLE_NAME, TARGET_ROLE_NAME, BucketPrefix, Settings
+
+# Read-only actions of the source role; tests assert nothing else ever appears there.
+SOURCE_READ_ACTIONS = (
+    "s3:GetObject",
+    "s3:ListBucket",
+    "s3:GetBucketLocation",
+    "glue:GetDatabase",
+    "glue:GetDatabases",
+    "glue:GetTable",
+    "glue:GetTables",
+    "kms:Decrypt",
+)
+
+
+def orchestrator_principal(settings: Settings) -> iam.IPrincipal:
+    """Only the orchestrator's step Lambdas and Glue job, not the whole account. By account and
+    aws:PrincipalArn rather than by role ARN, so that the stacks deploy in any order."""
+    conditions: dict[str, object] = {"ArnEquals": {"aws:PrincipalArn": settings.orchestrator_principal_arns}}
+    if settings.source_external_id:
+        conditions["StringEquals"] = {"sts:ExternalId": settings.source_external_id}
+    return iam.AccountPrincipal(settings.orchestrator_account).with_conditions(conditions)
+
+
+def _glue_arns(stack: Stack, databases: tuple[str, ...]) -> list[str]:
+    arns = [stack.format_arn(service="glue", resource="catalog")]
+    for db in databases:
+        arns.append(stack.format_arn(service="glue", resource="database", resource_name=db))
+        arns.append(stack.format_arn(service="glue", resource="table", resource_name=f"{db}/*"))
+    return arns
+
+
+def _s3_read(locations: tuple[BucketPrefix, ...], sid: str) -> list[iam.PolicyStatement]:
+    statements = [
+        iam.PolicyStatement(
+            sid=f"{sid}Objects",
+            actions=["s3:GetObject"],
+            resources=[f"arn:aws:s3:::{loc.bucket}/{loc.object_pattern}" for loc in locations],
+        )
+    ]
+    for i, loc in enumerate(locations):
+        statements.append(
+            iam.PolicyStatement(
+                sid=f"{sid}List{i}",
+                actions=["s3:ListBucket", "s3:GetBucketLocation"],
+                resources=[f"arn:aws:s3:::{loc.bucket}"],
+                conditions={"StringLike": {"s3:prefix": [loc.list_prefix, loc.prefix.strip("/")]}}
+                if loc.prefix.strip("/")
+                else None,
+            )
+        )
+    return statements
+
+
+class SourceAccessStack(Stack):
+    """Deployed in the source account: what the orchestrator may read there, and nothing more."""
+
+    def __init__(self, scope: Construct, cid: str, *, settings: Settings, **kw: object):
+        super().__init__(scope, cid, **kw)  # type: ignore[arg-type]
+        s = settings
+        self.role = iam.Role(
+            self,
+            "SourceRole",
+            role_name=SOURCE_ROLE_NAME,
+            assumed_by=orchestrator_principal(s),
+            max_session_duration=Duration.hours(12),
+            description="icelake: read-only access to the source Iceberg tables (S3, Glue, KMS)",
+        )
+        statements = [
+            *_s3_read(s.source_locations, "SourceData"),
+            iam.PolicyStatement(
+                sid="Catalog",
+                actions=["glue:GetDatabase", "glue:GetDatabases", "glue:GetTable", "glue:GetTables"],
+                resources=_glue_arns(self, s.source_databases),
+            ),
+        ]
+        if s.source_kms_key_arns:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="Decrypt", actions=["kms:Decrypt"], resources=list(s.source_kms_key_arns)
+                )
+            )
+        self.policy = iam.Policy(self, "ReadOnly", roles=[self.role], statements=statements)
+        NagSuppressions.add_resource_suppressions(
+            [self.role, self.policy],
+            [
+                {
+                    "id": "AwsSolutions-IAM5",
+                    "reason": "Read-only: every object under the named source prefixes and every table of "
+                    "the "
+                    "named source databases is part of a migration.",
+                    "appliesTo": [
+                        *(
+                            f"Resource::arn:aws:s3:::{loc.bucket}/{loc.object_pattern}"
+                            for loc in s.source_locations
+                        ),
+                        *(
+                            f"Resource::arn:<AWS::Partition>:glue:{s.source_region}:{s.source_account}:table/{db}/*"
+                            for db in s.source_databases
+                        ),
+                    ],
+                }
+            ],
+            apply_to_children=True,
+        )
+        # S3 server-side copies (CopyObject / UploadPartCopy) are signed by the *target* role, so the
+        # source bucket must let it read the prefixes too. The source buckets are not this stack's
+        # (their policies belong to their owners): the statement to add is an output.
+        for i, loc in enumerate(s.source_locations):
+            CfnOutput(
+                self,
+                f"SourceBucketPolicyStatement{i}",
+                description=f"Add to the bucket policy of {loc.bucket} (and key policies: kms:Decrypt)",
+                value=json.dumps(
+                    {
+                        "Sid": "IcelakeTargetRoleReadsForServerSideCopy",
+                        "Effect": "Allow",
+                        "Principal": {"AWS": s.target_role_arn},
+                        "Action": "s3:GetObject",
+                        "Resource": f"arn:aws:s3:::{loc.bucket}/{loc.object_pattern}",
+                    }
+                ),
+            )
+        CfnOutput(self, "SourceRoleArn", value=self.role.role_arn)
+
+
+class TargetAccessStack(Stack):
+    """Deployed in the target account: the target bucket and key, Glue databases, and the role."""
+
+    def __init__(self, scope: Construct, cid: str, *, settings: Settings, **kw: object):
+        super().__init__(scope, cid, **kw)  # type: ignore[arg-type]
+        s = settings
+        self.key = kms.Key(
+            self,
+            "TargetKey",
+            alias="alias/icelake-target",
+            enable_key_rotation=True,
+            description="icelake: SSE-KMS of the migrated tables",
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        access_logs = s3.Bucket(
+            self,
+            "AccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        NagSuppressions.add_resource_suppressions(
+            access_logs,
+            [
+                {
+                    "id": "AwsSolutions-S1",
+                    "reason": "This is the access-log bucket; it does not log to itself.",
+                }
+            ],
+        )
+        self.bucket = s3.Bucket(
+            self,
+            "TargetBucket",
+            bucket_name=s.target_bucket,
+            encryption=s3.BucketEncryption.KMS,
+            encryption_key=self.key,
+            bucket_key_enabled=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,
+            server_access_logs_bucket=access_logs,
+            server_access_logs_prefix="target/",
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        location = s.target_location
+        prefix = location.prefix.strip("/")
+        self.databases = [
+            glue.CfnDatabase(
+                self,
+                f"Database{i}",
+                catalog_id=self.account,
+                database_input=glue.CfnDatabase.DatabaseInputProperty(
+                    name=db,
+                    description="icelake migration target",
+                    location_uri=f"s3://{s.target_bucket}/{prefix + '/' if prefix else ''}{db}",
+                ),
+            )
+            for i, db in enumerate(s.target_databases)
+        ]
+        self.role = iam.Role(
+            self,
+            "TargetRole",
+            role_name=TARGET_ROLE_NAME,
+            assumed_by=orchestrator_principal(s),
+            max_session_duration=Duration.hours(12),
+            description="icelake: writes only under the target prefix and to the target Glue databases",
+        )
+        objects = self.bucket.arn_for_objects(location.object_pattern)
+        statements = [
+            iam.PolicyStatement(
+                sid="TargetObjects",
+                actions=[
+                    "s3:GetObject",
+                    "s3:PutObject",
+                    "s3:DeleteObject",
+                    "s3:AbortMultipartUpload",
+                    "s3:ListMultipartUploadParts",
+                ],
+                resources=[objects],
+            ),
+            iam.PolicyStatement(
+                sid="TargetList",
+                actions=["s3:ListBucket", "s3:GetBucketLocation"],
+                resources=[self.bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [location.list_prefix, prefix]}} if prefix else None,
+            ),
+            # Server-side copies are signed by this role: it reads the source prefixes (read only).
+            *_s3_read(s.source_locations, "SourceCopy"),
+            iam.PolicyStatement(
+                sid="TargetKey",
+                actions=["kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
+                resources=[self.key.key_arn],
+            ),
+            iam.PolicyStatement(
+                sid="Catalog",
+                actions=[
+                    "glue:GetDatabase",
+                    "glue:GetTable",
+                    "glue:GetTables",
+                    "glue:CreateTable",
+                    "glue:UpdateTable",
+                    "glue:DeleteTable",
+                ],
+                resources=_glue_arns(self, s.target_databases),
+            ),
+        ]
+        if s.source_kms_key_arns:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="SourceDecrypt", actions=["kms:Decrypt"], resources=list(s.source_kms_key_arns)
+                )
+            )
+        if s.lake_formation_enabled:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="LakeFormation",
+                    actions=["lakeformation:GrantPermissions", "lakeformation:GetDataAccess"],
+                    resources=["*"],
+                )
+            )
+        self.policy = iam.Policy(self, "Write", roles=[self.role], statements=statements)
+        applies_to: list[object] = [
+            {"regex": "/^Resource::<TargetBucket[0-9A-F]+\\.Arn>\\/" + _re(location.object_pattern) + "$/g"},
+            *(f"Resource::arn:aws:s3:::{loc.bucket}/{loc.object_pattern}" for loc in s.source_locations),
+            *(
+                f"Resource::arn:<AWS::Partition>:glue:{s.target_region}:{s.target_account}:table/{db}/*"
+                for db in s.target_databases
+            ),
+        ]
+        if s.lake_formation_enabled:
+            applies_to.append("Resource::*")
+        NagSuppressions.add_resource_suppressions(
+            [self.role, self.policy],
+            [
+                {
+                    "id": "AwsSolutions-IAM5",
+                    "reason": "Writes are limited to objects under the target prefix and tables of the "
+                    "target "
+                    "databases (whose names are chosen per run); source prefixes are read for server-side "
+                    "copies; Lake Formation grants have no resource-level permissions.",
+                    "appliesTo": applies_to,
+                }
+            ],
+            apply_to_children=True,
+        )
+        if s.lake_formation_enabled:
+            lakeformation.CfnDataLakeSettings(
+                self,
+                "LakeFormationSettings",
+                admins=[
+                    lakeformation.CfnDataLakeSettings.DataLakePrincipalProperty(
+                        data_lake_principal_identifier=a
+                    )
+                    for a in (*s.lake_formation_admins, self.role.role_arn)
+                ],
+            )
+            lakeformation.CfnResource(
+                self,
+                "LakeFormationLocation",
+                resource_arn=self.bucket.arn_for_objects(prefix) if prefix else self.bucket.bucket_arn,
+                use_service_linked_role=True,
+            )
+        CfnOutput(self, "TargetRoleArn", value=self.role.role_arn)
+        CfnOutput(self, "TargetKeyArn", value=self.key.key_arn)
+
+
+def _re(text: str) -> str:
+    """`text` escaped for a cdk-nag appliesTo regex (a JavaScript regex literal)."""
+    return "".join("\\" + c if c in r"\/.*+?()[]{}|^$" else c for c in text)

@@ -1,0 +1,62 @@
+"""Build the CDK app: three stacks, one per account, with cdk-nag's AwsSolutions checks."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import App, Aspects, Environment, Tags
+from cdk_nag import AwsSolutionsChecks
+
+from cdk.access import SourceAccessStack, TargetAccessStack
+from cdk.build import REPO
+from cdk.config import Settings
+
+DEFAULT_OUTDIR = REPO / "build" / "cdk.out"  # under build/, which git ignores
+
+
+def _cdk_json_context() -> dict[str, Any]:
+    path = REPO / "cdk.json"
+    return dict(json.loads(path.read_text()).get("context", {})) if path.exists() else {}
+
+
+def build_app(context: dict[str, Any] | None = None, outdir: str | Path | None = None) -> App:
+    """The app; `context` overrides cdk.json (tests), `outdir` defaults to CDK_OUTDIR or build/cdk.out."""
+    from cdk.orchestrator import OrchestratorStack
+
+    if outdir is None and not os.environ.get("CDK_OUTDIR"):
+        outdir = DEFAULT_OUTDIR
+    # The CDK CLI passes cdk.json's context itself; `python app.py` reads it here.
+    ctx = {} if os.environ.get("CDK_CONTEXT_JSON") else _cdk_json_context()
+    ctx.update(context or {})
+    app = App(context=ctx, outdir=str(outdir) if outdir else None)
+    settings = Settings.from_context(app.node)
+    build_dir = Path(app.outdir).resolve().parent / "cdk-bundles"
+
+    OrchestratorStack(
+        app,
+        "IcelakeOrchestrator",
+        settings=settings,
+        build_dir=build_dir,
+        env=Environment(account=settings.orchestrator_account, region=settings.orchestrator_region),
+        description="icelake: migrate Iceberg tables across accounts (Step Functions, Lambda, Glue)",
+    )
+    SourceAccessStack(
+        app,
+        "IcelakeSourceAccess",
+        settings=settings,
+        env=Environment(account=settings.source_account, region=settings.source_region),
+        description="icelake: read-only role for the orchestrator in the source account",
+    )
+    TargetAccessStack(
+        app,
+        "IcelakeTargetAccess",
+        settings=settings,
+        env=Environment(account=settings.target_account, region=settings.target_region),
+        description="icelake: target bucket, key, Glue databases and write role in the target account",
+    )
+    Tags.of(app).add("project", "icelake")
+    Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
+    return app

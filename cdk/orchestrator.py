@@ -1,0 +1,708 @@
+"""Orchestrator account: the migration state machine, its Lambdas and Glue job, the ledger, the
+artifacts bucket, EventBridge rules, notifications, dashboard and alarms."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import (
+    ArnFormat,
+    Duration,
+    RemovalPolicy,
+    Stack,
+)
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_glue as glue
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subs
+from aws_cdk import aws_stepfunctions as sfn
+from cdk_nag import NagSuppressions
+from constructs import Construct
+
+from cdk.build import REPO, build_layer, build_wheel, pinned_requirements
+from cdk.config import GLUE_ROLE_NAME, STEPS_ROLE_NAME, Settings
+from icelake.constants import (
+    ARTIFACTS_BUCKET,
+    ENV_ARTIFACTS_BUCKET,
+    ENV_EVENT_BUS,
+    ENV_LEDGER_TABLE,
+    EVENT_SOURCE,
+    GLUE_MIGRATE_JOB,
+    GLUE_MIGRATE_SCRIPT,
+    LAMBDA_STEPS,
+    LEDGER_TABLE,
+    MIGRATE_ASL,
+    MIGRATE_STATE_MACHINE,
+)
+
+# Source of the events that start a migration (the Report step's own events use EVENT_SOURCE, so a
+# finished run can never start another one).
+REQUEST_EVENT_SOURCE = "icelake.request"
+LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
+# Glue gets these with pip at job start (the icelake wheel itself comes by --extra-py-files).
+GLUE_PIP_MODULES = ("pyiceberg", "fastavro", "pydantic")
+# Step -> (memory MB, timeout): copy does the byte copies of small tables, the others are metadata work.
+_COLON = ArnFormat.COLON_RESOURCE_NAME
+STEP_SIZES = {"copy": (3008, Duration.minutes(15)), "validate": (3008, Duration.minutes(15))}
+
+
+class OrchestratorStack(Stack):
+    def __init__(self, scope: Construct, cid: str, *, settings: Settings, build_dir: Path, **kw: object):
+        super().__init__(scope, cid, **kw)  # type: ignore[arg-type]
+        self.settings = settings
+        s = settings
+        event_bus_arn = self.format_arn(service="events", resource="event-bus", resource_name="default")
+
+        # -- encryption key for notifications, logs and Glue's security configuration -------------
+        self.key = kms.Key(
+            self,
+            "Key",
+            alias="alias/icelake-orchestrator",
+            enable_key_rotation=True,
+            description="icelake orchestrator: SNS topic, Glue job logs and bookmarks",
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        for service in ("events.amazonaws.com", "cloudwatch.amazonaws.com"):
+            self.key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid=f"Publish from {service.split('.')[0]} to the encrypted topic",
+                    principals=[iam.ServicePrincipal(service)],
+                    actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                    resources=["*"],
+                )
+            )
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="Glue job logs in CloudWatch Logs",
+                principals=[iam.ServicePrincipal(f"logs.{self.region}.amazonaws.com")],
+                actions=[
+                    "kms:Encrypt",
+                    "kms:Decrypt",
+                    "kms:ReEncryptFrom",
+                    "kms:ReEncryptTo",
+                    "kms:GenerateDataKey",
+                    "kms:DescribeKey",
+                ],
+                resources=["*"],
+                conditions={
+                    "ArnLike": {
+                        "kms:EncryptionContext:aws:logs:arn": self.format_arn(
+                            service="logs",
+                            resource="log-group",
+                            resource_name="/aws-glue/*",
+                            arn_format=_COLON,
+                        )
+                    }
+                },
+            )
+        )
+
+        # -- storage -------------------------------------------------------------------------------
+        self.access_logs = s3.Bucket(
+            self,
+            "AccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
+            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        NagSuppressions.add_resource_suppressions(
+            self.access_logs,
+            [
+                {
+                    "id": "AwsSolutions-S1",
+                    "reason": "This is the access-log bucket; it does not log to itself.",
+                }
+            ],
+        )
+        self.artifacts = s3.Bucket(
+            self,
+            "Artifacts",
+            bucket_name=ARTIFACTS_BUCKET.format(account=s.orchestrator_account),
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,
+            server_access_logs_bucket=self.access_logs,
+            server_access_logs_prefix="artifacts/",
+            lifecycle_rules=[s3.LifecycleRule(noncurrent_version_expiration=Duration.days(30))],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.ledger = dynamodb.Table(
+            self,
+            "Ledger",
+            table_name=LEDGER_TABLE,
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+        # -- notifications ---------------------------------------------------------------------------
+        self.topic = sns.Topic(
+            self, "Notifications", topic_name="icelake-notifications", master_key=self.key, enforce_ssl=True
+        )
+        for email in s.notification_emails:
+            self.topic.add_subscription(subs.EmailSubscription(email))
+
+        # -- Lambdas ---------------------------------------------------------------------------------
+        self.steps_role = iam.Role(
+            self,
+            "StepsRole",
+            role_name=STEPS_ROLE_NAME,
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="icelake step Lambdas: ledger, artifacts, events; cross-account only by AssumeRole",
+        )
+        layers = self._layers(build_dir)
+        env = {
+            ENV_LEDGER_TABLE: self.ledger.table_name,
+            ENV_ARTIFACTS_BUCKET: self.artifacts.bucket_name,
+            ENV_EVENT_BUS: "default",
+            "POWERTOOLS_SERVICE_NAME": "icelake-migrate",
+            "POWERTOOLS_METRICS_NAMESPACE": "icelake",
+            "POWERTOOLS_LOG_LEVEL": "INFO",
+            "AWS_RETRY_MODE": "standard",
+        }
+        self.functions: dict[str, lambda_.Function] = {}
+        log_group_arns = []
+        for step, (name, handler_path, _placeholder) in LAMBDA_STEPS.items():
+            log_group = logs.LogGroup(
+                self,
+                f"{step.title()}Logs",
+                log_group_name=f"/aws/lambda/{name}",
+                retention=LOG_RETENTION,
+                removal_policy=RemovalPolicy.DESTROY,
+            )
+            log_group_arns.append(log_group.log_group_arn)
+            memory, timeout = STEP_SIZES.get(step, (1024, Duration.minutes(5)))
+            fn = lambda_.Function(
+                self,
+                f"{step.title()}Function",
+                function_name=name,
+                runtime=lambda_.Runtime.PYTHON_3_11,
+                architecture=lambda_.Architecture.X86_64,
+                handler="handler.handler",
+                code=lambda_.Code.from_asset(str(REPO / Path(handler_path).parent)),
+                layers=layers,
+                environment=env,
+                role=self.steps_role,
+                memory_size=memory,
+                timeout=timeout,
+                tracing=lambda_.Tracing.ACTIVE,
+                log_group=log_group,
+            )
+            self.functions[step] = fn
+        self._grant_steps(log_group_arns, event_bus_arn)
+
+        # -- Glue job --------------------------------------------------------------------------------
+        self.glue_job = self._glue_job(build_dir)
+
+        # -- state machine ---------------------------------------------------------------------------
+        substitutions = {ph: self.functions[step].function_arn for step, (_n, _h, ph) in LAMBDA_STEPS.items()}
+        substitutions["GlueJobName"] = GLUE_MIGRATE_JOB
+        self.substitutions = substitutions
+        sm_logs = logs.LogGroup(
+            self,
+            "StateMachineLogs",
+            log_group_name=f"/aws/vendedlogs/states/{MIGRATE_STATE_MACHINE}",
+            retention=LOG_RETENTION,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        self.state_machine = sfn.StateMachine(
+            self,
+            "MigrateTables",
+            state_machine_name=MIGRATE_STATE_MACHINE,
+            definition_body=sfn.DefinitionBody.from_file(str(REPO / MIGRATE_ASL)),
+            definition_substitutions=substitutions,
+            tracing_enabled=True,
+            logs=sfn.LogOptions(destination=sm_logs, level=sfn.LogLevel.ALL, include_execution_data=True),
+        )
+        self._grant_state_machine()
+
+        # -- EventBridge -----------------------------------------------------------------------------
+        self._rules()
+        # -- dashboard and alarms --------------------------------------------------------------------
+        self._observability()
+        self._suppressions()
+
+    # ------------------------------------------------------------------------------------------------
+    def _layers(self, build_dir: Path) -> list[lambda_.ILayerVersion]:
+        s = self.settings
+        layers: list[lambda_.ILayerVersion] = [
+            lambda_.LayerVersion(
+                self,
+                "IcelakeLayer",
+                layer_version_name="icelake-core",
+                code=lambda_.Code.from_asset(str(build_layer(build_dir))),
+                compatible_runtimes=[lambda_.Runtime.PYTHON_3_11],
+                description="The icelake package (built from this repo at synth time)",
+            )
+        ]
+        # Third-party dependencies. pyarrow does not fit a layer of our own (250 MB unzipped limit
+        # across all layers), so it comes from the AWS SDK for pandas managed layer; Powertools from
+        # its managed layer; pyiceberg, fastavro, pydantic-settings from a directory filled by pip
+        # for manylinux x86_64 (see README, "Deploying to AWS").
+        pandas_arn = s.pandas_layer_arn or (
+            f"arn:aws:lambda:{self.region}:336392948345:layer:AWSSDKPandas-Python311:22"
+        )
+        powertools_arn = s.powertools_layer_arn or (
+            f"arn:aws:lambda:{self.region}:017000801446:layer:AWSLambdaPowertoolsPythonV3-python311-x86_64:18"
+        )
+        layers.append(lambda_.LayerVersion.from_layer_version_arn(self, "PandasLayer", pandas_arn))
+        layers.append(lambda_.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", powertools_arn))
+        if s.deps_layer_dir:
+            layers.append(
+                lambda_.LayerVersion(
+                    self,
+                    "DepsLayer",
+                    layer_version_name="icelake-deps",
+                    code=lambda_.Code.from_asset(str((REPO / s.deps_layer_dir).resolve())),
+                    compatible_runtimes=[lambda_.Runtime.PYTHON_3_11],
+                    description="pyiceberg, fastavro, pydantic-settings (pip, manylinux x86_64)",
+                )
+            )
+        return layers
+
+    def _grant_steps(self, log_group_arns: list[str], event_bus_arn: str) -> None:
+        s = self.settings
+        policy = iam.Policy(self, "StepsPolicy", roles=[self.steps_role])
+        self.steps_policy = policy
+        policy.add_statements(
+            iam.PolicyStatement(
+                sid="Logs",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[f"{arn}:*" for arn in log_group_arns],
+            ),
+            iam.PolicyStatement(
+                sid="Ledger",
+                actions=[
+                    "dynamodb:GetItem",
+                    "dynamodb:PutItem",
+                    "dynamodb:UpdateItem",
+                    "dynamodb:DeleteItem",
+                    "dynamodb:Query",
+                    "dynamodb:DescribeTable",
+                ],
+                resources=[self.ledger.table_arn],
+            ),
+            iam.PolicyStatement(
+                sid="ArtifactsObjects",
+                actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+                resources=[self.artifacts.arn_for_objects("*")],
+            ),
+            iam.PolicyStatement(
+                sid="ArtifactsList", actions=["s3:ListBucket"], resources=[self.artifacts.bucket_arn]
+            ),
+            iam.PolicyStatement(sid="Events", actions=["events:PutEvents"], resources=[event_bus_arn]),
+            iam.PolicyStatement(
+                sid="CrossAccount",
+                actions=["sts:AssumeRole"],
+                resources=[s.source_role_arn, s.target_role_arn],
+            ),
+        )
+        self.steps_policy = policy
+
+    def _glue_job(self, build_dir: Path) -> glue.CfnJob:
+        s = self.settings
+        script = s3_assets.Asset(self, "GlueScript", path=str(REPO / GLUE_MIGRATE_SCRIPT))
+        wheel = s3_assets.Asset(self, "IcelakeWheel", path=str(build_wheel(build_dir)))
+        role = iam.Role(
+            self,
+            "GlueRole",
+            role_name=GLUE_ROLE_NAME,
+            assumed_by=iam.ServicePrincipal("glue.amazonaws.com"),
+            description="icelake Glue job: its assets, artifacts, logs; cross-account only by AssumeRole",
+        )
+        glue_logs = self.format_arn(
+            service="logs", resource="log-group", resource_name="/aws-glue/*", arn_format=_COLON
+        )
+        self.glue_policy = iam.Policy(
+            self,
+            "GluePolicy",
+            roles=[role],
+            statements=[
+                iam.PolicyStatement(
+                    sid="Assets",
+                    actions=["s3:GetObject"],
+                    resources=[
+                        script.bucket.arn_for_objects(script.s3_object_key),
+                        wheel.bucket.arn_for_objects(wheel.s3_object_key),
+                    ],
+                ),
+                iam.PolicyStatement(
+                    sid="ArtifactsObjects",
+                    actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+                    resources=[self.artifacts.arn_for_objects("*")],
+                ),
+                iam.PolicyStatement(
+                    sid="ArtifactsList", actions=["s3:ListBucket"], resources=[self.artifacts.bucket_arn]
+                ),
+                iam.PolicyStatement(
+                    sid="Logs",
+                    actions=[
+                        "logs:CreateLogGroup",
+                        "logs:CreateLogStream",
+                        "logs:PutLogEvents",
+                        "logs:AssociateKmsKey",
+                    ],
+                    resources=[glue_logs, f"{glue_logs}:*"],
+                ),
+                iam.PolicyStatement(
+                    sid="Metrics",
+                    actions=["cloudwatch:PutMetricData"],
+                    resources=["*"],
+                    conditions={"StringEquals": {"cloudwatch:namespace": "Glue"}},
+                ),
+                iam.PolicyStatement(
+                    sid="Key",
+                    actions=["kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey"],
+                    resources=[self.key.key_arn],
+                ),
+                iam.PolicyStatement(
+                    sid="CrossAccount",
+                    actions=["sts:AssumeRole"],
+                    resources=[s.source_role_arn, s.target_role_arn],
+                ),
+            ],
+        )
+        security = glue.CfnSecurityConfiguration(
+            self,
+            "GlueSecurity",
+            name="icelake-migrate",
+            encryption_configuration=glue.CfnSecurityConfiguration.EncryptionConfigurationProperty(
+                cloud_watch_encryption=glue.CfnSecurityConfiguration.CloudWatchEncryptionProperty(
+                    cloud_watch_encryption_mode="SSE-KMS", kms_key_arn=self.key.key_arn
+                ),
+                job_bookmarks_encryption=glue.CfnSecurityConfiguration.JobBookmarksEncryptionProperty(
+                    job_bookmarks_encryption_mode="CSE-KMS", kms_key_arn=self.key.key_arn
+                ),
+                s3_encryptions=[
+                    glue.CfnSecurityConfiguration.S3EncryptionProperty(s3_encryption_mode="SSE-S3")
+                ],
+            ),
+        )
+        job = glue.CfnJob(
+            self,
+            "MigrateJob",
+            name=GLUE_MIGRATE_JOB,
+            role=role.role_arn,
+            glue_version=s.glue_version,
+            worker_type=s.glue_worker_type,
+            number_of_workers=s.glue_workers,
+            timeout=24 * 60,
+            max_retries=0,  # the state machine retries; a half-run copy resumes idempotently
+            security_configuration=security.name,
+            # One run per table: as many as the Map runs at once, so that no table waits for a slot.
+            execution_property=glue.CfnJob.ExecutionPropertyProperty(max_concurrent_runs=s.map_concurrency),
+            command=glue.CfnJob.JobCommandProperty(
+                name="glueetl", python_version="3", script_location=script.s3_object_url
+            ),
+            default_arguments={
+                "--job-language": "python",
+                "--datalake-formats": "iceberg",
+                "--extra-py-files": wheel.s3_object_url,
+                "--additional-python-modules": ",".join(pinned_requirements(GLUE_PIP_MODULES)),
+                "--enable-metrics": "true",
+                "--enable-observability-metrics": "true",
+                "--enable-continuous-cloudwatch-log": "true",
+                "--job-bookmark-option": "job-bookmark-disable",
+                "--TempDir": f"s3://{self.artifacts.bucket_name}/glue-temp/",
+            },
+        )
+        self.glue_role = role
+        return job
+
+    def _grant_state_machine(self) -> None:
+        sm_arn = self.format_arn(
+            service="states", resource="stateMachine", resource_name=MIGRATE_STATE_MACHINE, arn_format=_COLON
+        )
+        executions = self.format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{MIGRATE_STATE_MACHINE}/*",
+            arn_format=_COLON,
+        )
+        job_arn = self.format_arn(service="glue", resource="job", resource_name=GLUE_MIGRATE_JOB)
+        self.state_machine.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="InvokeSteps",
+                actions=["lambda:InvokeFunction"],
+                resources=[fn.function_arn for fn in self.functions.values()],
+            )
+        )
+        self.state_machine.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="GlueSync",
+                actions=["glue:StartJobRun", "glue:GetJobRun", "glue:GetJobRuns", "glue:BatchStopJobRun"],
+                resources=[job_arn],
+            )
+        )
+        self.state_machine.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="WorkList", actions=["s3:GetObject"], resources=[self.artifacts.arn_for_objects("runs/*")]
+            )
+        )
+        # A distributed Map runs its iterations as child executions of this state machine.
+        self.state_machine.add_to_role_policy(
+            iam.PolicyStatement(sid="DistributedMap", actions=["states:StartExecution"], resources=[sm_arn])
+        )
+        self.state_machine.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="DistributedMapExecutions",
+                actions=["states:DescribeExecution", "states:StopExecution"],
+                resources=[executions],
+            )
+        )
+
+    def _rules(self) -> None:
+        s = self.settings
+        # Scheduled incremental sync: the request comes from context (`sync_request`).
+        request = {**s.sync_request, "mode": "incremental"}
+        events.Rule(
+            self,
+            "IncrementalSync",
+            rule_name="icelake-incremental-sync",
+            description="Starts an incremental sync migration on a schedule",
+            schedule=events.Schedule.expression(s.sync_schedule),
+            enabled=s.sync_enabled and bool(s.sync_request),
+            targets=[
+                targets.SfnStateMachine(
+                    self.state_machine, input=events.RuleTargetInput.from_object(request), retry_attempts=2
+                )
+            ],
+        )
+        # Any event with source icelake.request starts a migration with the event's detail as request.
+        events.Rule(
+            self,
+            "StartOnEvent",
+            rule_name="icelake-start-migration",
+            description=f"Starts a migration for each event with source {REQUEST_EVENT_SOURCE}",
+            event_pattern=events.EventPattern(source=[REQUEST_EVENT_SOURCE]),
+            targets=[
+                targets.SfnStateMachine(
+                    self.state_machine,
+                    input=events.RuleTargetInput.from_event_path("$.detail"),
+                    retry_attempts=2,
+                )
+            ],
+        )
+        # Completion and failure: the Report step's events, executions that failed outright, Glue runs.
+        events.Rule(
+            self,
+            "RunReports",
+            rule_name="icelake-run-reports",
+            event_pattern=events.EventPattern(source=[EVENT_SOURCE]),
+            targets=[targets.SnsTopic(self.topic)],
+        )
+        events.Rule(
+            self,
+            "ExecutionFailures",
+            rule_name="icelake-execution-failures",
+            event_pattern=events.EventPattern(
+                source=["aws.states"],
+                detail_type=["Step Functions Execution Status Change"],
+                detail={
+                    "status": ["FAILED", "TIMED_OUT", "ABORTED"],
+                    "stateMachineArn": [self.state_machine.state_machine_arn],
+                },
+            ),
+            targets=[targets.SnsTopic(self.topic)],
+        )
+        events.Rule(
+            self,
+            "GlueFailures",
+            rule_name="icelake-glue-failures",
+            event_pattern=events.EventPattern(
+                source=["aws.glue"],
+                detail_type=["Glue Job State Change"],
+                detail={"jobName": [GLUE_MIGRATE_JOB], "state": ["FAILED", "TIMEOUT", "ERROR"]},
+            ),
+            targets=[targets.SnsTopic(self.topic)],
+        )
+
+    def _observability(self) -> None:
+        action = cw_actions.SnsAction(self.topic)
+        period = Duration.minutes(5)
+        self.alarms: list[cw.Alarm] = []
+
+        def alarm(cid: str, name: str, metric: cw.IMetric, description: str) -> None:
+            a = metric.create_alarm(
+                self,
+                cid,
+                alarm_name=name,
+                alarm_description=description,
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            )
+            a.add_alarm_action(action)
+            self.alarms.append(a)
+
+        sm = self.state_machine
+        failed = sm.metric_failed(period=period, statistic="Sum")
+        timed_out = sm.metric_timed_out(period=period, statistic="Sum")
+        aborted = sm.metric_aborted(period=period, statistic="Sum")
+        alarm(
+            "ExecutionsFailedAlarm",
+            "icelake-executions-failed",
+            cw.MathExpression(
+                expression="failed + timedout + aborted",
+                using_metrics={"failed": failed, "timedout": timed_out, "aborted": aborted},
+                period=period,
+                label="Executions failed, timed out or aborted",
+            ),
+            "A migration execution failed, timed out or was aborted: open it in the Step Functions console.",
+        )
+        glue_failed = cw.Metric(
+            namespace="Glue",
+            metric_name="glue.driver.aggregate.numFailedTasks",
+            dimensions_map={"JobName": GLUE_MIGRATE_JOB, "JobRunId": "ALL", "Type": "count"},
+            period=period,
+            statistic="Sum",
+        )
+        alarm(
+            "GlueFailuresAlarm",
+            "icelake-glue-failed-tasks",
+            glue_failed,
+            "Spark tasks of the Glue copy job failed (Spark retries tasks; a failed run also alerts through "
+            "the icelake-glue-failures rule).",
+        )
+        errors = {
+            step: fn.metric_errors(period=period, statistic="Sum") for step, fn in self.functions.items()
+        }
+        throttles = {
+            step: fn.metric_throttles(period=period, statistic="Sum") for step, fn in self.functions.items()
+        }
+        alarm(
+            "LambdaErrorsAlarm",
+            "icelake-lambda-errors",
+            cw.MathExpression(
+                expression=" + ".join(f"e_{k}" for k in errors),
+                using_metrics={f"e_{k}": m for k, m in errors.items()},
+                period=period,
+                label="Step Lambda errors",
+            ),
+            "A step Lambda raised: the workflow retried or rolled the table back; see the function's logs.",
+        )
+        alarm(
+            "LambdaThrottlesAlarm",
+            "icelake-lambda-throttles",
+            cw.MathExpression(
+                expression=" + ".join(f"t_{k}" for k in throttles),
+                using_metrics={f"t_{k}": m for k, m in throttles.items()},
+                period=period,
+                label="Step Lambda throttles",
+            ),
+            "Step Lambdas are throttled: lower the request's concurrency or raise the account's "
+            "Lambda quota.",
+        )
+        dashboard = cw.Dashboard(self, "Dashboard", dashboard_name="icelake-migrations")
+        dashboard.add_widgets(
+            cw.GraphWidget(
+                title="Executions",
+                left=[
+                    sm.metric_started(period=period),
+                    sm.metric_succeeded(period=period),
+                    failed,
+                    timed_out,
+                ],
+                width=12,
+            ),
+            cw.GraphWidget(title="Glue failed tasks", left=[glue_failed], width=12),
+        )
+        dashboard.add_widgets(
+            cw.GraphWidget(title="Lambda errors", left=list(errors.values()), width=8),
+            cw.GraphWidget(title="Lambda throttles", left=list(throttles.values()), width=8),
+            cw.GraphWidget(
+                title="Lambda duration (p95)",
+                left=[fn.metric_duration(period=period, statistic="p95") for fn in self.functions.values()],
+                width=8,
+            ),
+        )
+        dashboard.add_widgets(cw.AlarmStatusWidget(alarms=self.alarms, title="Alarms", width=24))
+
+    def _suppressions(self) -> None:
+        NagSuppressions.add_resource_suppressions(
+            list(self.functions.values()),
+            [
+                {
+                    "id": "AwsSolutions-L1",
+                    "reason": "Python 3.11 on purpose: the same interpreter as Glue 5 (which runs the same "
+                    "icelake wheel) and the managed layers pinned here (AWS SDK for pandas, Powertools).",
+                }
+            ],
+        )
+        NagSuppressions.add_resource_suppressions(
+            [self.steps_role, self.steps_policy],
+            [
+                {
+                    "id": "AwsSolutions-IAM5",
+                    "reason": "Object keys under the artifacts bucket are per run (runs/<id>/...), log "
+                    "streams are created per invocation, and X-Ray has no resource-level permissions.",
+                    "appliesTo": [
+                        {"regex": "/^Resource::<Artifacts[0-9A-F]+\\.Arn>\\/\\*$/g"},
+                        {"regex": "/^Resource::<[A-Za-z]+Logs[0-9A-F]+\\.Arn>:\\*$/g"},
+                        "Resource::*",
+                    ],
+                }
+            ],
+            apply_to_children=True,
+        )
+        NagSuppressions.add_resource_suppressions(
+            [self.glue_role, self.glue_policy],
+            [
+                {
+                    "id": "AwsSolutions-IAM5",
+                    "reason": "Glue writes per-run objects under the artifacts bucket and creates its own "
+                    "log groups under /aws-glue/; PutMetricData has no resource type (limited to the Glue "
+                    "namespace by condition).",
+                    "appliesTo": [
+                        {"regex": "/^Resource::<Artifacts[0-9A-F]+\\.Arn>\\/\\*$/g"},
+                        {
+                            "regex": "/^Resource::arn:<AWS::Partition>:logs:.*:log-group:"
+                            "\\/aws-glue\\/\\*(:\\*)?$/g"
+                        },
+                        "Resource::*",
+                    ],
+                }
+            ],
+            apply_to_children=True,
+        )
+        NagSuppressions.add_resource_suppressions(
+            self.state_machine,
+            [
+                {
+                    "id": "AwsSolutions-IAM5",
+                    "reason": "The distributed Map reads per-run work lists (runs/*) and manages its own "
+                    "child "
+                    "executions; log delivery and X-Ray actions have no resource-level permissions.",
+                    "appliesTo": [
+                        {"regex": "/^Resource::<Artifacts[0-9A-F]+\\.Arn>\\/runs\\/\\*$/g"},
+                        {
+                            "regex": "/^Resource::arn:<AWS::Partition>:states:.*:execution:"
+                            "icelake-migrate-tables\\/\\*$/g"
+                        },
+                        "Resource::*",
+                    ],
+                }
+            ],
+            apply_to_children=True,
+        )

@@ -1,0 +1,159 @@
+"""IAM statements: no wildcard actions, a read-only source role, a prefix-scoped target role, and
+cross-account access only by AssumeRole of the configured roles."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from tests.infrastructure.conftest import Synth
+from tests.infrastructure.helpers import actions, as_list, flat, identity_statements, role_logical_id
+
+SOURCE_ROLE = "arn:aws:iam::111111111111:role/icelake-source-read"
+TARGET_ROLE = "arn:aws:iam::222222222222:role/icelake-target-write"
+WRITE_VERBS = re.compile(
+    r":(Put|Delete|Create|Update|Batch(Create|Update|Delete)|Write|Tag|Untag|Restore|Copy)"
+)
+
+
+@pytest.mark.parametrize("stack", ["IcelakeOrchestrator", "IcelakeSourceAccess", "IcelakeTargetAccess"])
+def test_no_identity_policy_has_a_wildcard_action(synth: Synth, stack: str) -> None:
+    for action in actions(identity_statements(synth.templates[stack])):
+        assert "*" not in action, f"{stack}: wildcard action {action}"
+
+
+def test_source_role_is_read_only(synth: Synth) -> None:
+    template = synth.templates["IcelakeSourceAccess"]
+    role = role_logical_id(template, "icelake-source-read")
+    statements = identity_statements(template, role)
+    assert statements
+    assert all(s["Effect"] == "Allow" for s in statements)
+    found = actions(statements)
+    assert not {a for a in found if WRITE_VERBS.search(a)}, found
+    assert found <= {
+        "s3:GetObject",
+        "s3:ListBucket",
+        "s3:GetBucketLocation",
+        "glue:GetDatabase",
+        "glue:GetDatabases",
+        "glue:GetTable",
+        "glue:GetTables",
+        "kms:Decrypt",
+    }
+    # S3 only on the named prefixes
+    for s in statements:
+        for r in as_list(s["Resource"]):
+            text = flat(r)
+            if ":s3:::" in text:
+                assert text in {"arn:aws:s3:::source-lake", "arn:aws:s3:::source-lake/warehouse/*"}, text
+    # Nothing else in the source stack grants anything either
+    assert not {a for a in actions(identity_statements(template)) if WRITE_VERBS.search(a)}
+
+
+def _trust(template: dict[str, Any], role: str) -> dict[str, Any]:
+    (statement,) = template["Resources"][role]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    return statement
+
+
+@pytest.mark.parametrize(
+    ("stack", "name"),
+    [("IcelakeSourceAccess", "icelake-source-read"), ("IcelakeTargetAccess", "icelake-target-write")],
+)
+def test_only_the_orchestrator_roles_may_assume_the_access_roles(synth: Synth, stack: str, name: str) -> None:
+    template = synth.templates[stack]
+    trust = _trust(template, role_logical_id(template, name))
+    assert trust["Action"] == "sts:AssumeRole"
+    assert "123456789012" in flat(trust["Principal"]["AWS"])
+    assert trust["Condition"]["ArnEquals"]["aws:PrincipalArn"] == [
+        "arn:aws:iam::123456789012:role/icelake-migrate-steps",
+        "arn:aws:iam::123456789012:role/icelake-migrate-glue",
+    ]
+
+
+def test_external_id_from_context_is_required_in_the_trust_policy() -> None:
+    from aws_cdk import App, Environment
+    from aws_cdk.assertions import Template
+
+    from cdk.access import SourceAccessStack
+    from cdk.config import Settings
+
+    settings = Settings(source_external_id="s3cr3t-ext-id")
+    stack = SourceAccessStack(
+        App(), "Source", settings=settings, env=Environment(account="111111111111", region="us-east-1")
+    )
+    template = Template.from_stack(stack).to_json()
+    trust = _trust(template, role_logical_id(template, "icelake-source-read"))
+    assert trust["Condition"]["StringEquals"] == {"sts:ExternalId": "s3cr3t-ext-id"}
+
+
+def test_target_role_writes_only_under_its_prefix_and_databases(synth: Synth) -> None:
+    template = synth.templates["IcelakeTargetAccess"]
+    role = role_logical_id(template, "icelake-target-write")
+    statements = identity_statements(template, role)
+    (bucket_id,) = [
+        k
+        for k, v in template["Resources"].items()
+        if v["Type"] == "AWS::S3::Bucket" and v["Properties"].get("BucketName") == "target-lake"
+    ]
+    target_objects = f"<{bucket_id}.Arn>/warehouse/*"
+    for s in statements:
+        s3_actions = [a for a in as_list(s["Action"]) if a.startswith("s3:")]
+        if not s3_actions:
+            continue
+        for r in as_list(s["Resource"]):
+            text = flat(r)
+            if text == target_objects:
+                continue
+            if text == f"<{bucket_id}.Arn>":  # listing, limited to the prefix by condition
+                assert set(s3_actions) <= {"s3:ListBucket", "s3:GetBucketLocation"}
+                assert s["Condition"]["StringLike"]["s3:prefix"] == ["warehouse/*", "warehouse"]
+                continue
+            # anything else is the source, read only (server-side copies are signed by this role)
+            assert text in {"arn:aws:s3:::source-lake/warehouse/*", "arn:aws:s3:::source-lake"}, text
+            assert set(s3_actions) <= {"s3:GetObject", "s3:ListBucket", "s3:GetBucketLocation"}, s
+    writes = {a for a in actions(statements) if WRITE_VERBS.search(a)}
+    assert writes == {
+        "s3:PutObject",
+        "s3:DeleteObject",
+        "glue:CreateTable",
+        "glue:UpdateTable",
+        "glue:DeleteTable",
+    }
+    for s in statements:
+        if any(a.startswith("glue:") for a in as_list(s["Action"])):
+            for r in as_list(s["Resource"]):
+                text = flat(r)
+                assert text.endswith((":catalog", ":database/sales", ":table/sales/*")), text
+
+
+def test_step_lambdas_assume_only_the_configured_roles(synth: Synth) -> None:
+    template = synth.templates["IcelakeOrchestrator"]
+    for role_name in ("icelake-migrate-steps", "icelake-migrate-glue"):
+        statements = identity_statements(template, role_logical_id(template, role_name))
+        assume = [s for s in statements if "sts:AssumeRole" in as_list(s["Action"])]
+        assert len(assume) == 1
+        assert sorted(as_list(assume[0]["Resource"])) == [SOURCE_ROLE, TARGET_ROLE]
+        assert as_list(assume[0]["Action"]) == ["sts:AssumeRole"]
+    # and no other identity policy of the stack can assume roles
+    for s in identity_statements(template):
+        if "sts:AssumeRole" in as_list(s["Action"]):
+            assert sorted(as_list(s["Resource"])) == [SOURCE_ROLE, TARGET_ROLE]
+
+
+def test_state_machine_invokes_only_its_functions_and_job(synth: Synth) -> None:
+    template = synth.templates["IcelakeOrchestrator"]
+    sm_roles = [
+        k
+        for k, v in template["Resources"].items()
+        if v["Type"] == "AWS::IAM::Role"
+        and flat(v["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"].get("Service", ""))
+        == "states.amazonaws.com"
+    ]
+    (sm_role,) = sm_roles
+    statements = identity_statements(template, sm_role)
+    invoke = [s for s in statements if "lambda:InvokeFunction" in as_list(s["Action"])]
+    assert len(as_list(invoke[0]["Resource"])) == 7
+    glue = [s for s in statements if "glue:StartJobRun" in as_list(s["Action"])]
+    assert flat(glue[0]["Resource"]).endswith(":job/icelake-migrate-table")

@@ -1,0 +1,177 @@
+"""The orchestrator stack: the state machine is the ASL file, and every resource is configured."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from aws_cdk.assertions import Match, Template
+
+from icelake.constants import (
+    ARTIFACTS_BUCKET,
+    ENV_ARTIFACTS_BUCKET,
+    ENV_EVENT_BUS,
+    ENV_LEDGER_TABLE,
+    GLUE_MIGRATE_JOB,
+    LAMBDA_STEPS,
+    LEDGER_TABLE,
+    MIGRATE_ASL,
+    MIGRATE_STATE_MACHINE,
+)
+from tests.infrastructure.conftest import Synth
+from tests.infrastructure.helpers import resources_of
+
+REPO = Path(__file__).resolve().parents[2]
+ORCH = "IcelakeOrchestrator"
+
+
+def _template(synth: Synth) -> Template:
+    return Template.from_json(synth.templates[ORCH])
+
+
+def test_state_machine_definition_is_the_asl_file_with_every_placeholder_substituted(synth: Synth) -> None:
+    # Given the state machine in the template
+    template = synth.templates[ORCH]
+    (sm,) = resources_of(template, "AWS::StepFunctions::StateMachine").values()
+    props = sm["Properties"]
+    assert props["StateMachineName"] == MIGRATE_STATE_MACHINE
+    # When its definition asset is read from the cloud assembly
+    key = props["DefinitionS3Location"]["Key"]
+    staged = synth.outdir / f"asset.{key}"
+    asl_text = (REPO / MIGRATE_ASL).read_text()
+    # Then it is the ASL file byte for byte ...
+    assert staged.read_text() == asl_text
+    # ... and substituting DefinitionSubstitutions leaves no placeholder and valid JSON
+    subs = props["DefinitionSubstitutions"]
+    placeholders = set(re.findall(r"\$\{(\w+)\}", asl_text))
+    assert placeholders == set(subs)
+    functions = resources_of(template, "AWS::Lambda::Function")
+    rendered = asl_text
+    for name, value in subs.items():
+        text = value
+        if isinstance(value, dict):  # a function ARN: GetAtt of the function named in constants
+            logical_id, attr = value["Fn::GetAtt"]
+            assert attr == "Arn"
+            fn_name = functions[logical_id]["Properties"]["FunctionName"]
+            text = f"arn:aws:lambda:us-east-1:123456789012:function:{fn_name}"
+        rendered = rendered.replace("${" + name + "}", text)
+    assert "${" not in rendered
+    definition = json.loads(rendered)
+    assert definition["StartAt"] == "Inventory"
+    for _step, (fn_name, _handler, placeholder) in LAMBDA_STEPS.items():
+        logical_id = subs[placeholder]["Fn::GetAtt"][0]
+        assert functions[logical_id]["Properties"]["FunctionName"] == fn_name
+    assert subs["GlueJobName"] == GLUE_MIGRATE_JOB
+    # Logging of every event and X-Ray tracing
+    assert props["LoggingConfiguration"]["Level"] == "ALL"
+    assert props["TracingConfiguration"] == {"Enabled": True}
+
+
+def test_step_lambdas_run_the_repo_handlers_with_the_icelake_layer(synth: Synth) -> None:
+    template = _template(synth)
+    functions = resources_of(synth.templates[ORCH], "AWS::Lambda::Function")
+    assert sorted(f["Properties"]["FunctionName"] for f in functions.values()) == sorted(
+        name for name, _h, _p in LAMBDA_STEPS.values()
+    )
+    for fn in functions.values():
+        props = fn["Properties"]
+        assert props["Runtime"] == "python3.11"
+        assert props["Handler"] == "handler.handler"
+        assert props["TracingConfig"] == {"Mode": "Active"}
+        env = props["Environment"]["Variables"]
+        assert env[ENV_LEDGER_TABLE] == {"Ref": Match.any_value()} or env[ENV_LEDGER_TABLE]
+        assert {ENV_LEDGER_TABLE, ENV_ARTIFACTS_BUCKET, ENV_EVENT_BUS} <= set(env)
+        assert len(props["Layers"]) >= 3  # icelake, AWS SDK for pandas (pyarrow), Powertools
+        assert "LoggingConfig" in props
+    template.has_resource_properties(
+        "AWS::Lambda::LayerVersion", {"LayerName": "icelake-core", "CompatibleRuntimes": ["python3.11"]}
+    )
+    # The layer asset holds the icelake package under python/
+    layer = next(iter(resources_of(synth.templates[ORCH], "AWS::Lambda::LayerVersion").values()))
+    key = layer["Properties"]["Content"]["S3Key"].removesuffix(".zip")
+    assert (synth.outdir / f"asset.{key}" / "python" / "icelake" / "constants.py").is_file()
+    # Every log group keeps logs for a bounded time
+    for group in resources_of(synth.templates[ORCH], "AWS::Logs::LogGroup").values():
+        assert group["Properties"]["RetentionInDays"] == 90
+
+
+def test_glue_job_runs_iceberg_with_the_icelake_wheel_sized_for_the_map(synth: Synth) -> None:
+    (job,) = resources_of(synth.templates[ORCH], "AWS::Glue::Job").values()
+    props = job["Properties"]
+    assert props["Name"] == GLUE_MIGRATE_JOB
+    assert float(props["GlueVersion"]) >= 5.0
+    assert props["Command"]["Name"] == "glueetl"
+    args = props["DefaultArguments"]
+    assert args["--datalake-formats"] == "iceberg"
+    wheel_url = args["--extra-py-files"]
+    assert wheel_url.startswith("s3://") and wheel_url.endswith(".whl")
+    assert (synth.outdir / f"asset.{wheel_url.rsplit('/', 1)[1]}").is_file()
+    assert "pyiceberg" in args["--additional-python-modules"]
+    assert props["ExecutionProperty"]["MaxConcurrentRuns"] == 10  # cdk.json map_concurrency
+    assert props["SecurityConfiguration"] == "icelake-migrate"
+
+
+def test_ledger_and_artifacts_bucket_are_protected(synth: Synth) -> None:
+    template = _template(synth)
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "TableName": LEDGER_TABLE,
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+            "SSESpecification": {"SSEEnabled": True},
+        },
+    )
+    template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "BucketName": ARTIFACTS_BUCKET.format(account="123456789012"),
+            "VersioningConfiguration": {"Status": "Enabled"},
+            "BucketEncryption": Match.object_like({"ServerSideEncryptionConfiguration": Match.any_value()}),
+            "PublicAccessBlockConfiguration": {
+                "BlockPublicAcls": True,
+                "BlockPublicPolicy": True,
+                "IgnorePublicAcls": True,
+                "RestrictPublicBuckets": True,
+            },
+        },
+    )
+    # TLS only on every bucket of the stack
+    policies = resources_of(synth.templates[ORCH], "AWS::S3::BucketPolicy")
+    assert policies
+    for policy in policies.values():
+        assert any(
+            s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+            for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        )
+
+
+def test_eventbridge_rules_start_migrations_and_notify(synth: Synth) -> None:
+    rules = resources_of(synth.templates[ORCH], "AWS::Events::Rule")
+    by_name = {r["Properties"]["Name"]: r["Properties"] for r in rules.values()}
+    schedule = by_name["icelake-incremental-sync"]
+    assert schedule["ScheduleExpression"] == "rate(1 day)"
+    request = json.loads(schedule["Targets"][0]["Input"])
+    assert request["mode"] == "incremental" and request["selection"]["databases"] == ["sales"]
+    start = by_name["icelake-start-migration"]
+    assert start["EventPattern"] == {"source": ["icelake.request"]}
+    assert start["Targets"][0]["InputPath"] == "$.detail"
+    assert by_name["icelake-run-reports"]["EventPattern"] == {"source": ["icelake"]}
+    assert by_name["icelake-execution-failures"]["EventPattern"]["source"] == ["aws.states"]
+    assert by_name["icelake-glue-failures"]["EventPattern"]["detail"]["jobName"] == [GLUE_MIGRATE_JOB]
+    template = _template(synth)
+    template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
+
+
+def test_dashboard_and_alarms(synth: Synth) -> None:
+    alarms = resources_of(synth.templates[ORCH], "AWS::CloudWatch::Alarm")
+    names = {a["Properties"]["AlarmName"] for a in alarms.values()}
+    assert names == {
+        "icelake-executions-failed",
+        "icelake-glue-failed-tasks",
+        "icelake-lambda-errors",
+        "icelake-lambda-throttles",
+    }
+    for alarm in alarms.values():
+        assert alarm["Properties"]["AlarmActions"]  # to the SNS topic
+    _template(synth).resource_count_is("AWS::CloudWatch::Dashboard", 1)
