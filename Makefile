@@ -35,7 +35,7 @@ bench: setup
 
 # The CDK cloud assembly in build/cdk.out (no AWS credentials, no CDK CLI needed; `cdk deploy` reads cdk.json).
 synth: setup
-	JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1 $(BIN)/python app.py
+	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(BIN)/python app.py
 
 clean:
 	rm -rf $(VENV) .demo benchmarks/.work

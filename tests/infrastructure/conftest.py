@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-# jsii prints a banner on stderr for Node 20 (end of life for the CDK); it is not a Python warning
-# but it floods the test output, so silence it before aws_cdk is first imported.
+# jsii prints a banner on stderr for Node 20 (past end of life for jsii); it is not a Python warning
+# (nothing to filter) but it floods the test output, so silence it before aws_cdk is first imported.
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 
 
