@@ -20,7 +20,6 @@ from cdk.config import SOURCE_ROLE_NAME, TARGET_ROLE_NAME, BucketPrefix, Setting
 SOURCE_READ_ACTIONS = (
     "s3:GetObject",
     "s3:ListBucket",
-    "s3:GetBucketLocation",
     "glue:GetDatabase",
     "glue:GetDatabases",
     "glue:GetTable",
@@ -58,7 +57,7 @@ def _s3_read(locations: tuple[BucketPrefix, ...], sid: str) -> list[iam.PolicySt
         statements.append(
             iam.PolicyStatement(
                 sid=f"{sid}List{i}",
-                actions=["s3:ListBucket", "s3:GetBucketLocation"],
+                actions=["s3:ListBucket"],
                 resources=[f"arn:aws:s3:::{loc.bucket}"],
                 conditions={"StringLike": {"s3:prefix": [loc.list_prefix, loc.prefix.strip("/")]}}
                 if loc.prefix.strip("/")
@@ -226,7 +225,7 @@ class TargetAccessStack(Stack):
             ),
             iam.PolicyStatement(
                 sid="TargetList",
-                actions=["s3:ListBucket", "s3:GetBucketLocation"],
+                actions=["s3:ListBucket"],
                 resources=[self.bucket.bucket_arn],
                 conditions={"StringLike": {"s3:prefix": [location.list_prefix, prefix]}} if prefix else None,
             ),

@@ -90,7 +90,9 @@ class Settings:
             if value is None:
                 return default
             # `-c key=value` on the command line gives strings; JSON ones are parsed.
-            if isinstance(value, str) and isinstance(default, (list, tuple, dict, bool, int)):
+            if isinstance(value, str) and (
+                isinstance(default, (list, tuple, dict, bool, int)) or value.strip()[:1] in ("[", "{")
+            ):
                 value = json.loads(value)
             return value
 

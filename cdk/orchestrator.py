@@ -525,7 +525,7 @@ class OrchestratorStack(Stack):
             ),
             targets=[targets.SnsTopic(self.topic)],
         )
-        events.Rule(
+        self.glue_failures_rule = events.Rule(
             self,
             "GlueFailures",
             rule_name="icelake-glue-failures",
@@ -582,8 +582,24 @@ class OrchestratorStack(Stack):
             "GlueFailuresAlarm",
             "icelake-glue-failed-tasks",
             glue_failed,
-            "Spark tasks of the Glue copy job failed (Spark retries tasks; a failed run also alerts through "
-            "the icelake-glue-failures rule).",
+            "Spark tasks of the Glue copy job failed (Spark retries tasks; see icelake-glue-job-failed "
+            "for failed runs).",
+        )
+        # A Glue job run that failed, timed out or errored: the rule that forwards such events to the
+        # topic publishes how often it matched.
+        glue_runs_failed = cw.Metric(
+            namespace="AWS/Events",
+            metric_name="TriggeredRules",
+            dimensions_map={"RuleName": self.glue_failures_rule.rule_name},
+            period=period,
+            statistic="Sum",
+            label="Glue job runs failed",
+        )
+        alarm(
+            "GlueJobFailedAlarm",
+            "icelake-glue-job-failed",
+            glue_runs_failed,
+            "A run of the Glue copy job failed, timed out or errored: the table it copied was rolled back.",
         )
         errors = {
             step: fn.metric_errors(period=period, statistic="Sum") for step, fn in self.functions.items()
@@ -626,7 +642,9 @@ class OrchestratorStack(Stack):
                 ],
                 width=12,
             ),
-            cw.GraphWidget(title="Glue failed tasks", left=[glue_failed], width=12),
+            cw.GraphWidget(
+                title="Glue failed runs and tasks", left=[glue_runs_failed, glue_failed], width=12
+            ),
         )
         dashboard.add_widgets(
             cw.GraphWidget(title="Lambda errors", left=list(errors.values()), width=8),

@@ -35,7 +35,6 @@ def test_source_role_is_read_only(synth: Synth) -> None:
     assert found <= {
         "s3:GetObject",
         "s3:ListBucket",
-        "s3:GetBucketLocation",
         "glue:GetDatabase",
         "glue:GetDatabases",
         "glue:GetTable",
@@ -107,12 +106,12 @@ def test_target_role_writes_only_under_its_prefix_and_databases(synth: Synth) ->
             if text == target_objects:
                 continue
             if text == f"<{bucket_id}.Arn>":  # listing, limited to the prefix by condition
-                assert set(s3_actions) <= {"s3:ListBucket", "s3:GetBucketLocation"}
+                assert set(s3_actions) <= {"s3:ListBucket"}
                 assert s["Condition"]["StringLike"]["s3:prefix"] == ["warehouse/*", "warehouse"]
                 continue
             # anything else is the source, read only (server-side copies are signed by this role)
             assert text in {"arn:aws:s3:::source-lake/warehouse/*", "arn:aws:s3:::source-lake"}, text
-            assert set(s3_actions) <= {"s3:GetObject", "s3:ListBucket", "s3:GetBucketLocation"}, s
+            assert set(s3_actions) <= {"s3:GetObject", "s3:ListBucket"}, s
     writes = {a for a in actions(statements) if WRITE_VERBS.search(a)}
     assert writes == {
         "s3:PutObject",

@@ -169,6 +169,7 @@ def test_dashboard_and_alarms(synth: Synth) -> None:
     assert names == {
         "icelake-executions-failed",
         "icelake-glue-failed-tasks",
+        "icelake-glue-job-failed",
         "icelake-lambda-errors",
         "icelake-lambda-throttles",
     }

@@ -1,0 +1,77 @@
+"""Context handling and the optional parts of the access stacks (synthesized alone: no cdk-nag, fast)."""
+
+from __future__ import annotations
+
+from aws_cdk import App, Environment
+from aws_cdk.assertions import Match, Template
+
+from cdk.access import TargetAccessStack
+from cdk.config import BucketPrefix, Settings
+from tests.infrastructure.helpers import actions, identity_statements, role_logical_id
+
+
+def test_context_strings_from_the_command_line_are_parsed() -> None:
+    # Given `-c` values, which arrive as strings
+    app = App(
+        context={
+            "source_locations": '[{"bucket": "lake-a", "prefix": "p/"}, {"bucket": "lake-b"}]',
+            "source_databases": '["a", "b"]',
+            "map_concurrency": "25",
+            "sync_enabled": "true",
+        }
+    )
+    # When read into settings
+    s = Settings.from_context(app.node)
+    # Then they have their types, and defaults fill the rest
+    assert s.source_locations == (BucketPrefix("lake-a", "p/"), BucketPrefix("lake-b", ""))
+    assert s.source_locations[0].object_pattern == "p/*"
+    assert s.source_locations[1].object_pattern == "*"
+    assert s.source_databases == ("a", "b")
+    assert s.map_concurrency == 25
+    assert s.sync_enabled is True
+    assert s.target_bucket == "target-lake"
+
+
+def test_lake_formation_settings_when_enabled() -> None:
+    settings = Settings(
+        lake_formation_enabled=True, lake_formation_admins=("arn:aws:iam::222222222222:role/Admin",)
+    )
+    stack = TargetAccessStack(
+        App(), "Target", settings=settings, env=Environment(account="222222222222", region="us-east-1")
+    )
+    template = Template.from_stack(stack)
+    template.has_resource_properties(
+        "AWS::LakeFormation::DataLakeSettings",
+        {
+            "Admins": Match.array_with(
+                [{"DataLakePrincipalIdentifier": "arn:aws:iam::222222222222:role/Admin"}]
+            )
+        },
+    )
+    template.has_resource_properties("AWS::LakeFormation::Resource", {"UseServiceLinkedRole": True})
+    as_json = template.to_json()
+    statements = identity_statements(as_json, role_logical_id(as_json, "icelake-target-write"))
+    assert {"lakeformation:GrantPermissions", "lakeformation:GetDataAccess"} <= actions(statements)
+
+
+def test_no_lake_formation_resources_by_default() -> None:
+    stack = TargetAccessStack(
+        App(), "Target", settings=Settings(), env=Environment(account="222222222222", region="us-east-1")
+    )
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::LakeFormation::DataLakeSettings", 0)
+    template.resource_count_is("AWS::Glue::Database", 1)
+    template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "BucketName": "target-lake",
+            "BucketEncryption": {
+                "ServerSideEncryptionConfiguration": [
+                    Match.object_like(
+                        {"ServerSideEncryptionByDefault": Match.object_like({"SSEAlgorithm": "aws:kms"})}
+                    )
+                ]
+            },
+        },
+    )
+    template.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
