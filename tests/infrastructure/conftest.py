@@ -1,15 +1,19 @@
-"""One synthesis of the CDK app per test session (a synth takes ~15 s: jsii starts node)."""
+"""One synthesis of the CDK app per test session, by `python app.py` with no AWS credentials."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+REPO = Path(__file__).resolve().parents[2]
 
 # jsii prints a banner on stderr for Node 20 (past end of life for jsii); it is not a Python warning
 # (nothing to filter) but it floods the test output, so silence it before aws_cdk is first imported.
@@ -19,22 +23,48 @@ os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 
 @dataclass(frozen=True)
 class Synth:
-    app: Any
     outdir: Path
-    stacks: dict[str, Any]  # stack id -> Stack
+    manifest: dict[str, Any]  # the cloud assembly's manifest.json
     templates: dict[str, dict[str, Any]]  # stack id -> CloudFormation template
+
+    def annotations(self, stack_id: str, level: str) -> list[str]:
+        """Messages of one level ("error", "warning") attached to the stack's constructs (cdk-nag's)."""
+        artifact = self.manifest["artifacts"][stack_id]
+        metadata = dict(artifact.get("metadata", {}))
+        if "additionalMetadataFile" in artifact:  # newer CDKs keep it beside the manifest
+            metadata.update(json.loads((self.outdir / artifact["additionalMetadataFile"]).read_text()))
+        assert metadata, f"no construct metadata for {stack_id}"
+        return [
+            f"{path}: {entry['data']}"
+            for path, entries in metadata.items()
+            for entry in entries
+            if entry["type"] == f"aws:cdk:{level}"
+        ]
 
 
 @pytest.fixture(scope="session")
 def synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synth]:
-    """Given the app with the cdk.json context (no AWS credentials), when synthesized."""
-    from aws_cdk import Stack
-
-    from cdk.app import build_app
-
-    outdir = tmp_path_factory.mktemp("cdk") / "cdk.out"
-    app = build_app(outdir=outdir)
-    app.synth()
-    stacks = {c.node.id: c for c in app.node.children if isinstance(c, Stack)}
+    """Given the app with the cdk.json context, when `python app.py` runs as `make synth` runs it, on
+    a machine with no AWS credentials or config (one synthesis per session: it takes ~15 s)."""
+    tmp = tmp_path_factory.mktemp("cdk")
+    outdir = tmp / "cdk.out"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CDK_"))}
+    env |= {
+        "AWS_CONFIG_FILE": str(tmp / "none"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp / "none"),
+        "CDK_OUTDIR": str(outdir),
+    }
+    proc = subprocess.run(
+        [sys.executable, "app.py"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    stacks = [k for k, v in manifest["artifacts"].items() if v["type"] == "aws:cloudformation:stack"]
     templates = {sid: json.loads((outdir / f"{sid}.template.json").read_text()) for sid in stacks}
-    yield Synth(app=app, outdir=outdir, stacks=stacks, templates=templates)
+    yield Synth(outdir=outdir, manifest=manifest, templates=templates)

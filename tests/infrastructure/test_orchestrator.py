@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from aws_cdk.assertions import Match, Template
 
@@ -176,3 +177,39 @@ def test_dashboard_and_alarms(synth: Synth) -> None:
     for alarm in alarms.values():
         assert alarm["Properties"]["AlarmActions"]  # to the SNS topic
     _template(synth).resource_count_is("AWS::CloudWatch::Dashboard", 1)
+
+
+def _reachable(machine: dict[str, Any]) -> set[str]:
+    """Names of the states reachable from StartAt (Next, Default, Choices, Catch)."""
+    seen: set[str] = set()
+    todo = [machine["StartAt"]]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        state = machine["States"][name]
+        todo.extend(
+            n
+            for n in [
+                state.get("Next"),
+                state.get("Default"),
+                *(c.get("Next") for c in state.get("Choices", [])),
+                *(c.get("Next") for c in state.get("Catch", [])),
+            ]
+            if n
+        )
+    return seen
+
+
+def test_every_state_of_the_deployed_definition_is_reachable(synth: Synth) -> None:
+    definition = json.loads((REPO / MIGRATE_ASL).read_text())
+    machines = [definition]
+    while machines:
+        machine = machines.pop()
+        assert _reachable(machine) == set(machine["States"])
+        for state in machine["States"].values():
+            for key in ("ItemProcessor", "Iterator"):
+                if key in state:
+                    machines.append(state[key])
+            machines.extend(state.get("Branches", []))
