@@ -19,6 +19,7 @@ class _Frozen(BaseModel):
 class SourceSpec(_Frozen):
     account_id: str
     role_arn: str | None = None  # None: the orchestrator's own credentials (same account)
+    external_id: str | None = None  # when the role's trust policy requires sts:ExternalId
 
     @field_validator("account_id")
     @classmethod

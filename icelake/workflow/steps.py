@@ -74,14 +74,16 @@ class Sessions:
 
     @cached_property
     def source(self) -> boto3.Session:
+        spec = self.request.source
         return assume_role_session(
-            self.request.source.role_arn, session_name=f"icelake-src-{self.request.run_id}"
+            spec.role_arn, session_name=f"icelake-src-{self.request.run_id}", external_id=spec.external_id
         )
 
     @cached_property
     def target(self) -> boto3.Session:
+        spec = self.request.target
         return assume_role_session(
-            self.request.target.role_arn, session_name=f"icelake-dst-{self.request.run_id}"
+            spec.role_arn, session_name=f"icelake-dst-{self.request.run_id}", external_id=spec.external_id
         )
 
     def source_io(self) -> FileIO:
