@@ -15,6 +15,7 @@ from rich.table import Table
 from icelake.aws.fileio import io_for
 from icelake.aws.session import assume_role_session
 from icelake.errors import IcelakeError
+from icelake.ingest.cli import ingest_app
 from icelake.migrate import MigrationResult, migrate_table
 from icelake.uris import parse_map_option
 from icelake.workflow.client import RunStatus, find_state_machine, follow, run_status, start_migration
@@ -27,6 +28,7 @@ app = typer.Typer(
 )
 migrate_app = typer.Typer(no_args_is_help=True, help="Migrate Iceberg tables.")
 app.add_typer(migrate_app, name="migrate")
+app.add_typer(ingest_app, name="ingest")
 
 err = Console(stderr=True)
 

@@ -2,103 +2,21 @@
 
 from __future__ import annotations
 
-import json
-import threading
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 import pytest
 from moto import mock_aws
 
+from icelake.ingest.local_api import ApiServer, Behaviour, Reply, SeenRequest, paged_records
 
-@dataclass
-class Reply:
-    status: int = 200
-    body: bytes = b"{}"
-    headers: dict[str, str] = field(default_factory=dict)
-    delay_s: float = 0.0
-
-
-@dataclass
-class SeenRequest:
-    path: str
-    query: dict[str, str]
-    headers: dict[str, str]
-
-
-Behaviour = Callable[[SeenRequest, int], Reply]  # (request, 0-based request number) -> reply
-
-
-class ApiServer:
-    """A ThreadingHTTPServer on 127.0.0.1 answering GETs with whatever `behaviour` decides."""
-
-    def __init__(self) -> None:
-        self.behaviour: Behaviour = lambda _req, _n: Reply()
-        self.requests: list[SeenRequest] = []
-        self.sent: list[bytes] = []
-        self._lock = threading.Lock()
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                parsed = urlparse(self.path)
-                req = SeenRequest(
-                    parsed.path,
-                    {k: v[-1] for k, v in parse_qs(parsed.query).items()},
-                    {k.lower(): v for k, v in self.headers.items()},
-                )
-                with api._lock:
-                    number = len(api.requests)
-                    api.requests.append(req)
-                reply = api.behaviour(req, number)
-                if reply.delay_s:
-                    time.sleep(reply.delay_s)
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(reply.body)))
-                    for key, value in reply.headers.items():
-                        self.send_header(key, value)
-                    self.end_headers()
-                    self.wfile.write(reply.body)
-                    if reply.status < 400:
-                        with api._lock:
-                            api.sent.append(reply.body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout test)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        ThreadingHTTPServer.block_on_close = False
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> ApiServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
+__all__ = ["ApiServer", "Behaviour", "Reply", "SeenRequest", "paged_records"]
 
 
 @pytest.fixture
 def api() -> Iterator[ApiServer]:
     with ApiServer() as server:
         yield server
-
-
-def paged_records(records: list[dict[str, Any]], page: int, size: int) -> bytes:
-    chunk = records[(page - 1) * size : page * size]
-    return json.dumps({"data": chunk, "page": page}).encode()
 
 
 @pytest.fixture
