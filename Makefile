@@ -32,6 +32,7 @@ lint: setup
 bench: setup
 	$(BIN)/python -m benchmarks.rewrite_bench
 	$(BIN)/python -m benchmarks.workflow_bench
+	$(BIN)/python -m benchmarks.scd2_bench
 
 # The CDK cloud assembly in build/cdk.out (no AWS credentials, no CDK CLI needed; `cdk deploy` reads cdk.json).
 synth: setup
