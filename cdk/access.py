@@ -14,6 +14,7 @@ from aws_cdk import aws_s3 as s3
 from cdk_nag import NagSuppressions
 from constructs import Construct
 
+from cdk.buckets import access_log_bucket
 from cdk.config import SOURCE_ROLE_NAME, TARGET_ROLE_NAME, BucketPrefix, Settings
 
 # Read-only actions of the source role; tests assert nothing else ever appears there.
@@ -153,26 +154,7 @@ class TargetAccessStack(Stack):
             description="icelake: SSE-KMS of the migrated tables",
             removal_policy=RemovalPolicy.RETAIN,
         )
-        access_logs = s3.Bucket(
-            self,
-            "AccessLogs",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            versioned=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))],
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        NagSuppressions.add_resource_suppressions(
-            access_logs,
-            [
-                {
-                    "id": "AwsSolutions-S1",
-                    "reason": "This is the access-log bucket; it does not log to itself.",
-                }
-            ],
-        )
+        access_logs = access_log_bucket(self)
         self.bucket = s3.Bucket(
             self,
             "TargetBucket",

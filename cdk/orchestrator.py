@@ -29,6 +29,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from cdk_nag import NagSuppressions
 from constructs import Construct
 
+from cdk.buckets import access_log_bucket
 from cdk.build import REPO, build_layer, build_wheel, pinned_requirements
 from cdk.config import GLUE_ROLE_NAME, STEPS_ROLE_NAME, Settings
 from icelake.constants import (
@@ -108,26 +109,7 @@ class OrchestratorStack(Stack):
         )
 
         # -- storage -------------------------------------------------------------------------------
-        self.access_logs = s3.Bucket(
-            self,
-            "AccessLogs",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            versioned=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))],
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        NagSuppressions.add_resource_suppressions(
-            self.access_logs,
-            [
-                {
-                    "id": "AwsSolutions-S1",
-                    "reason": "This is the access-log bucket; it does not log to itself.",
-                }
-            ],
-        )
+        self.access_logs = access_log_bucket(self)
         self.artifacts = s3.Bucket(
             self,
             "Artifacts",
