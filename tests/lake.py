@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 from pyiceberg.catalog.sql import SqlCatalog
 
@@ -26,6 +28,8 @@ __all__ = [
     "bucket_state",
     "build_lake",
     "catalog_state",
+    "commit",
+    "s3_props",
 ]
 
 
@@ -40,3 +44,25 @@ def add_source_table(lake: Lake, name: str, batches: list[list[int]], database: 
     for ids in batches:
         table.append(pa.table({"id": pa.array(ids, pa.int64()), "v": [f"v{i}" for i in ids]}, schema=schema))
     return lake.publish(database, name, cat.load_table(f"{database}.{name}").metadata_location)
+
+
+def commit(lake: Lake, name: str, ids: list[int], database: str = "sales") -> str:
+    """One more pyiceberg commit on a table made by `add_source_table`, published to the source."""
+    root = lake.local_root / database / name
+    cat = SqlCatalog(name, uri=f"sqlite:///{root}/c.db", warehouse=f"file://{root}")
+    table = cat.load_table(f"{database}.{name}")
+    rows = pa.table(
+        {"id": pa.array(ids, pa.int64()), "v": [f"v{i}" for i in ids]}, schema=table.schema().as_arrow()
+    )
+    table.append(rows)
+    return lake.publish(database, name, cat.load_table(f"{database}.{name}").metadata_location)
+
+
+def s3_props() -> dict[str, str]:
+    """pyiceberg properties to read the embedded AWS's buckets (moto does not enforce accounts)."""
+    return {
+        "s3.endpoint": os.environ["AWS_ENDPOINT_URL"],
+        "s3.access-key-id": "testing",
+        "s3.secret-access-key": "testing",
+        "s3.region": "us-east-1",
+    }

@@ -4,15 +4,12 @@ repo's handlers: several tables across two accounts, incremental sync, failures 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
-import pyarrow as pa
 import pytest
-from pyiceberg.catalog.sql import SqlCatalog
 
 from icelake.constants import GLUE_MIGRATE_JOB
 from icelake.local.deploy import LocalDeployment, deploy_migration_workflow
@@ -25,6 +22,8 @@ from tests.lake import (
     bucket_state,
     build_lake,
     catalog_state,
+    commit,
+    s3_props,
 )
 from tests.verify import assert_same_table
 
@@ -39,30 +38,10 @@ def world(tmp_path: Path) -> Iterator[tuple[Lake, LocalDeployment]]:
         yield build_lake(tmp_path / "local", orchestrator_resources=False), deployment
 
 
-def _props() -> dict[str, str]:
-    return {
-        "s3.endpoint": os.environ["AWS_ENDPOINT_URL"],
-        "s3.access-key-id": "testing",
-        "s3.secret-access-key": "testing",
-        "s3.region": "us-east-1",
-    }
-
-
 def _run(deployment: LocalDeployment, request: dict[str, Any]) -> dict[str, Any]:
     result = run_execution(deployment.state_machine_arn, request, timeout=300, name=request["run_id"])
     assert result.status == "SUCCEEDED", result.failure()
     return dict(result.output)
-
-
-def _commit(lake: Lake, name: str, ids: list[int]) -> str:
-    cat = SqlCatalog(name, uri=f"sqlite:///{lake.local_root}/sales/{name}/c.db", warehouse="file://x")
-    table = cat.load_table(f"sales.{name}")
-    table.append(
-        pa.table(
-            {"id": pa.array(ids, pa.int64()), "v": [f"v{i}" for i in ids]}, schema=table.schema().as_arrow()
-        )
-    )
-    return lake.publish("sales", name, cat.load_table(f"sales.{name}").metadata_location)
 
 
 def test_full_migration_then_incremental_sync(world: tuple[Lake, LocalDeployment]) -> None:
@@ -84,14 +63,14 @@ def test_full_migration_then_incremental_sync(world: tuple[Lake, LocalDeployment
         assert target_catalog[f"sales.{name}"]["metadata_location"] == outcome["target_metadata_location"]
         assert (
             assert_same_table(
-                meta, outcome["target_metadata_location"], source_props=_props(), target_props=_props()
+                meta, outcome["target_metadata_location"], source_props=s3_props(), target_props=s3_props()
             )
             == 3
         )
     assert bucket_state(lake.source, SOURCE_BUCKET) == source_before
 
     # When one table gets a new commit and an incremental run follows
-    new_meta = _commit(lake, "orders", [6, 7])
+    new_meta = commit(lake, "orders", [6, 7])
     second = _run(deployment, lake.request("incr-1", mode="incremental"))
 
     # Then only the new data file is copied; unchanged tables are reported in sync
@@ -101,8 +80,8 @@ def test_full_migration_then_incremental_sync(world: tuple[Lake, LocalDeployment
     assert_same_table(
         new_meta,
         outcomes["sales.orders"]["target_metadata_location"],
-        source_props=_props(),
-        target_props=_props(),
+        source_props=s3_props(),
+        target_props=s3_props(),
     )
 
 
@@ -228,7 +207,7 @@ def test_a_source_commit_during_the_migration_is_picked_up_by_the_next_run(
         lake.source.client("s3").get_object(Bucket=inv.worklist_bucket, Key=inv.worklist_key)["Body"].read()
     )[0]
     # When the source commits while the run is in flight
-    newer = _commit(lake, "orders", [3])
+    newer = commit(lake, "orders", [3])
     state = {"plan": steps.plan({"item": item}, lake.env).model_dump(mode="json")}
     steps.copy(state, lake.env)
     steps.register(state, lake.env)
@@ -238,7 +217,7 @@ def test_a_source_commit_during_the_migration_is_picked_up_by_the_next_run(
     assert item["source_metadata_location"] == pinned
     assert (
         assert_same_table(
-            pinned, outcome.target_metadata_location, source_props=_props(), target_props=_props()
+            pinned, outcome.target_metadata_location, source_props=s3_props(), target_props=s3_props()
         )
         == 2
     )
@@ -248,7 +227,7 @@ def test_a_source_commit_during_the_migration_is_picked_up_by_the_next_run(
     assert latest["status"] == "migrated" and latest["files_copied"] == 1
     assert (
         assert_same_table(
-            newer, latest["target_metadata_location"], source_props=_props(), target_props=_props()
+            newer, latest["target_metadata_location"], source_props=s3_props(), target_props=s3_props()
         )
         == 3
     )
@@ -271,5 +250,5 @@ def test_large_tables_go_through_the_glue_job(world: tuple[Lake, LocalDeployment
         outcome = outcomes[f"sales.{name}"]
         assert outcome["status"] == "migrated" and outcome["files_copied"] == 2
         assert_same_table(
-            meta, outcome["target_metadata_location"], source_props=_props(), target_props=_props()
+            meta, outcome["target_metadata_location"], source_props=s3_props(), target_props=s3_props()
         )

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
-import pyarrow as pa
 import pytest
-from pyiceberg.catalog.sql import SqlCatalog
 
 from icelake.aws import catalog
 from icelake.aws.catalog import TargetNotOursError
@@ -27,6 +24,8 @@ from tests.lake import (
     bucket_state,
     build_lake,
     catalog_state,
+    commit,
+    s3_props,
 )
 from tests.verify import assert_same_table
 
@@ -78,13 +77,13 @@ def test_full_then_incremental_run(lake: Lake) -> None:
         assert assert_same_table(
             item["source_metadata_location"],
             outcome["target_metadata_location"],
-            source_props=_props(),
-            target_props=_props(),
+            source_props=s3_props(),
+            target_props=s3_props(),
         )
     assert bucket_state(lake.source, SOURCE_BUCKET) == source_before
 
     # When the source gets a new commit and an incremental run follows
-    _commit(lake, "orders", [4])
+    commit(lake, "orders", [4])
     inv2 = steps.inventory(lake.request("run-2", mode="incremental"), lake.env)
     outcomes2 = {o["table"]: o for o in (_run_table(lake, i) for i in _worklist(lake, inv2))}
 
@@ -94,27 +93,6 @@ def test_full_then_incremental_run(lake: Lake) -> None:
     assert outcomes2["sales.customers"]["status"] == "in_sync"
     runs = Ledger(boto3.client("dynamodb"), lake.env.ledger_table).run_tables("run-2")
     assert {r["sk"]: r["state"] for r in runs}["TABLE#sales.orders"] == "VALIDATED"
-
-
-def _commit(lake: Lake, name: str, ids: list[int]) -> None:
-    """One more pyiceberg commit on the local copy, published to the source bucket and catalog."""
-    cat = SqlCatalog(name, uri=f"sqlite:///{lake.local_root}/sales/{name}/c.db", warehouse="file://x")
-    table = cat.load_table(f"sales.{name}")
-    table.append(
-        pa.table(
-            {"id": pa.array(ids, pa.int64()), "v": [f"v{i}" for i in ids]}, schema=table.schema().as_arrow()
-        )
-    )
-    lake.publish("sales", name, cat.load_table(f"sales.{name}").metadata_location)
-
-
-def _props() -> dict[str, str]:
-    return {
-        "s3.endpoint": os.environ["AWS_ENDPOINT_URL"],
-        "s3.access-key-id": "testing",
-        "s3.secret-access-key": "testing",
-        "s3.region": "us-east-1",
-    }
 
 
 def test_malformed_request_is_refused_before_anything_happens(lake: Lake) -> None:
@@ -149,7 +127,7 @@ def test_failure_after_copy_is_rolled_back_to_exactly_the_previous_state(lake: L
     catalog_before = catalog_state(lake.target)
 
     # When a new source commit is copied and registered, and then a later step fails
-    _commit(lake, "orders", [3])
+    commit(lake, "orders", [3])
     source_before = bucket_state(lake.source, SOURCE_BUCKET)
     second = steps.inventory(lake.request("run-2"), lake.env)
     item = _worklist(lake, second)[0]
