@@ -5,32 +5,36 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import (
-    ArnFormat,
-    Duration,
-    RemovalPolicy,
-    Stack,
-)
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cw
-from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_s3_assets as s3_assets
-from aws_cdk import aws_sns as sns
-from aws_cdk import aws_sns_subscriptions as subs
-from aws_cdk import aws_stepfunctions as sfn
 from cdk_nag import NagSuppressions
 from constructs import Construct
 
 from cdk.buckets import access_log_bucket
-from cdk.build import REPO, build_layer, build_wheel, pinned_requirements
+from cdk.common import (
+    COLON,
+    asl_state_machine,
+    failed_executions,
+    glue_asset_statement,
+    glue_assets,
+    glue_log_statements,
+    glue_security_configuration,
+    glue_spark_job,
+    grant_steps,
+    lambda_layers,
+    notification_topic,
+    python_function,
+    service_key,
+    sns_alarm,
+    suppress_python_runtime,
+)
 from cdk.config import GLUE_ROLE_NAME, STEPS_ROLE_NAME, Settings
 from icelake.constants import (
     ARTIFACTS_BUCKET,
@@ -49,11 +53,9 @@ from icelake.constants import (
 # Source of the events that start a migration (the Report step's own events use EVENT_SOURCE, so a
 # finished run can never start another one).
 REQUEST_EVENT_SOURCE = "icelake.request"
-LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 # Glue gets these with pip at job start (the icelake wheel itself comes by --extra-py-files).
 GLUE_PIP_MODULES = ("pyiceberg", "fastavro", "pydantic")
 # Step -> (memory MB, timeout): copy does the byte copies of small tables, the others are metadata work.
-_COLON = ArnFormat.COLON_RESOURCE_NAME
 STEP_SIZES = {"copy": (3008, Duration.minutes(15)), "validate": (3008, Duration.minutes(15))}
 
 
@@ -65,47 +67,12 @@ class OrchestratorStack(Stack):
         event_bus_arn = self.format_arn(service="events", resource="event-bus", resource_name="default")
 
         # -- encryption key for notifications, logs and Glue's security configuration -------------
-        self.key = kms.Key(
+        self.key = service_key(
             self,
-            "Key",
             alias="alias/icelake-orchestrator",
-            enable_key_rotation=True,
             description="icelake orchestrator: SNS topic, Glue job logs and bookmarks",
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        for service in ("events.amazonaws.com", "cloudwatch.amazonaws.com"):
-            self.key.add_to_resource_policy(
-                iam.PolicyStatement(
-                    sid=f"Publish from {service.split('.')[0]} to the encrypted topic",
-                    principals=[iam.ServicePrincipal(service)],
-                    actions=["kms:Decrypt", "kms:GenerateDataKey"],
-                    resources=["*"],
-                )
-            )
-        self.key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="Glue job logs in CloudWatch Logs",
-                principals=[iam.ServicePrincipal(f"logs.{self.region}.amazonaws.com")],
-                actions=[
-                    "kms:Encrypt",
-                    "kms:Decrypt",
-                    "kms:ReEncryptFrom",
-                    "kms:ReEncryptTo",
-                    "kms:GenerateDataKey",
-                    "kms:DescribeKey",
-                ],
-                resources=["*"],
-                conditions={
-                    "ArnLike": {
-                        "kms:EncryptionContext:aws:logs:arn": self.format_arn(
-                            service="logs",
-                            resource="log-group",
-                            resource_name="/aws-glue/*",
-                            arn_format=_COLON,
-                        )
-                    }
-                },
-            )
+            logs_sid="Glue job logs in CloudWatch Logs",
+            log_groups=["/aws-glue/*"],
         )
 
         # -- storage -------------------------------------------------------------------------------
@@ -138,11 +105,7 @@ class OrchestratorStack(Stack):
         )
 
         # -- notifications ---------------------------------------------------------------------------
-        self.topic = sns.Topic(
-            self, "Notifications", topic_name="icelake-notifications", master_key=self.key, enforce_ssl=True
-        )
-        for email in s.notification_emails:
-            self.topic.add_subscription(subs.EmailSubscription(email))
+        self.topic = notification_topic(self, "icelake-notifications", self.key, s.notification_emails)
 
         # -- Lambdas ---------------------------------------------------------------------------------
         self.steps_role = iam.Role(
@@ -152,7 +115,7 @@ class OrchestratorStack(Stack):
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description="icelake step Lambdas: ledger, artifacts, events; cross-account only by AssumeRole",
         )
-        layers = self._layers(build_dir)
+        layers = lambda_layers(self, s, build_dir)
         env = {
             ENV_LEDGER_TABLE: self.ledger.table_name,
             ENV_ARTIFACTS_BUCKET: self.artifacts.bucket_name,
@@ -165,31 +128,20 @@ class OrchestratorStack(Stack):
         self.functions: dict[str, lambda_.Function] = {}
         log_group_arns = []
         for step, (name, handler_path, _placeholder) in LAMBDA_STEPS.items():
-            log_group = logs.LogGroup(
-                self,
-                f"{step.title()}Logs",
-                log_group_name=f"/aws/lambda/{name}",
-                retention=LOG_RETENTION,
-                removal_policy=RemovalPolicy.DESTROY,
-            )
-            log_group_arns.append(log_group.log_group_arn)
             memory, timeout = STEP_SIZES.get(step, (1024, Duration.minutes(5)))
-            fn = lambda_.Function(
+            fn, log_group = python_function(
                 self,
-                f"{step.title()}Function",
-                function_name=name,
-                runtime=lambda_.Runtime.PYTHON_3_11,
-                architecture=lambda_.Architecture.X86_64,
+                step.title(),
+                name=name,
+                handler_path=handler_path,
                 handler="handler.handler",
-                code=lambda_.Code.from_asset(str(REPO / Path(handler_path).parent)),
                 layers=layers,
                 environment=env,
                 role=self.steps_role,
-                memory_size=memory,
+                memory=memory,
                 timeout=timeout,
-                tracing=lambda_.Tracing.ACTIVE,
-                log_group=log_group,
             )
+            log_group_arns.append(log_group.log_group_arn)
             self.functions[step] = fn
         self._grant_steps(log_group_arns, event_bus_arn)
 
@@ -200,21 +152,8 @@ class OrchestratorStack(Stack):
         substitutions = {ph: self.functions[step].function_arn for step, (_n, _h, ph) in LAMBDA_STEPS.items()}
         substitutions["GlueJobName"] = GLUE_MIGRATE_JOB
         self.substitutions = substitutions
-        sm_logs = logs.LogGroup(
-            self,
-            "StateMachineLogs",
-            log_group_name=f"/aws/vendedlogs/states/{MIGRATE_STATE_MACHINE}",
-            retention=LOG_RETENTION,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-        self.state_machine = sfn.StateMachine(
-            self,
-            "MigrateTables",
-            state_machine_name=MIGRATE_STATE_MACHINE,
-            definition_body=sfn.DefinitionBody.from_file(str(REPO / MIGRATE_ASL)),
-            definition_substitutions=substitutions,
-            tracing_enabled=True,
-            logs=sfn.LogOptions(destination=sm_logs, level=sfn.LogLevel.ALL, include_execution_data=True),
+        self.state_machine = asl_state_machine(
+            self, "MigrateTables", name=MIGRATE_STATE_MACHINE, asl=MIGRATE_ASL, substitutions=substitutions
         )
         self._grant_state_machine()
 
@@ -225,43 +164,6 @@ class OrchestratorStack(Stack):
         self._suppressions()
 
     # ------------------------------------------------------------------------------------------------
-    def _layers(self, build_dir: Path) -> list[lambda_.ILayerVersion]:
-        s = self.settings
-        layers: list[lambda_.ILayerVersion] = [
-            lambda_.LayerVersion(
-                self,
-                "IcelakeLayer",
-                layer_version_name="icelake-core",
-                code=lambda_.Code.from_asset(str(build_layer(build_dir))),
-                compatible_runtimes=[lambda_.Runtime.PYTHON_3_11],
-                description="The icelake package (built from this repo at synth time)",
-            )
-        ]
-        # Third-party dependencies. pyarrow does not fit a layer of our own (250 MB unzipped limit
-        # across all layers), so it comes from the AWS SDK for pandas managed layer; Powertools from
-        # its managed layer; pyiceberg, fastavro, pydantic-settings from a directory filled by pip
-        # for manylinux x86_64 (see README, "Deploying to AWS").
-        pandas_arn = s.pandas_layer_arn or (
-            f"arn:aws:lambda:{self.region}:336392948345:layer:AWSSDKPandas-Python311:22"
-        )
-        powertools_arn = s.powertools_layer_arn or (
-            f"arn:aws:lambda:{self.region}:017000801446:layer:AWSLambdaPowertoolsPythonV3-python311-x86_64:18"
-        )
-        layers.append(lambda_.LayerVersion.from_layer_version_arn(self, "PandasLayer", pandas_arn))
-        layers.append(lambda_.LayerVersion.from_layer_version_arn(self, "PowertoolsLayer", powertools_arn))
-        if s.deps_layer_dir:
-            layers.append(
-                lambda_.LayerVersion(
-                    self,
-                    "DepsLayer",
-                    layer_version_name="icelake-deps",
-                    code=lambda_.Code.from_asset(str((REPO / s.deps_layer_dir).resolve())),
-                    compatible_runtimes=[lambda_.Runtime.PYTHON_3_11],
-                    description="pyiceberg, fastavro, pydantic-settings (pip, manylinux x86_64)",
-                )
-            )
-        return layers
-
     def _grant_steps(self, log_group_arns: list[str], event_bus_arn: str) -> None:
         s = self.settings
         policy = iam.Policy(self, "StepsPolicy", roles=[self.steps_role])
@@ -303,8 +205,7 @@ class OrchestratorStack(Stack):
 
     def _glue_job(self, build_dir: Path) -> glue.CfnJob:
         s = self.settings
-        script = s3_assets.Asset(self, "GlueScript", path=str(REPO / GLUE_MIGRATE_SCRIPT))
-        wheel = s3_assets.Asset(self, "IcelakeWheel", path=str(build_wheel(build_dir)))
+        script, wheel = glue_assets(self, GLUE_MIGRATE_SCRIPT, build_dir)
         role = iam.Role(
             self,
             "GlueRole",
@@ -312,22 +213,12 @@ class OrchestratorStack(Stack):
             assumed_by=iam.ServicePrincipal("glue.amazonaws.com"),
             description="icelake Glue job: its assets, artifacts, logs; cross-account only by AssumeRole",
         )
-        glue_logs = self.format_arn(
-            service="logs", resource="log-group", resource_name="/aws-glue/*", arn_format=_COLON
-        )
         self.glue_policy = iam.Policy(
             self,
             "GluePolicy",
             roles=[role],
             statements=[
-                iam.PolicyStatement(
-                    sid="Assets",
-                    actions=["s3:GetObject"],
-                    resources=[
-                        script.bucket.arn_for_objects(script.s3_object_key),
-                        wheel.bucket.arn_for_objects(wheel.s3_object_key),
-                    ],
-                ),
+                glue_asset_statement(script, wheel),
                 iam.PolicyStatement(
                     sid="ArtifactsObjects",
                     actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
@@ -336,22 +227,7 @@ class OrchestratorStack(Stack):
                 iam.PolicyStatement(
                     sid="ArtifactsList", actions=["s3:ListBucket"], resources=[self.artifacts.bucket_arn]
                 ),
-                iam.PolicyStatement(
-                    sid="Logs",
-                    actions=[
-                        "logs:CreateLogGroup",
-                        "logs:CreateLogStream",
-                        "logs:PutLogEvents",
-                        "logs:AssociateKmsKey",
-                    ],
-                    resources=[glue_logs, f"{glue_logs}:*"],
-                ),
-                iam.PolicyStatement(
-                    sid="Metrics",
-                    actions=["cloudwatch:PutMetricData"],
-                    resources=["*"],
-                    conditions={"StringEquals": {"cloudwatch:namespace": "Glue"}},
-                ),
+                *glue_log_statements(self),
                 iam.PolicyStatement(
                     sid="Key",
                     actions=["kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey"],
@@ -364,78 +240,44 @@ class OrchestratorStack(Stack):
                 ),
             ],
         )
-        security = glue.CfnSecurityConfiguration(
+        security = glue_security_configuration(
             self,
-            "GlueSecurity",
-            name="icelake-migrate",
-            encryption_configuration=glue.CfnSecurityConfiguration.EncryptionConfigurationProperty(
-                cloud_watch_encryption=glue.CfnSecurityConfiguration.CloudWatchEncryptionProperty(
-                    cloud_watch_encryption_mode="SSE-KMS", kms_key_arn=self.key.key_arn
-                ),
-                job_bookmarks_encryption=glue.CfnSecurityConfiguration.JobBookmarksEncryptionProperty(
-                    job_bookmarks_encryption_mode="CSE-KMS", kms_key_arn=self.key.key_arn
-                ),
-                s3_encryptions=[
-                    glue.CfnSecurityConfiguration.S3EncryptionProperty(s3_encryption_mode="SSE-S3")
-                ],
-            ),
+            "icelake-migrate",
+            self.key,
+            glue.CfnSecurityConfiguration.S3EncryptionProperty(s3_encryption_mode="SSE-S3"),
         )
-        job = glue.CfnJob(
+        job = glue_spark_job(
             self,
             "MigrateJob",
             name=GLUE_MIGRATE_JOB,
-            role=role.role_arn,
+            role=role,
             glue_version=s.glue_version,
             worker_type=s.glue_worker_type,
-            number_of_workers=s.glue_workers,
-            timeout=24 * 60,
-            max_retries=0,  # the state machine retries; a half-run copy resumes idempotently
-            security_configuration=security.name,
+            workers=s.glue_workers,
+            timeout_minutes=24 * 60,
+            security=security,
             # One run per table: as many as the Map runs at once, so that no table waits for a slot.
-            execution_property=glue.CfnJob.ExecutionPropertyProperty(max_concurrent_runs=s.map_concurrency),
-            command=glue.CfnJob.JobCommandProperty(
-                name="glueetl", python_version="3", script_location=script.s3_object_url
-            ),
-            default_arguments={
-                "--job-language": "python",
-                "--datalake-formats": "iceberg",
-                "--extra-py-files": wheel.s3_object_url,
-                "--additional-python-modules": ",".join(pinned_requirements(GLUE_PIP_MODULES)),
-                "--enable-metrics": "true",
-                "--enable-observability-metrics": "true",
-                "--enable-continuous-cloudwatch-log": "true",
-                "--job-bookmark-option": "job-bookmark-disable",
-                "--TempDir": f"s3://{self.artifacts.bucket_name}/glue-temp/",
-            },
+            max_concurrent_runs=s.map_concurrency,
+            script=script,
+            wheel=wheel,
+            pip_modules=GLUE_PIP_MODULES,
+            arguments={"--TempDir": f"s3://{self.artifacts.bucket_name}/glue-temp/"},
         )
         self.glue_role = role
         return job
 
     def _grant_state_machine(self) -> None:
         sm_arn = self.format_arn(
-            service="states", resource="stateMachine", resource_name=MIGRATE_STATE_MACHINE, arn_format=_COLON
+            service="states", resource="stateMachine", resource_name=MIGRATE_STATE_MACHINE, arn_format=COLON
         )
         executions = self.format_arn(
             service="states",
             resource="execution",
             resource_name=f"{MIGRATE_STATE_MACHINE}/*",
-            arn_format=_COLON,
+            arn_format=COLON,
         )
         job_arn = self.format_arn(service="glue", resource="job", resource_name=GLUE_MIGRATE_JOB)
-        self.state_machine.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="InvokeSteps",
-                actions=["lambda:InvokeFunction"],
-                resources=[fn.function_arn for fn in self.functions.values()],
-            )
-        )
-        self.state_machine.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="GlueSync",
-                actions=["glue:StartJobRun", "glue:GetJobRun", "glue:GetJobRuns", "glue:BatchStopJobRun"],
-                resources=[job_arn],
-            )
-        )
+        grant_steps(self.state_machine, list(self.functions.values()), job_arn)
         self.state_machine.add_to_role_policy(
             iam.PolicyStatement(
                 sid="WorkList", actions=["s3:GetObject"], resources=[self.artifacts.arn_for_objects("runs/*")]
@@ -520,37 +362,21 @@ class OrchestratorStack(Stack):
         )
 
     def _observability(self) -> None:
-        action = cw_actions.SnsAction(self.topic)
         period = Duration.minutes(5)
         self.alarms: list[cw.Alarm] = []
 
         def alarm(cid: str, name: str, metric: cw.IMetric, description: str) -> None:
-            a = metric.create_alarm(
-                self,
-                cid,
-                alarm_name=name,
-                alarm_description=description,
-                threshold=1,
-                evaluation_periods=1,
-                comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            self.alarms.append(
+                sns_alarm(self, cid, name=name, metric=metric, description=description, topic=self.topic)
             )
-            a.add_alarm_action(action)
-            self.alarms.append(a)
 
         sm = self.state_machine
         failed = sm.metric_failed(period=period, statistic="Sum")
         timed_out = sm.metric_timed_out(period=period, statistic="Sum")
-        aborted = sm.metric_aborted(period=period, statistic="Sum")
         alarm(
             "ExecutionsFailedAlarm",
             "icelake-executions-failed",
-            cw.MathExpression(
-                expression="failed + timedout + aborted",
-                using_metrics={"failed": failed, "timedout": timed_out, "aborted": aborted},
-                period=period,
-                label="Executions failed, timed out or aborted",
-            ),
+            failed_executions(sm, period),
             "A migration execution failed, timed out or was aborted: open it in the Step Functions console.",
         )
         glue_failed = cw.Metric(
@@ -640,16 +466,7 @@ class OrchestratorStack(Stack):
         dashboard.add_widgets(cw.AlarmStatusWidget(alarms=self.alarms, title="Alarms", width=24))
 
     def _suppressions(self) -> None:
-        NagSuppressions.add_resource_suppressions(
-            list(self.functions.values()),
-            [
-                {
-                    "id": "AwsSolutions-L1",
-                    "reason": "Python 3.11 on purpose: the same interpreter as Glue 5 (which runs the same "
-                    "icelake wheel) and the managed layers pinned here (AWS SDK for pandas, Powertools).",
-                }
-            ],
-        )
+        suppress_python_runtime(list(self.functions.values()))
         NagSuppressions.add_resource_suppressions(
             [self.steps_role, self.steps_policy],
             [

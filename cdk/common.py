@@ -1,0 +1,374 @@
+"""Constructs shared by the orchestrator and the ingestion stacks: the service key, Lambda layers and
+functions, the Glue job with its security configuration, state machines from ASL files, alarms."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_glue as glue
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_stepfunctions as sfn
+from cdk_nag import NagSuppressions
+from constructs import Construct
+
+from cdk.build import REPO, build_layer, build_wheel, pinned_requirements
+from cdk.config import Settings
+
+LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
+COLON = ArnFormat.COLON_RESOURCE_NAME
+PYTHON_RUNTIME_REASON = (
+    "Python 3.11 on purpose: the same interpreter as Glue 5 (which runs the same icelake wheel) and the "
+    "managed layers pinned here (AWS SDK for pandas, Powertools)."
+)
+
+
+def log_group_arn(stack: Stack, name: str) -> str:
+    """ARN of a log group by name (wildcards allowed), without the `:*` of its streams."""
+    return stack.format_arn(service="logs", resource="log-group", resource_name=name, arn_format=COLON)
+
+
+def service_key(
+    stack: Stack, *, alias: str, description: str, logs_sid: str, log_groups: Sequence[str]
+) -> kms.Key:
+    """A CMK with rotation that SNS (published to by EventBridge and CloudWatch alarms) and CloudWatch
+    Logs may use, the latter only for the log groups named (patterns allowed)."""
+    key = kms.Key(
+        stack,
+        "Key",
+        alias=alias,
+        enable_key_rotation=True,
+        description=description,
+        removal_policy=RemovalPolicy.RETAIN,
+    )
+    for service in ("events.amazonaws.com", "cloudwatch.amazonaws.com"):
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid=f"Publish from {service.split('.')[0]} to the encrypted topic",
+                principals=[iam.ServicePrincipal(service)],
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=["*"],
+            )
+        )
+    arns = [log_group_arn(stack, name) for name in log_groups]
+    key.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid=logs_sid,
+            principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
+            actions=[
+                "kms:Encrypt",
+                "kms:Decrypt",
+                "kms:ReEncryptFrom",
+                "kms:ReEncryptTo",
+                "kms:GenerateDataKey",
+                "kms:DescribeKey",
+            ],
+            resources=["*"],
+            conditions={
+                "ArnLike": {"kms:EncryptionContext:aws:logs:arn": arns[0] if len(arns) == 1 else arns}
+            },
+        )
+    )
+    return key
+
+
+def notification_topic(scope: Construct, name: str, key: kms.IKey, emails: Sequence[str]) -> sns.Topic:
+    from aws_cdk import aws_sns_subscriptions as subs
+
+    topic = sns.Topic(scope, "Notifications", topic_name=name, master_key=key, enforce_ssl=True)
+    for email in emails:
+        topic.add_subscription(subs.EmailSubscription(email))
+    return topic
+
+
+def lambda_layers(
+    scope: Construct, settings: Settings, build_dir: Path, *, pandas: bool = True
+) -> list[lambda_.ILayerVersion]:
+    """The icelake layer (built from this repo), the managed Powertools layer (and AWS SDK for pandas for
+    pyarrow when `pandas`), and the dependencies directory of `deps_layer_dir` when set."""
+    s = settings
+    region = Stack.of(scope).region
+    layers: list[lambda_.ILayerVersion] = [
+        lambda_.LayerVersion(
+            scope,
+            "IcelakeLayer",
+            layer_version_name="icelake-core",
+            code=lambda_.Code.from_asset(str(build_layer(build_dir))),
+            compatible_runtimes=[lambda_.Runtime.PYTHON_3_11],
+            description="The icelake package (built from this repo at synth time)",
+        )
+    ]
+    # Third-party dependencies. pyarrow does not fit a layer of our own (250 MB unzipped limit
+    # across all layers), so it comes from the AWS SDK for pandas managed layer; Powertools from
+    # its managed layer; pyiceberg, fastavro, pydantic-settings from a directory filled by pip
+    # for manylinux x86_64 (see README, "Deploying to AWS").
+    if pandas:
+        pandas_arn = (
+            s.pandas_layer_arn or f"arn:aws:lambda:{region}:336392948345:layer:AWSSDKPandas-Python311:22"
+        )
+        layers.append(lambda_.LayerVersion.from_layer_version_arn(scope, "PandasLayer", pandas_arn))
+    powertools_arn = s.powertools_layer_arn or (
+        f"arn:aws:lambda:{region}:017000801446:layer:AWSLambdaPowertoolsPythonV3-python311-x86_64:18"
+    )
+    layers.append(lambda_.LayerVersion.from_layer_version_arn(scope, "PowertoolsLayer", powertools_arn))
+    if s.deps_layer_dir:
+        layers.append(
+            lambda_.LayerVersion(
+                scope,
+                "DepsLayer",
+                layer_version_name="icelake-deps",
+                code=lambda_.Code.from_asset(str((REPO / s.deps_layer_dir).resolve())),
+                compatible_runtimes=[lambda_.Runtime.PYTHON_3_11],
+                description="pyiceberg, fastavro, pydantic-settings (pip, manylinux x86_64)",
+            )
+        )
+    return layers
+
+
+def python_function(
+    scope: Construct,
+    cid: str,
+    *,
+    name: str,
+    handler_path: str,
+    handler: str,
+    layers: Sequence[lambda_.ILayerVersion],
+    environment: Mapping[str, str],
+    role: iam.IRole,
+    memory: int,
+    timeout: Duration,
+    log_key: kms.IKey | None = None,
+) -> tuple[lambda_.Function, logs.LogGroup]:
+    """A Python 3.11 function running `handler` of the repo's `handler_path` (its directory is the
+    code asset), traced by X-Ray, logging to its own log group `<cid>Logs` (encrypted by `log_key`)."""
+    log_group = logs.LogGroup(
+        scope,
+        f"{cid}Logs",
+        log_group_name=f"/aws/lambda/{name}",
+        retention=LOG_RETENTION,
+        encryption_key=log_key,
+        removal_policy=RemovalPolicy.DESTROY,
+    )
+    fn = lambda_.Function(
+        scope,
+        f"{cid}Function",
+        function_name=name,
+        runtime=lambda_.Runtime.PYTHON_3_11,
+        architecture=lambda_.Architecture.X86_64,
+        handler=handler,
+        code=lambda_.Code.from_asset(str(REPO / Path(handler_path).parent)),
+        layers=list(layers),
+        environment=dict(environment),
+        role=role,
+        memory_size=memory,
+        timeout=timeout,
+        tracing=lambda_.Tracing.ACTIVE,
+        log_group=log_group,
+    )
+    return fn, log_group
+
+
+def suppress_python_runtime(functions: Sequence[lambda_.Function]) -> None:
+    NagSuppressions.add_resource_suppressions(
+        list(functions), [{"id": "AwsSolutions-L1", "reason": PYTHON_RUNTIME_REASON}]
+    )
+
+
+def glue_assets(scope: Construct, script: str, build_dir: Path) -> tuple[s3_assets.Asset, s3_assets.Asset]:
+    """The job's script (a repo path) and the icelake wheel, as S3 assets."""
+    return (
+        s3_assets.Asset(scope, "GlueScript", path=str(REPO / script)),
+        s3_assets.Asset(scope, "IcelakeWheel", path=str(build_wheel(build_dir))),
+    )
+
+
+def glue_asset_statement(script: s3_assets.Asset, wheel: s3_assets.Asset) -> iam.PolicyStatement:
+    return iam.PolicyStatement(
+        sid="Assets",
+        actions=["s3:GetObject"],
+        resources=[
+            script.bucket.arn_for_objects(script.s3_object_key),
+            wheel.bucket.arn_for_objects(wheel.s3_object_key),
+        ],
+    )
+
+
+def glue_log_statements(stack: Stack) -> list[iam.PolicyStatement]:
+    """What every Glue job needs to write its logs (under /aws-glue/) and metrics (namespace Glue)."""
+    glue_logs = log_group_arn(stack, "/aws-glue/*")
+    return [
+        iam.PolicyStatement(
+            sid="Logs",
+            actions=[
+                "logs:CreateLogGroup",
+                "logs:CreateLogStream",
+                "logs:PutLogEvents",
+                "logs:AssociateKmsKey",
+            ],
+            resources=[glue_logs, f"{glue_logs}:*"],
+        ),
+        iam.PolicyStatement(
+            sid="Metrics",
+            actions=["cloudwatch:PutMetricData"],
+            resources=["*"],
+            conditions={"StringEquals": {"cloudwatch:namespace": "Glue"}},
+        ),
+    ]
+
+
+def glue_security_configuration(
+    scope: Construct,
+    name: str,
+    key: kms.IKey,
+    s3_encryption: glue.CfnSecurityConfiguration.S3EncryptionProperty,
+) -> glue.CfnSecurityConfiguration:
+    """Glue's CloudWatch logs and job bookmarks encrypted by `key`; S3 writes as given."""
+    return glue.CfnSecurityConfiguration(
+        scope,
+        "GlueSecurity",
+        name=name,
+        encryption_configuration=glue.CfnSecurityConfiguration.EncryptionConfigurationProperty(
+            cloud_watch_encryption=glue.CfnSecurityConfiguration.CloudWatchEncryptionProperty(
+                cloud_watch_encryption_mode="SSE-KMS", kms_key_arn=key.key_arn
+            ),
+            job_bookmarks_encryption=glue.CfnSecurityConfiguration.JobBookmarksEncryptionProperty(
+                job_bookmarks_encryption_mode="CSE-KMS", kms_key_arn=key.key_arn
+            ),
+            s3_encryptions=[s3_encryption],
+        ),
+    )
+
+
+def glue_spark_job(
+    scope: Construct,
+    cid: str,
+    *,
+    name: str,
+    role: iam.IRole,
+    glue_version: str,
+    worker_type: str,
+    workers: int,
+    timeout_minutes: int,
+    security: glue.CfnSecurityConfiguration,
+    max_concurrent_runs: int,
+    script: s3_assets.Asset,
+    wheel: s3_assets.Asset,
+    pip_modules: Sequence[str],
+    arguments: Mapping[str, Any],
+) -> glue.CfnJob:
+    """A Glue Spark job with Iceberg, the icelake wheel, metrics and continuous logs, no bookmarks and
+    no retries (the state machine retries); `arguments` are added to the default arguments."""
+    return glue.CfnJob(
+        scope,
+        cid,
+        name=name,
+        role=role.role_arn,
+        glue_version=glue_version,
+        worker_type=worker_type,
+        number_of_workers=workers,
+        timeout=timeout_minutes,
+        max_retries=0,
+        security_configuration=security.name,
+        execution_property=glue.CfnJob.ExecutionPropertyProperty(max_concurrent_runs=max_concurrent_runs),
+        command=glue.CfnJob.JobCommandProperty(
+            name="glueetl", python_version="3", script_location=script.s3_object_url
+        ),
+        default_arguments={
+            "--job-language": "python",
+            "--datalake-formats": "iceberg",
+            "--extra-py-files": wheel.s3_object_url,
+            "--additional-python-modules": ",".join(pinned_requirements(tuple(pip_modules))),
+            "--enable-metrics": "true",
+            "--enable-observability-metrics": "true",
+            "--enable-continuous-cloudwatch-log": "true",
+            "--job-bookmark-option": "job-bookmark-disable",
+            **arguments,
+        },
+    )
+
+
+def asl_state_machine(
+    scope: Construct,
+    cid: str,
+    *,
+    name: str,
+    asl: str,
+    substitutions: Mapping[str, str],
+    log_key: kms.IKey | None = None,
+) -> sfn.StateMachine:
+    """The state machine of a repo ASL file with its placeholders substituted, X-Ray traced, logging
+    every event with execution data to `/aws/vendedlogs/states/<name>` (encrypted by `log_key`)."""
+    sm_logs = logs.LogGroup(
+        scope,
+        "StateMachineLogs",
+        log_group_name=f"/aws/vendedlogs/states/{name}",
+        retention=LOG_RETENTION,
+        encryption_key=log_key,
+        removal_policy=RemovalPolicy.DESTROY,
+    )
+    return sfn.StateMachine(
+        scope,
+        cid,
+        state_machine_name=name,
+        definition_body=sfn.DefinitionBody.from_file(str(REPO / asl)),
+        definition_substitutions=dict(substitutions),
+        tracing_enabled=True,
+        logs=sfn.LogOptions(destination=sm_logs, level=sfn.LogLevel.ALL, include_execution_data=True),
+    )
+
+
+def grant_steps(sm: sfn.StateMachine, functions: Sequence[lambda_.IFunction], glue_job_arn: str) -> None:
+    """The state machine may invoke these functions and run (`.sync`) this Glue job, nothing else."""
+    sm.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="InvokeSteps",
+            actions=["lambda:InvokeFunction"],
+            resources=[fn.function_arn for fn in functions],
+        )
+    )
+    sm.add_to_role_policy(
+        iam.PolicyStatement(
+            sid="GlueSync",
+            actions=["glue:StartJobRun", "glue:GetJobRun", "glue:GetJobRuns", "glue:BatchStopJobRun"],
+            resources=[glue_job_arn],
+        )
+    )
+
+
+def failed_executions(sm: sfn.StateMachine, period: Duration) -> cw.MathExpression:
+    failed = sm.metric_failed(period=period, statistic="Sum")
+    timed_out = sm.metric_timed_out(period=period, statistic="Sum")
+    aborted = sm.metric_aborted(period=period, statistic="Sum")
+    return cw.MathExpression(
+        expression="failed + timedout + aborted",
+        using_metrics={"failed": failed, "timedout": timed_out, "aborted": aborted},
+        period=period,
+        label="Executions failed, timed out or aborted",
+    )
+
+
+def sns_alarm(
+    scope: Construct, cid: str, *, name: str, metric: cw.IMetric, description: str, topic: sns.ITopic
+) -> cw.Alarm:
+    """An alarm, notifying `topic`, as soon as the metric reaches 1 in a period (missing data is fine)."""
+    alarm = metric.create_alarm(
+        scope,
+        cid,
+        alarm_name=name,
+        alarm_description=description,
+        threshold=1,
+        evaluation_periods=1,
+        comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+    )
+    alarm.add_alarm_action(cw_actions.SnsAction(topic))
+    return alarm
