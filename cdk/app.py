@@ -1,4 +1,5 @@
-"""Build the CDK app: three stacks, one per account, with cdk-nag's AwsSolutions checks."""
+"""Build the CDK app: three stacks, one per account, plus the ingestion stack in the orchestrator
+account when `ingest_enabled`, with cdk-nag's AwsSolutions checks."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def _cdk_json_context() -> dict[str, Any]:
 
 def build_app(context: dict[str, Any] | None = None, outdir: str | Path | None = None) -> App:
     """The app; `context` overrides cdk.json (tests), `outdir` defaults to CDK_OUTDIR or build/cdk.out."""
+    from cdk.ingest import IngestStack
     from cdk.orchestrator import OrchestratorStack
 
     if outdir is None and not os.environ.get("CDK_OUTDIR"):
@@ -57,6 +59,15 @@ def build_app(context: dict[str, Any] | None = None, outdir: str | Path | None =
         env=Environment(account=settings.target_account, region=settings.target_region),
         description="icelake: target bucket, key, Glue databases and write role in the target account",
     )
+    if settings.ingest_enabled:
+        IngestStack(
+            app,
+            "IcelakeIngest",
+            settings=settings,
+            build_dir=build_dir,
+            env=Environment(account=settings.orchestrator_account, region=settings.orchestrator_region),
+            description="icelake: scheduled API ingestion into SCD2 Iceberg tables (Step Functions, Glue)",
+        )
     Tags.of(app).add("project", "icelake")
     Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
     return app

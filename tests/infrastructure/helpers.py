@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 
@@ -57,3 +60,65 @@ def flat(value: Any) -> str:
         if "Ref" in value:
             return f"<{value['Ref']}>"
     return str(value)
+
+
+def service_role(template: dict[str, Any], service: str) -> str:
+    """Logical id of the one role of the template that `service` (e.g. states.amazonaws.com) assumes."""
+    ids = [
+        k
+        for k, v in resources_of(template, "AWS::IAM::Role").items()
+        if flat(v["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"].get("Service", ""))
+        == service
+    ]
+    assert len(ids) == 1, f"one role for {service}, got {ids}"
+    return ids[0]
+
+
+def rendered_definition(
+    outdir: Path, template: dict[str, Any], asl_path: Path, account: str = "123456789012"
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(state machine properties, its definition) after checking that the staged definition is the ASL
+    file byte for byte and that its placeholders are exactly the DefinitionSubstitutions; function
+    ARNs (GetAtt of a function of the template) are rendered from the function's name."""
+    (sm,) = resources_of(template, "AWS::StepFunctions::StateMachine").values()
+    props = sm["Properties"]
+    staged = outdir / f"asset.{props['DefinitionS3Location']['Key']}"
+    asl_text = asl_path.read_text()
+    assert staged.read_text() == asl_text
+    subs = props["DefinitionSubstitutions"]
+    assert set(re.findall(r"\$\{(\w+)\}", asl_text)) == set(subs)
+    functions = resources_of(template, "AWS::Lambda::Function")
+    rendered = asl_text
+    for name, value in subs.items():
+        text = value
+        if isinstance(value, dict):  # a function ARN: GetAtt of the function named in constants
+            logical_id, attr = value["Fn::GetAtt"]
+            assert attr == "Arn"
+            fn_name = functions[logical_id]["Properties"]["FunctionName"]
+            text = f"arn:aws:lambda:us-east-1:{account}:function:{fn_name}"
+        rendered = rendered.replace("${" + name + "}", text)
+    assert "${" not in rendered
+    return props, json.loads(rendered)
+
+
+def reachable_states(machine: dict[str, Any]) -> set[str]:
+    """Names of the states reachable from StartAt (Next, Default, Choices, Catch)."""
+    seen: set[str] = set()
+    todo = [machine["StartAt"]]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        state = machine["States"][name]
+        todo.extend(
+            n
+            for n in [
+                state.get("Next"),
+                state.get("Default"),
+                *(c.get("Next") for c in state.get("Choices", [])),
+                *(c.get("Next") for c in state.get("Catch", [])),
+            ]
+            if n
+        )
+    return seen

@@ -6,7 +6,7 @@ import pytest
 
 from tests.infrastructure.conftest import Synth
 
-STACKS = ["IcelakeOrchestrator", "IcelakeSourceAccess", "IcelakeTargetAccess"]
+STACKS = ["IcelakeOrchestrator", "IcelakeSourceAccess", "IcelakeTargetAccess", "IcelakeIngest"]
 
 
 @pytest.mark.parametrize("stack_id", STACKS)

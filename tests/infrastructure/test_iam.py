@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from tests.infrastructure.conftest import Synth
-from tests.infrastructure.helpers import actions, as_list, flat, identity_statements, role_logical_id
+from tests.infrastructure.helpers import (
+    actions,
+    as_list,
+    flat,
+    identity_statements,
+    role_logical_id,
+    service_role,
+)
 
 SOURCE_ROLE = "arn:aws:iam::111111111111:role/icelake-source-read"
 TARGET_ROLE = "arn:aws:iam::222222222222:role/icelake-target-write"
@@ -18,7 +25,9 @@ WRITE_VERBS = re.compile(
 )
 
 
-@pytest.mark.parametrize("stack", ["IcelakeOrchestrator", "IcelakeSourceAccess", "IcelakeTargetAccess"])
+@pytest.mark.parametrize(
+    "stack", ["IcelakeOrchestrator", "IcelakeSourceAccess", "IcelakeTargetAccess", "IcelakeIngest"]
+)
 def test_no_identity_policy_has_a_wildcard_action(synth: Synth, stack: str) -> None:
     for action in actions(identity_statements(synth.templates[stack])):
         assert "*" not in action, f"{stack}: wildcard action {action}"
@@ -143,14 +152,7 @@ def test_step_lambdas_assume_only_the_configured_roles(synth: Synth) -> None:
 
 def test_state_machine_invokes_only_its_functions_and_job(synth: Synth) -> None:
     template = synth.templates["IcelakeOrchestrator"]
-    sm_roles = [
-        k
-        for k, v in template["Resources"].items()
-        if v["Type"] == "AWS::IAM::Role"
-        and flat(v["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"].get("Service", ""))
-        == "states.amazonaws.com"
-    ]
-    (sm_role,) = sm_roles
+    sm_role = service_role(template, "states.amazonaws.com")
     statements = identity_statements(template, sm_role)
     invoke = [s for s in statements if "lambda:InvokeFunction" in as_list(s["Action"])]
     assert len(as_list(invoke[0]["Resource"])) == 7

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
-from typing import Any
 
 from aws_cdk.assertions import Match, Template
 
@@ -21,7 +19,7 @@ from icelake.constants import (
     MIGRATE_STATE_MACHINE,
 )
 from tests.infrastructure.conftest import Synth
-from tests.infrastructure.helpers import resources_of
+from tests.infrastructure.helpers import reachable_states, rendered_definition, resources_of
 
 REPO = Path(__file__).resolve().parents[2]
 ORCH = "IcelakeOrchestrator"
@@ -32,33 +30,13 @@ def _template(synth: Synth) -> Template:
 
 
 def test_state_machine_definition_is_the_asl_file_with_every_placeholder_substituted(synth: Synth) -> None:
-    # Given the state machine in the template
+    # Given the state machine in the template, when its staged definition asset is read and its
+    # DefinitionSubstitutions substituted: it is the ASL file, no placeholder is left, valid JSON
     template = synth.templates[ORCH]
-    (sm,) = resources_of(template, "AWS::StepFunctions::StateMachine").values()
-    props = sm["Properties"]
+    props, definition = rendered_definition(synth.outdir, template, REPO / MIGRATE_ASL)
     assert props["StateMachineName"] == MIGRATE_STATE_MACHINE
-    # When its definition asset is read from the cloud assembly
-    key = props["DefinitionS3Location"]["Key"]
-    staged = synth.outdir / f"asset.{key}"
-    asl_text = (REPO / MIGRATE_ASL).read_text()
-    # Then it is the ASL file byte for byte ...
-    assert staged.read_text() == asl_text
-    # ... and substituting DefinitionSubstitutions leaves no placeholder and valid JSON
     subs = props["DefinitionSubstitutions"]
-    placeholders = set(re.findall(r"\$\{(\w+)\}", asl_text))
-    assert placeholders == set(subs)
     functions = resources_of(template, "AWS::Lambda::Function")
-    rendered = asl_text
-    for name, value in subs.items():
-        text = value
-        if isinstance(value, dict):  # a function ARN: GetAtt of the function named in constants
-            logical_id, attr = value["Fn::GetAtt"]
-            assert attr == "Arn"
-            fn_name = functions[logical_id]["Properties"]["FunctionName"]
-            text = f"arn:aws:lambda:us-east-1:123456789012:function:{fn_name}"
-        rendered = rendered.replace("${" + name + "}", text)
-    assert "${" not in rendered
-    definition = json.loads(rendered)
     assert definition["StartAt"] == "Inventory"
     for _step, (fn_name, _handler, placeholder) in LAMBDA_STEPS.items():
         logical_id = subs[placeholder]["Fn::GetAtt"][0]
@@ -179,35 +157,12 @@ def test_dashboard_and_alarms(synth: Synth) -> None:
     _template(synth).resource_count_is("AWS::CloudWatch::Dashboard", 1)
 
 
-def _reachable(machine: dict[str, Any]) -> set[str]:
-    """Names of the states reachable from StartAt (Next, Default, Choices, Catch)."""
-    seen: set[str] = set()
-    todo = [machine["StartAt"]]
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        state = machine["States"][name]
-        todo.extend(
-            n
-            for n in [
-                state.get("Next"),
-                state.get("Default"),
-                *(c.get("Next") for c in state.get("Choices", [])),
-                *(c.get("Next") for c in state.get("Catch", [])),
-            ]
-            if n
-        )
-    return seen
-
-
 def test_every_state_of_the_deployed_definition_is_reachable(synth: Synth) -> None:
     definition = json.loads((REPO / MIGRATE_ASL).read_text())
     machines = [definition]
     while machines:
         machine = machines.pop()
-        assert _reachable(machine) == set(machine["States"])
+        assert reachable_states(machine) == set(machine["States"])
         for state in machine["States"].values():
             for key in ("ItemProcessor", "Iterator"):
                 if key in state:

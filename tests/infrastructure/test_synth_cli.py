@@ -10,7 +10,7 @@ from tests.infrastructure.conftest import Synth
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_app_py_synthesizes_the_three_accounts_of_cdk_json(synth: Synth) -> None:
+def test_app_py_synthesizes_the_stacks_of_the_three_accounts_of_cdk_json(synth: Synth) -> None:
     # (the `synth` fixture ran app.py with no AWS credentials, as `make synth` does)
     envs = {
         k: v["environment"]
@@ -21,6 +21,7 @@ def test_app_py_synthesizes_the_three_accounts_of_cdk_json(synth: Synth) -> None
         "IcelakeOrchestrator": "aws://123456789012/us-east-1",
         "IcelakeSourceAccess": "aws://111111111111/us-east-1",
         "IcelakeTargetAccess": "aws://222222222222/us-east-1",
+        "IcelakeIngest": "aws://123456789012/us-east-1",  # the ingestion workflow (ingest_enabled)
     }
 
 

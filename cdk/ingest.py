@@ -1,0 +1,484 @@
+"""Orchestrator account, ingestion workflow: per configured API source an EventBridge schedule that
+starts the `icelake-ingest-source` state machine (fetch Lambda -> SCD2 merge Glue job -> complete
+Lambda -> maintenance), the raw landing bucket, the warehouse of the SCD2 tables, one least-privilege
+role per function and for the job, and an alarm on failed executions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_glue as glue
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from cdk_nag import NagSuppressions
+from constructs import Construct
+
+from cdk.access import _glue_arns
+from cdk.buckets import access_log_bucket
+from cdk.common import (
+    asl_state_machine,
+    failed_executions,
+    glue_asset_statement,
+    glue_assets,
+    glue_log_statements,
+    glue_security_configuration,
+    glue_spark_job,
+    grant_steps,
+    lambda_layers,
+    notification_topic,
+    python_function,
+    service_key,
+    sns_alarm,
+    suppress_python_runtime,
+)
+from cdk.config import (
+    INGEST_COMPLETE_ROLE_NAME,
+    INGEST_FETCH_ROLE_NAME,
+    INGEST_GLUE_ROLE_NAME,
+    BucketPrefix,
+    Settings,
+)
+from icelake.constants import INGEST_ASL, INGEST_STATE_MACHINE
+from icelake.ingest.deploy import (
+    COMPLETE_FUNCTION,
+    ENV_RAW_ROOT,
+    FETCH_FUNCTION,
+    FETCH_HANDLER,
+    MERGE_JOB,
+    MERGE_SCRIPT,
+    RAW_BUCKET,
+    ingest_substitutions,
+)
+
+RAW_PREFIX = "raw"  # icelake.ingest.landing: raw/{source}/{endpoint}/{run_id}/
+MARKERS = (".pending", ".complete")
+DEFAULT_CATALOG = "glue_catalog"
+# The merge job reads the batches with boto3 and pydantic models; Iceberg comes with Glue.
+MERGE_PIP_MODULES = ("pydantic",)
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+
+
+def spark_catalog_conf(catalogs: list[str], warehouse: str) -> str:
+    """Glue's `--conf` value: the Iceberg extensions and each catalog named by the tables' first part
+    as an Iceberg catalog on the Glue Data Catalog, with S3FileIO and the warehouse location."""
+    confs = [f"spark.sql.extensions={ICEBERG_EXTENSIONS}"]
+    for name in catalogs:
+        prefix = f"spark.sql.catalog.{name}"
+        confs += [
+            f"{prefix}=org.apache.iceberg.spark.SparkCatalog",
+            f"{prefix}.catalog-impl=org.apache.iceberg.aws.glue.GlueCatalog",
+            f"{prefix}.io-impl=org.apache.iceberg.aws.s3.S3FileIO",
+            f"{prefix}.warehouse={warehouse}",
+        ]
+    return " --conf ".join(confs)
+
+
+class IngestStack(Stack):
+    def __init__(self, scope: Construct, cid: str, *, settings: Settings, build_dir: Path, **kw: object):
+        super().__init__(scope, cid, **kw)  # type: ignore[arg-type]
+        settings.check_ingest()
+        self.settings = s = settings
+        self.via_s3 = {"StringEquals": {"kms:ViaService": f"s3.{self.region}.amazonaws.com"}}
+
+        # -- the raw key: raw bucket, logs, notifications, the Glue job's logs and bookmarks --------
+        self.key = service_key(
+            self,
+            alias="alias/icelake-ingest",
+            description="icelake ingest: raw landing bucket, logs, notifications, Glue logs and bookmarks",
+            logs_sid="Ingest logs in CloudWatch Logs",
+            log_groups=[
+                "/aws-glue/*",
+                f"/aws/lambda/{FETCH_FUNCTION}",
+                f"/aws/lambda/{COMPLETE_FUNCTION}",
+                f"/aws/vendedlogs/states/{INGEST_STATE_MACHINE}",
+            ],
+        )
+
+        # -- storage -------------------------------------------------------------------------------
+        self.access_logs = access_log_bucket(self)
+        self.raw = self._bucket("Raw", RAW_BUCKET.format(account=s.orchestrator_account), self.key)
+        self.warehouse_key: kms.IKey | None
+        if s.ingest_warehouse_bucket:
+            self.warehouse: s3.IBucket = s3.Bucket.from_bucket_name(
+                self, "Warehouse", s.ingest_warehouse_bucket
+            )
+            self.warehouse_key = (
+                kms.Key.from_key_arn(self, "WarehouseKey", s.ingest_warehouse_kms_key_arn)
+                if s.ingest_warehouse_kms_key_arn
+                else None
+            )
+        else:
+            self.warehouse_key = kms.Key(
+                self,
+                "WarehouseKey",
+                alias="alias/icelake-ingest-warehouse",
+                enable_key_rotation=True,
+                description="icelake ingest: SSE-KMS of the SCD2 tables",
+                removal_policy=RemovalPolicy.RETAIN,
+            )
+            self.warehouse = self._bucket("Warehouse", None, self.warehouse_key)
+        self.location = BucketPrefix(self.warehouse.bucket_name, s.ingest_warehouse_prefix)
+        prefix = self.location.prefix.strip("/")
+        self.warehouse_uri = f"s3://{self.warehouse.bucket_name}" + (f"/{prefix}" if prefix else "")
+        self.databases = s.ingest_database_names
+        if s.ingest_create_databases:
+            for i, db in enumerate(self.databases):
+                glue.CfnDatabase(
+                    self,
+                    f"Database{i}",
+                    catalog_id=self.account,
+                    database_input=glue.CfnDatabase.DatabaseInputProperty(
+                        name=db,
+                        description="icelake ingest: SCD2 tables",
+                        location_uri=f"{self.warehouse_uri}/{db}",
+                    ),
+                )
+
+        # -- Lambdas: fetch and complete, each with its own role ------------------------------------
+        layers = lambda_layers(self, s, build_dir, pandas=False)
+        env = {
+            ENV_RAW_ROOT: f"s3://{self.raw.bucket_name}",
+            "POWERTOOLS_SERVICE_NAME": "icelake-ingest",
+            "POWERTOOLS_METRICS_NAMESPACE": "icelake",
+            "POWERTOOLS_LOG_LEVEL": "INFO",
+            "AWS_RETRY_MODE": "standard",
+        }
+        self.fetch_role = self._lambda_role("FetchRole", INGEST_FETCH_ROLE_NAME, "fetches the APIs into raw/")
+        self.complete_role = self._lambda_role(
+            "CompleteRole", INGEST_COMPLETE_ROLE_NAME, "marks merged raw batches complete"
+        )
+        self.fetch_fn, fetch_logs = python_function(
+            self,
+            "Fetch",
+            name=FETCH_FUNCTION,
+            handler_path=FETCH_HANDLER,
+            handler="handler.handler",
+            layers=layers,
+            environment=env,
+            role=self.fetch_role,
+            memory=512,
+            timeout=Duration.minutes(15),
+            log_key=self.key,
+        )
+        self.complete_fn, complete_logs = python_function(
+            self,
+            "Complete",
+            name=COMPLETE_FUNCTION,
+            handler_path=FETCH_HANDLER,
+            handler="handler.complete_handler",
+            layers=layers,
+            environment=env,
+            role=self.complete_role,
+            memory=256,
+            timeout=Duration.minutes(5),
+            log_key=self.key,
+        )
+        self.fetch_policy = iam.Policy(
+            self,
+            "FetchPolicy",
+            roles=[self.fetch_role],
+            statements=self._fetch_statements(fetch_logs.log_group_arn),
+        )
+        self.complete_policy = iam.Policy(
+            self,
+            "CompletePolicy",
+            roles=[self.complete_role],
+            statements=[
+                _log_streams(complete_logs.log_group_arn),
+                iam.PolicyStatement(
+                    sid="RawMarkers",
+                    actions=["s3:PutObject", "s3:DeleteObject"],
+                    resources=[self.raw.arn_for_objects(f"{RAW_PREFIX}/*/{m}") for m in MARKERS],
+                ),
+                self._raw_key_statement(["kms:Decrypt", "kms:GenerateDataKey"]),
+            ],
+        )
+
+        # -- Glue job --------------------------------------------------------------------------------
+        self.glue_job = self._glue_job(build_dir)
+        self.glue_job_arn = self.format_arn(service="glue", resource="job", resource_name=MERGE_JOB)
+
+        # -- state machine ---------------------------------------------------------------------------
+        self.substitutions = ingest_substitutions(
+            self.fetch_fn.function_arn, self.complete_fn.function_arn, MERGE_JOB, s.ingest_maintenance
+        )
+        self.state_machine = asl_state_machine(
+            self,
+            "IngestSource",
+            name=INGEST_STATE_MACHINE,
+            asl=INGEST_ASL,
+            substitutions=self.substitutions,
+            log_key=self.key,
+        )
+        grant_steps(self.state_machine, [self.fetch_fn, self.complete_fn], self.glue_job_arn)
+
+        # -- one schedule per source -------------------------------------------------------------------
+        self.rules = {
+            src.name: events.Rule(
+                self,
+                f"Schedule-{src.name}",
+                rule_name=f"icelake-ingest-{src.name}",
+                description=f"Ingests {src.fetch.source}/{src.fetch.endpoint} into {src.table.table}",
+                schedule=events.Schedule.expression(src.schedule),
+                enabled=src.enabled,
+                targets=[
+                    targets.SfnStateMachine(
+                        self.state_machine,
+                        input=events.RuleTargetInput.from_object(src.execution_input),
+                        retry_attempts=2,
+                    )
+                ],
+            )
+            for src in s.ingest_sources
+        }
+
+        # -- notifications and alarm -----------------------------------------------------------------
+        self.topic = notification_topic(self, "icelake-ingest-notifications", self.key, s.notification_emails)
+        self.alarm = sns_alarm(
+            self,
+            "ExecutionsFailedAlarm",
+            name="icelake-ingest-executions-failed",
+            metric=failed_executions(self.state_machine, Duration.minutes(5)),
+            description="An ingestion execution failed, timed out or was aborted: its batches stay pending "
+            "and the next run merges them; open it in the Step Functions console.",
+            topic=self.topic,
+        )
+        self._suppressions()
+
+    # ------------------------------------------------------------------------------------------------
+    def _bucket(self, cid: str, name: str | None, key: kms.IKey) -> s3.Bucket:
+        return s3.Bucket(
+            self,
+            cid,
+            bucket_name=name,
+            encryption=s3.BucketEncryption.KMS,
+            encryption_key=key,
+            bucket_key_enabled=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,
+            server_access_logs_bucket=self.access_logs,
+            server_access_logs_prefix=f"{cid.lower()}/",
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    noncurrent_version_expiration=Duration.days(30),
+                    abort_incomplete_multipart_upload_after=Duration.days(7),
+                )
+            ],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+    def _lambda_role(self, cid: str, name: str, what: str) -> iam.Role:
+        return iam.Role(
+            self,
+            cid,
+            role_name=name,
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"icelake ingest Lambda that {what}",
+        )
+
+    def _raw_key_statement(self, actions: list[str]) -> iam.PolicyStatement:
+        return iam.PolicyStatement(
+            sid="RawKey", actions=actions, resources=[self.key.key_arn], conditions=self.via_s3
+        )
+
+    def _raw_list_statement(self) -> iam.PolicyStatement:
+        return iam.PolicyStatement(
+            sid="RawList",
+            actions=["s3:ListBucket"],
+            resources=[self.raw.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{RAW_PREFIX}/*", RAW_PREFIX]}},
+        )
+
+    def _fetch_statements(self, log_group_arn: str) -> list[iam.PolicyStatement]:
+        s = self.settings
+        statements = [
+            _log_streams(log_group_arn),
+            iam.PolicyStatement(
+                sid="RawObjects",
+                actions=["s3:GetObject", "s3:PutObject"],
+                resources=[self.raw.arn_for_objects(f"{RAW_PREFIX}/*")],
+            ),
+            self._raw_list_statement(),
+            self._raw_key_statement(["kms:Decrypt", "kms:GenerateDataKey"]),
+        ]
+        if s.ingest_secret_arns:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="Secrets",
+                    actions=["secretsmanager:GetSecretValue"],
+                    resources=list(s.ingest_secret_arns),
+                )
+            )
+        if s.ingest_secret_kms_key_arns:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="SecretsKey",
+                    actions=["kms:Decrypt"],
+                    resources=list(s.ingest_secret_kms_key_arns),
+                    conditions={
+                        "StringEquals": {"kms:ViaService": f"secretsmanager.{self.region}.amazonaws.com"}
+                    },
+                )
+            )
+        return statements
+
+    def _glue_job(self, build_dir: Path) -> glue.CfnJob:
+        s = self.settings
+        script, wheel = glue_assets(self, MERGE_SCRIPT, build_dir)
+        self.glue_role = iam.Role(
+            self,
+            "GlueRole",
+            role_name=INGEST_GLUE_ROLE_NAME,
+            assumed_by=iam.ServicePrincipal("glue.amazonaws.com"),
+            description="icelake ingest Glue job: reads raw/, writes the warehouse prefix and its tables",
+        )
+        location = self.location
+        prefix = location.prefix.strip("/")
+        statements = [
+            glue_asset_statement(script, wheel),
+            iam.PolicyStatement(
+                sid="RawRead",
+                actions=["s3:GetObject"],
+                resources=[self.raw.arn_for_objects(f"{RAW_PREFIX}/*")],
+            ),
+            self._raw_list_statement(),
+            iam.PolicyStatement(
+                sid="WarehouseObjects",
+                actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"],
+                resources=[self.warehouse.arn_for_objects(location.object_pattern)],
+            ),
+            iam.PolicyStatement(
+                sid="WarehouseList",
+                actions=["s3:ListBucket"],
+                resources=[self.warehouse.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [location.list_prefix, prefix]}} if prefix else None,
+            ),
+            iam.PolicyStatement(
+                sid="Catalog",
+                actions=[
+                    "glue:GetDatabase",
+                    "glue:GetTable",
+                    "glue:GetTables",
+                    "glue:CreateTable",
+                    "glue:UpdateTable",
+                ],
+                resources=_glue_arns(self, self.databases),
+            ),
+            *glue_log_statements(self),
+            # Raw objects (through S3), the job's logs and bookmarks (security configuration).
+            iam.PolicyStatement(
+                sid="Key",
+                actions=["kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey"],
+                resources=[self.key.key_arn],
+            ),
+        ]
+        if self.warehouse_key is not None:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="WarehouseKey",
+                    actions=["kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey"],
+                    resources=[self.warehouse_key.key_arn],
+                    conditions=self.via_s3,
+                )
+            )
+        self.glue_policy = iam.Policy(self, "GluePolicy", roles=[self.glue_role], statements=statements)
+        s3_encryption = (
+            glue.CfnSecurityConfiguration.S3EncryptionProperty(
+                s3_encryption_mode="SSE-KMS", kms_key_arn=self.warehouse_key.key_arn
+            )
+            if self.warehouse_key is not None
+            else glue.CfnSecurityConfiguration.S3EncryptionProperty(s3_encryption_mode="DISABLED")
+        )
+        security = glue_security_configuration(self, "icelake-ingest", self.key, s3_encryption)
+        catalogs = sorted({src.table.table.split(".")[0] for src in s.ingest_sources}) or [DEFAULT_CATALOG]
+        return glue_spark_job(
+            self,
+            "MergeJob",
+            name=MERGE_JOB,
+            role=self.glue_role,
+            glue_version=s.glue_version,
+            worker_type=s.ingest_glue_worker_type,
+            workers=s.ingest_glue_workers,
+            timeout_minutes=3 * 60,
+            security=security,
+            # One run at a time: two merges into one table would conflict (and SCD2 needs batch order).
+            max_concurrent_runs=1,
+            script=script,
+            wheel=wheel,
+            pip_modules=MERGE_PIP_MODULES,
+            arguments={"--conf": spark_catalog_conf(catalogs, self.warehouse_uri)},
+        )
+
+    def _suppressions(self) -> None:
+        suppress_python_runtime([self.fetch_fn, self.complete_fn])
+        lambda_reason = (
+            "Batches are written under per-run keys (raw/<source>/<endpoint>/<run>/...), log streams are "
+            "created per invocation, and X-Ray has no resource-level permissions."
+        )
+        NagSuppressions.add_resource_suppressions(
+            [self.fetch_role, self.fetch_policy, self.complete_role, self.complete_policy],
+            [
+                {
+                    "id": "AwsSolutions-IAM5",
+                    "reason": lambda_reason,
+                    "appliesTo": [
+                        {
+                            "regex": "/^Resource::<Raw[0-9A-F]+\\.Arn>\\/raw\\/\\*"
+                            "(\\/\\.(pending|complete))?$/g"
+                        },
+                        {"regex": "/^Resource::<(Fetch|Complete)Logs[0-9A-F]+\\.Arn>:\\*$/g"},
+                        "Resource::*",
+                    ],
+                }
+            ],
+            apply_to_children=True,
+        )
+        NagSuppressions.add_resource_suppressions(
+            [self.glue_role, self.glue_policy],
+            [
+                {
+                    "id": "AwsSolutions-IAM5",
+                    "reason": "The merge job reads per-run batches under raw/, writes and removes (snapshot "
+                    "expiry, orphan removal) data and metadata files under the warehouse prefix and updates "
+                    "any table of the configured databases; Glue creates its own log groups under "
+                    "/aws-glue/; PutMetricData has no resource type (limited to the Glue namespace).",
+                    "appliesTo": [
+                        {"regex": "/^Resource::<Raw[0-9A-F]+\\.Arn>\\/raw\\/\\*$/g"},
+                        {
+                            "regex": "/^Resource::(<Warehouse[0-9A-F]+\\.Arn>|arn:<AWS::Partition>:s3:::.+)"
+                            "\\/.*\\*$/g"
+                        },
+                        {"regex": "/^Resource::arn:<AWS::Partition>:glue:.*:table\\/[^/]+\\/\\*$/g"},
+                        {
+                            "regex": "/^Resource::arn:<AWS::Partition>:logs:.*:log-group:"
+                            "\\/aws-glue\\/\\*(:\\*)?$/g"
+                        },
+                        "Resource::*",
+                    ],
+                }
+            ],
+            apply_to_children=True,
+        )
+        NagSuppressions.add_resource_suppressions(
+            self.state_machine,
+            [
+                {
+                    "id": "AwsSolutions-IAM5",
+                    "reason": "Log delivery and X-Ray actions have no resource-level permissions; the role "
+                    "otherwise only invokes the two ingest functions and runs the one merge job.",
+                    "appliesTo": ["Resource::*"],
+                }
+            ],
+            apply_to_children=True,
+        )
+
+
+def _log_streams(log_group_arn: str) -> iam.PolicyStatement:
+    return iam.PolicyStatement(
+        sid="Logs", actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[f"{log_group_arn}:*"]
+    )
