@@ -42,27 +42,36 @@ class Synth:
         ]
 
 
+def run_app_py(
+    tmp: Path, outdir: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python app.py` into `outdir` as `make synth` runs it, on a machine with no AWS credentials or
+    config (nor CDK variables but `env`'s)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CDK_"))}
+    clean |= {
+        "AWS_CONFIG_FILE": str(tmp / "none"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp / "none"),
+        "CDK_OUTDIR": str(outdir),
+        **(env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "app.py"],
+        cwd=REPO,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
 @pytest.fixture(scope="session")
 def synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synth]:
     """Given the app with the cdk.json context, when `python app.py` runs as `make synth` runs it, on
     a machine with no AWS credentials or config (one synthesis per session: it takes ~15 s)."""
     tmp = tmp_path_factory.mktemp("cdk")
     outdir = tmp / "cdk.out"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CDK_"))}
-    env |= {
-        "AWS_CONFIG_FILE": str(tmp / "none"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp / "none"),
-        "CDK_OUTDIR": str(outdir),
-    }
-    proc = subprocess.run(
-        [sys.executable, "app.py"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = run_app_py(tmp, outdir)
     assert proc.returncode == 0, proc.stderr[-3000:]
     manifest = json.loads((outdir / "manifest.json").read_text())
     stacks = [k for k, v in manifest["artifacts"].items() if v["type"] == "aws:cloudformation:stack"]
