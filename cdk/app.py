@@ -36,13 +36,14 @@ def build_app(context: dict[str, Any] | None = None, outdir: str | Path | None =
     app = App(context=ctx, outdir=str(outdir) if outdir else None)
     settings = Settings.from_context(app.node)
     build_dir = Path(app.outdir).resolve().parent / "cdk-bundles"
+    orchestrator_env = Environment(account=settings.orchestrator_account, region=settings.orchestrator_region)
 
     OrchestratorStack(
         app,
         "IcelakeOrchestrator",
         settings=settings,
         build_dir=build_dir,
-        env=Environment(account=settings.orchestrator_account, region=settings.orchestrator_region),
+        env=orchestrator_env,
         description="icelake: migrate Iceberg tables across accounts (Step Functions, Lambda, Glue)",
     )
     SourceAccessStack(
@@ -65,7 +66,7 @@ def build_app(context: dict[str, Any] | None = None, outdir: str | Path | None =
             "IcelakeIngest",
             settings=settings,
             build_dir=build_dir,
-            env=Environment(account=settings.orchestrator_account, region=settings.orchestrator_region),
+            env=orchestrator_env,
             description="icelake: scheduled API ingestion into SCD2 Iceberg tables (Step Functions, Glue)",
         )
     Tags.of(app).add("project", "icelake")

@@ -13,6 +13,8 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from cdk_nag import NagSuppressions
 from constructs import Construct
@@ -59,6 +61,8 @@ MARKERS = (".pending", ".complete")
 DEFAULT_CATALOG = "glue_catalog"
 # The merge job reads the batches with boto3 and pydantic models; Iceberg comes with Glue.
 MERGE_PIP_MODULES = ("pydantic",)
+# Function -> (memory MB, timeout): fetch pages through an API (up to Lambda's limit); complete is small.
+FUNCTION_SIZES = {"Fetch": (512, Duration.minutes(15)), "Complete": (256, Duration.minutes(5))}
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 
 
@@ -139,43 +143,16 @@ class IngestStack(Stack):
                 )
 
         # -- Lambdas: fetch and complete, each with its own role ------------------------------------
-        layers = lambda_layers(self, s, build_dir, pandas=False)
-        env = {
-            ENV_RAW_ROOT: f"s3://{self.raw.bucket_name}",
-            "POWERTOOLS_SERVICE_NAME": "icelake-ingest",
-            "POWERTOOLS_METRICS_NAMESPACE": "icelake",
-            "POWERTOOLS_LOG_LEVEL": "INFO",
-            "AWS_RETRY_MODE": "standard",
-        }
-        self.fetch_role = self._lambda_role("FetchRole", INGEST_FETCH_ROLE_NAME, "fetches the APIs into raw/")
-        self.complete_role = self._lambda_role(
-            "CompleteRole", INGEST_COMPLETE_ROLE_NAME, "marks merged raw batches complete"
+        self.layers = lambda_layers(self, s, build_dir, pandas=False)
+        self.fetch_fn, self.fetch_role, fetch_logs = self._function(
+            "Fetch", FETCH_FUNCTION, "handler.handler", INGEST_FETCH_ROLE_NAME, "fetches the APIs into raw/"
         )
-        self.fetch_fn, fetch_logs = python_function(
-            self,
-            "Fetch",
-            name=FETCH_FUNCTION,
-            handler_path=FETCH_HANDLER,
-            handler="handler.handler",
-            layers=layers,
-            environment=env,
-            role=self.fetch_role,
-            memory=512,
-            timeout=Duration.minutes(15),
-            log_key=self.key,
-        )
-        self.complete_fn, complete_logs = python_function(
-            self,
+        self.complete_fn, self.complete_role, complete_logs = self._function(
             "Complete",
-            name=COMPLETE_FUNCTION,
-            handler_path=FETCH_HANDLER,
-            handler="handler.complete_handler",
-            layers=layers,
-            environment=env,
-            role=self.complete_role,
-            memory=256,
-            timeout=Duration.minutes(5),
-            log_key=self.key,
+            COMPLETE_FUNCTION,
+            "handler.complete_handler",
+            INGEST_COMPLETE_ROLE_NAME,
+            "marks merged raw batches complete",
         )
         self.fetch_policy = iam.Policy(
             self,
@@ -272,14 +249,38 @@ class IngestStack(Stack):
             removal_policy=RemovalPolicy.RETAIN,
         )
 
-    def _lambda_role(self, cid: str, name: str, what: str) -> iam.Role:
-        return iam.Role(
+    def _function(
+        self, cid: str, name: str, handler: str, role_name: str, what: str
+    ) -> tuple[lambda_.Function, iam.Role, logs.LogGroup]:
+        """A handler of lambdas/fetch with a role of its own (granted by the caller) and encrypted logs."""
+        role = iam.Role(
             self,
-            cid,
-            role_name=name,
+            f"{cid}Role",
+            role_name=role_name,
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description=f"icelake ingest Lambda that {what}",
         )
+        memory, timeout = FUNCTION_SIZES[cid]
+        fn, log_group = python_function(
+            self,
+            cid,
+            name=name,
+            handler_path=FETCH_HANDLER,
+            handler=handler,
+            layers=self.layers,
+            environment={
+                ENV_RAW_ROOT: f"s3://{self.raw.bucket_name}",
+                "POWERTOOLS_SERVICE_NAME": "icelake-ingest",
+                "POWERTOOLS_METRICS_NAMESPACE": "icelake",
+                "POWERTOOLS_LOG_LEVEL": "INFO",
+                "AWS_RETRY_MODE": "standard",
+            },
+            role=role,
+            memory=memory,
+            timeout=timeout,
+            log_key=self.key,
+        )
+        return fn, role, log_group
 
     def _raw_key_statement(self, actions: list[str]) -> iam.PolicyStatement:
         return iam.PolicyStatement(
