@@ -357,7 +357,13 @@ def failed_executions(sm: sfn.StateMachine, period: Duration) -> cw.MathExpressi
 
 
 def sns_alarm(
-    scope: Construct, cid: str, *, name: str, metric: cw.IMetric, description: str, topic: sns.ITopic
+    scope: Construct,
+    cid: str,
+    *,
+    name: str,
+    metric: cw.Metric | cw.MathExpression,
+    description: str,
+    topic: sns.ITopic,
 ) -> cw.Alarm:
     """An alarm, notifying `topic`, as soon as the metric reaches 1 in a period (missing data is fine)."""
     alarm = metric.create_alarm(

@@ -365,7 +365,7 @@ class OrchestratorStack(Stack):
         period = Duration.minutes(5)
         self.alarms: list[cw.Alarm] = []
 
-        def alarm(cid: str, name: str, metric: cw.IMetric, description: str) -> None:
+        def alarm(cid: str, name: str, metric: cw.Metric | cw.MathExpression, description: str) -> None:
             self.alarms.append(
                 sns_alarm(self, cid, name=name, metric=metric, description=description, topic=self.topic)
             )
