@@ -45,7 +45,7 @@ from cdk.config import (
     Settings,
 )
 from icelake.constants import INGEST_ASL, INGEST_STATE_MACHINE
-from icelake.ingest.deploy import (
+from icelake.ingest.resources import (
     COMPLETE_FUNCTION,
     ENV_RAW_ROOT,
     FETCH_FUNCTION,

@@ -18,15 +18,17 @@ import boto3
 
 from icelake.constants import INGEST_ASL, INGEST_STATE_MACHINE, ORCHESTRATOR_ACCOUNT_LOCAL
 from icelake.ingest.models import MaintenanceConfig
+from icelake.ingest.resources import (
+    COMPLETE_FUNCTION,
+    ENV_RAW_ROOT,
+    FETCH_FUNCTION,
+    FETCH_HANDLER,
+    MERGE_JOB,
+    MERGE_SCRIPT,
+    RAW_BUCKET,
+    ingest_substitutions,
+)
 from icelake.local.embedded import create_glue_job, create_lambda, create_state_machine
-
-RAW_BUCKET = "icelake-raw-{account}"
-FETCH_FUNCTION = "icelake-ingest-fetch"
-COMPLETE_FUNCTION = "icelake-ingest-complete"
-FETCH_HANDLER = "lambdas/fetch/handler.py"
-MERGE_JOB = "icelake-scd2-merge"
-MERGE_SCRIPT = "glue_jobs/scd2_merge.py"
-ENV_RAW_ROOT = "RAW_ROOT"
 
 
 @dataclass(frozen=True)
@@ -38,20 +40,6 @@ class IngestDeployment:
     complete_function_arn: str
     merge_job: str
     substitutions: Mapping[str, str]
-
-
-def ingest_substitutions(
-    fetch_arn: str, complete_arn: str, merge_job: str, maintenance: MaintenanceConfig
-) -> dict[str, str]:
-    """Every placeholder of statemachines/ingest_source.asl.json."""
-    return {
-        "FetchFunctionArn": fetch_arn,
-        "CompleteFunctionArn": complete_arn,
-        "MergeJobName": merge_job,
-        "SnapshotRetentionDays": f"{maintenance.expire_older_than_days:g}",
-        "SnapshotRetainLast": str(maintenance.retain_last),
-        "OrphanRetentionHours": f"{maintenance.orphan_older_than_hours:g}",
-    }
 
 
 def deploy_ingest_workflow(

@@ -16,7 +16,7 @@ from typing import Any
 import boto3
 import pytest
 
-from icelake.ingest.deploy import FETCH_FUNCTION, IngestDeployment, deploy_ingest_workflow
+from icelake.ingest.deploy import IngestDeployment, deploy_ingest_workflow
 from icelake.ingest.landing import COMPLETE, PENDING
 from icelake.ingest.local_api import ApiServer, GeneratedSource, serve_pages
 from icelake.ingest.local_run import (
@@ -30,6 +30,7 @@ from icelake.ingest.local_run import (
     summarise,
 )
 from icelake.ingest.models import FetchConfig, Scd2Spec
+from icelake.ingest.resources import FETCH_FUNCTION
 from icelake.local.embedded import start_embedded_aws
 from tests.ingest.reference import RefBatch, reference_history
 
