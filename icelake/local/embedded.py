@@ -34,6 +34,9 @@ versions rather than misbehave):
    unconditionally in `finally`, so every `glue:startJobRun.sync` fails with "'NoneType' object has no
    attribute 'interrupt_all'". With the pattern listed, an endpoint exists (a task token is minted and
    an idle waiter thread is interrupted when the task ends); `.sync` then works as in AWS.
+   `StateTaskServiceGlue._eval_integration_pattern` (overridden) mints a fresh token and endpoint
+   per attempt, as AWS does: a Retry re-enters there, and would otherwise wait on the endpoint the
+   failed attempt interrupted and time out (States.Timeout) at once.
 5. `StateTaskServiceGlue._sync_to_start_job_run` (same module; wrapped): the `.sync` result is
    boto3's parsed GetJobRun, whose StartedOn/CompletedOn/LastModifiedOn are datetime objects; moto
    stores them in the state output as they are and then fails DescribeExecution with HTTP 500
@@ -124,9 +127,13 @@ def _check_moto_version() -> None:
 
 
 def _replace(owner: Any, name: str, value: Any) -> None:
-    original = owner.__dict__[name]
+    """Set owner.name; undo restores the class's own attribute, or removes an inherited one's override."""
+    if name in owner.__dict__:
+        original = owner.__dict__[name]
+        _undo.append(lambda: setattr(owner, name, original))
+    else:
+        _undo.append(lambda: delattr(owner, name))
     setattr(owner, name, value)
-    _undo.append(lambda: setattr(owner, name, original))
 
 
 def _apply_patches() -> None:
@@ -163,7 +170,16 @@ def _apply_patches() -> None:
             return None
         return lambda: glue_runtime.jsonable(resolver())
 
+    inherited_eval = sfn_glue.StateTaskServiceGlue._eval_integration_pattern
+
+    def _eval_integration_pattern(self: Any, env: Any, *args: Any, **kwargs: Any) -> None:
+        # A Retry re-runs this, not `_eval_body` which mints the task token: without a fresh token
+        # the attempt would wait on the endpoint the last attempt interrupted, and time out at once.
+        env.callback_pool_manager.add(env.states.context_object.update_task_token())
+        inherited_eval(self, env, *args, **kwargs)
+
     _replace(LambdaFunction, "_invoke_lambda", _invoke_lambda)
+    _replace(sfn_glue.StateTaskServiceGlue, "_eval_integration_pattern", _eval_integration_pattern)
     _replace(sfn_glue.StateTaskServiceGlue, "_sync_to_start_job_run", _sync_to_start_job_run)
     _replace(FakeJob, "start_job_run", start_job_run)
     _replace(FakeJobRun, "as_dict", as_dict)
