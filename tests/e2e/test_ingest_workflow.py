@@ -16,6 +16,7 @@ from typing import Any
 import boto3
 import pytest
 
+from icelake.ingest import scd2
 from icelake.ingest.deploy import IngestDeployment, deploy_ingest_workflow
 from icelake.ingest.landing import COMPLETE, PENDING
 from icelake.ingest.local_api import ApiServer, GeneratedSource, serve_pages
@@ -200,3 +201,58 @@ def test_runs_build_the_scd2_history_and_a_rerun_adds_nothing(world: World) -> N
     assert project(world.history()) == project(before)
     assert all(names == {COMPLETE} for names in raw_markers(world).values())
     assert {r.headers.get("authorization") for r in world.api.requests} == {f"Bearer {TOKEN}"}
+
+
+def test_a_merge_that_dies_after_its_commit_is_retried_by_the_workflow_and_adds_nothing_twice(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Glue run commits batch 2, then dies before it can report success (a lost executor, a
+    timeout). The state machine's Retry starts the job again on the same pending batches: it finds
+    batch 2 in the snapshot summaries, skips it, and the run ends SUCCEEDED with the history a
+    single merge gives."""
+    world.run(1)
+    world.served.update({batch_id_of(u): world.source.records() for u in raw_markers(world)})
+    world.source.advance()
+
+    real_commit = scd2.with_commit_properties
+    crashes: list[str] = []
+
+    def commit_then_die(spark: Any, properties: dict[str, str], action: Any) -> Any:
+        result = real_commit(spark, properties, action)
+        if not crashes:
+            crashes.append(properties[scd2.BATCH_ID_PROPERTY])
+            raise RuntimeError("simulated Glue worker loss after the Iceberg commit")
+        return result
+
+    monkeypatch.setattr(scd2, "with_commit_properties", commit_then_die)
+    result = run_ingest(
+        world.deployment.state_machine_arn, world.fetch, world.spec, name="crash", timeout=600
+    )
+    assert result.status == "SUCCEEDED", result.failure()
+    world.served.update(
+        {
+            batch_id_of(u): world.source.records()
+            for u in raw_markers(world)
+            if batch_id_of(u) not in world.served
+        }
+    )
+
+    scheduled = [e for e in result.events if e["type"] == "TaskScheduled"]
+    merge_runs = [
+        e["id"] for e in scheduled if '"--mode": "merge"' in e["taskScheduledEventDetails"]["parameters"]
+    ]
+    failures = [e for e in result.events if e["type"] == "TaskFailed"]
+    assert len(merge_runs) == 2, "the workflow retried the merge job once"
+    assert [e["taskFailedEventDetails"]["resourceType"] for e in failures] == ["glue"]
+    assert "simulated Glue worker loss" in failures[0]["taskFailedEventDetails"]["cause"]
+    assert merge_runs[0] < failures[0]["id"] < merge_runs[1]
+    batch_ids = sorted(world.served)
+    assert crashes == [batch_ids[1]], "the crash came after batch 2's commit"
+    per_batch = world.spark.sql(
+        f"SELECT summary['{scd2.BATCH_ID_PROPERTY}'] AS b, count(1) AS n FROM {world.spec.table}.snapshots "
+        f"WHERE summary['{scd2.BATCH_ID_PROPERTY}'] IS NOT NULL GROUP BY 1"
+    ).collect()
+    assert {r["b"]: r["n"] for r in per_batch} == dict.fromkeys(batch_ids, 1), "one commit per batch"
+    assert_scd2_invariants(world.history())
+    assert project(world.history()) == project(expected_history(world, batch_ids))
+    assert all(names == {COMPLETE} for names in raw_markers(world).values())
