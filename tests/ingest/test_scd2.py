@@ -14,6 +14,7 @@ import pytest
 
 from glue_jobs import scd2_merge
 from icelake.aws.fileio import LocalFileIO
+from icelake.ingest import scd2
 from icelake.ingest.errors import (
     EmptyFullLoadError,
     InvalidBatchError,
@@ -130,6 +131,52 @@ def test_rerun_after_a_crash_before_complete_adds_nothing(spark: Any, table: str
     assert summary[0]["summary"]["icelake.batch-id"] == batch.manifest.batch_id
     mark_complete(io, batch.uri)
     assert list_pending(io, str(tmp_path), "api", "dim") == []
+
+
+def test_a_merge_that_fails_midway_is_retried_and_gives_the_uninterrupted_history(
+    spark: Any, ingest_catalog: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three pending batches; the MERGE of the second fails before it commits (a lost executor).
+    The first stays committed, nothing of the second is visible, and the retry of the whole list
+    skips the first and merges the other two: the same history as one uninterrupted run."""
+    spec = Scd2Spec(table=f"{ingest_catalog}.unit.dim_{next(_n)}", keys=("id",), schema_ddl="id INT, v INT")
+    clean = spec.model_copy(update={"table": f"{ingest_catalog}.unit.dim_{next(_n)}"})
+    io = LocalFileIO()
+    batches = [
+        land(tmp_path, 1, [{"id": 1, "v": 1}, {"id": 2, "v": 1}]),
+        land(tmp_path, 2, [{"id": 1, "v": 2}, {"id": 3, "v": None}], full_load=True),
+        land(tmp_path, 3, [{"id": 3, "v": 3}]),
+    ]
+    real_commit = scd2.with_commit_properties
+
+    def fail_batch_two(spark: Any, properties: dict[str, str], action: Any) -> Any:
+        if properties[scd2.BATCH_ID_PROPERTY] == batches[1].manifest.batch_id:
+            raise RuntimeError("simulated executor loss during the MERGE")
+        return real_commit(spark, properties, action)
+
+    monkeypatch.setattr(scd2, "with_commit_properties", fail_batch_two)
+    with pytest.raises(RuntimeError, match="executor loss"):
+        merge_pending(spark, spec, io, batches)
+    assert history(spark, spec.table, "id", "v") == [
+        (1, 1, True, False, 1, None),
+        (2, 1, True, False, 1, None),
+    ]
+    monkeypatch.setattr(scd2, "with_commit_properties", real_commit)
+
+    retried = merge_pending(spark, spec, io, batches)
+    assert [r.skipped for r in retried] == [True, False, False]
+    merge_pending(spark, clean, io, batches)
+    assert (
+        history(spark, spec.table, "id", "v")
+        == history(spark, clean.table, "id", "v")
+        == [
+            (1, 1, False, False, 1, 2),
+            (1, 2, True, False, 2, None),
+            (2, 1, False, True, 1, 2),
+            (3, None, False, False, 2, 3),
+            (3, 3, True, False, 3, None),
+        ]
+    )
 
 
 def test_full_load_closes_and_flags_missing_keys_and_a_key_can_come_back(
