@@ -99,6 +99,21 @@ def fingerprint(spark: Any, table: str) -> dict[str, Any]:
     return {"rows": int(row["n"]), "current": int(row["cur"]), "hash": int(row["h"])}
 
 
+def last_commit_writes(spark: Any, table: str) -> dict[str, int]:
+    """What the table's newest commit wrote, from its Iceberg snapshot summary."""
+    summary = spark.sql(
+        f"SELECT summary FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1"
+    ).collect()[0]["summary"]
+    keys = {
+        "bytes": "added-files-size",
+        "data_files": "added-data-files",
+        "delete_files": "added-delete-files",
+        "rows": "added-records",
+        "position_deletes": "added-position-deletes",
+    }
+    return {name: int(summary.get(key) or 0) for name, key in keys.items()}
+
+
 def run(rows: int, change_pct: float, workdir: Path) -> dict[str, Any]:
     from icelake.ingest.models import Scd2Spec
     from icelake.ingest.scd2 import merge_batch
@@ -131,10 +146,9 @@ def run(rows: int, change_pct: float, workdir: Path) -> dict[str, Any]:
     merged, naive = fingerprint(spark, spec.table), fingerprint(spark, naive_table)
     if merged != naive:
         raise SystemExit(f"the two tables differ: merge {merged}, naive {naive}")
-    files = {
-        name: spark.sql(f"SELECT count(1) AS n FROM {t}.files").collect()[0]["n"]
-        for name, t in (("merge", spec.table), ("naive", naive_table))
-    }
+    tables = (("merge", spec.table), ("naive", naive_table))
+    files = {name: spark.sql(f"SELECT count(1) AS n FROM {t}.files").collect()[0]["n"] for name, t in tables}
+    written = {name: last_commit_writes(spark, t) for name, t in tables}
     return {
         "benchmark": "scd2_merge_vs_full_rewrite",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -148,6 +162,7 @@ def run(rows: int, change_pct: float, workdir: Path) -> dict[str, Any]:
         "setup_seconds": round(setup_s, 2),
         "table_after": merged,
         "live_files_after": files,
+        "written_by_the_measured_commit": written,
         "environment": {
             "spark": spark_version,
             "master": "local[2]",
@@ -167,9 +182,15 @@ The incoming batch is the whole dimension with the given share of keys changed; 
 checked to hold the same history. Times exclude building the batch. JSON files in `results/`
 (`scd2_<date>.json`) hold every figure. The machine is shared (2 cores), so figures are indicative.
 
-| date | rows | changed | merge (s) | naive rewrite (s) | speedup | rows after | live files merge / naive |
-|---|---:|---:|---:|---:|---:|---:|---|
+| date | rows | changed | merge (s) | naive rewrite (s) | speedup | rows after | live files merge / naive \
+| bytes written merge / naive |
+|---|---:|---:|---:|---:|---:|---:|---|---|
 """
+
+
+def mib(res: dict[str, Any], contender: str) -> str:
+    written = res.get("written_by_the_measured_commit", {}).get(contender)
+    return "n/a" if written is None else f"{written['bytes'] / 2**20:.2f} MiB"
 
 
 def record(res: dict[str, Any]) -> Path:
@@ -188,7 +209,7 @@ def record(res: dict[str, Any]) -> Path:
             f"| {day} | {res['rows']:,} | {res['changed_keys']:,} ({res['changed_pct']}%) | "
             f"{res['merge_seconds']} | {res['naive_rewrite_seconds']} | {res['speedup']}x | "
             f"{res['table_after']['rows']:,} | {res['live_files_after']['merge']} / "
-            f"{res['live_files_after']['naive']} |\n"
+            f"{res['live_files_after']['naive']} | {mib(res, 'merge')} / {mib(res, 'naive')} |\n"
         )
     return out
 
