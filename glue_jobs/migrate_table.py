@@ -5,8 +5,11 @@ awsglue when present, else argparse (same names), so the same script runs in AWS
   --source-metadata URI      the source table's current metadata.json (pinned by the plan step)
   --target-location URI      the target table location
   --map SRC=DST              another prefix to move (repeatable, or one JSON list of "SRC=DST")
-  --source-role-arn ARN      role to read the source with (assumed here; executors get its
-  --target-role-arn ARN      temporary credentials); without one, the job's own credentials
+  --source-role-arn ARN      role to read the source with (the driver and each executor assume
+  --target-role-arn ARN      it and refresh it); without one, the job's own credentials
+  --source-external-id ID    sts:ExternalId for the source / target role, when its trust needs one
+  --target-external-id ID
+  --session-duration-seconds N  DurationSeconds of each assumed-role session, 900..43200 (3600)
   --target-kms-key KEY       KMS key for every object written to the target
   --overwrite [true|false]   replace target files that exist with different content
   --run-id ID                names the assumed-role sessions
@@ -26,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from icelake.aws.fileio import io_for
+from icelake.aws.session import DEFAULT_SESSION_SECONDS, AssumedRole, check_session_duration
 from icelake.migrate.distributed import SparkRunner, executor_spec
 from icelake.migrate.engine import run_migration
 from icelake.migrate.models import MigrationResult
@@ -37,6 +41,9 @@ OPTIONS = (
     "map",
     "source_role_arn",
     "target_role_arn",
+    "source_external_id",
+    "target_external_id",
+    "session_duration_seconds",
     "target_kms_key",
     "overwrite",
     "run_id",
@@ -85,6 +92,9 @@ def _work_item_args(work_item: str) -> dict[str, Any]:
     return {
         "source_role_arn": item.request.source.role_arn,
         "target_role_arn": item.request.target.role_arn,
+        "source_external_id": item.request.source.external_id,
+        "target_external_id": item.request.target.external_id,
+        "session_duration_seconds": str(item.request.options.session_duration_seconds),
         "target_kms_key": item.request.target.kms_key_id,
         "map": [(m.source, m.target) for m in item.request.target.prefix_maps],
         "run_id": item.run_id,
@@ -115,21 +125,34 @@ def build_session(local_warehouse: str | None) -> Any:
     return local_spark({"local": local_warehouse} if local_warehouse else {}, app_name="migrate_table")
 
 
+def _role(arn: str | None, external_id: str | None, name: str, duration: str | None) -> AssumedRole | None:
+    seconds = check_session_duration(
+        int(duration) if duration else DEFAULT_SESSION_SECONDS, "--session-duration-seconds"
+    )
+    if not arn:
+        return None
+    return AssumedRole(arn, external_id=external_id, session_name=name, duration_seconds=seconds)
+
+
 def main(argv: list[str] | None = None) -> MigrationResult:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    run, duration = args.run_id or "glue", args.session_duration_seconds
+    src = executor_spec(
+        args.source_metadata,
+        _role(args.source_role_arn, args.source_external_id, f"icelake-src-{run}", duration),
+    )
+    dst = executor_spec(
+        args.target_location,
+        _role(args.target_role_arn, args.target_external_id, f"icelake-dst-{run}", duration),
+        kms_key_id=args.target_kms_key,
+    )
     spark = build_session(args.local_warehouse)
-    run = args.run_id or "glue"
     result = run_migration(
         args.source_metadata,
         args.target_location,
         args.map,
-        src=executor_spec(args.source_metadata, args.source_role_arn, session_name=f"icelake-src-{run}"),
-        dst=executor_spec(
-            args.target_location,
-            args.target_role_arn,
-            session_name=f"icelake-dst-{run}",
-            kms_key_id=args.target_kms_key,
-        ),
+        src=src,
+        dst=dst,
         runner=SparkRunner(spark.sparkContext),
         overwrite=args.overwrite,
     )

@@ -13,7 +13,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from icelake.aws.fileio import io_for
-from icelake.aws.session import assume_role_session
+from icelake.aws.session import (
+    DEFAULT_SESSION_SECONDS,
+    MAX_SESSION_SECONDS,
+    MIN_SESSION_SECONDS,
+    assume_role_session,
+    check_session_duration,
+)
 from icelake.errors import IcelakeError
 from icelake.ingest.cli import ingest_app
 from icelake.migrate import MigrationResult, migrate_table
@@ -112,15 +118,28 @@ def migrate_path(
     source_role: Annotated[str | None, typer.Option(help="Role ARN to read the source with.")] = None,
     target_role: Annotated[str | None, typer.Option(help="Role ARN to write the target with.")] = None,
     target_kms_key: Annotated[str | None, typer.Option(help="KMS key for objects written to S3.")] = None,
+    session_duration: Annotated[
+        int,
+        typer.Option(
+            "--session-duration",
+            help=f"Seconds each assumed-role session lasts ({MIN_SESSION_SECONDS}..{MAX_SESSION_SECONDS}); "
+            "sessions are renewed before they expire either way.",
+        ),
+    ] = DEFAULT_SESSION_SECONDS,
     workers: Annotated[int, typer.Option(min=1, max=256, help="Parallel file operations.")] = 16,
 ) -> None:
     """Migrate one table, given its metadata file, to a new location (S3 or local)."""
     try:
         maps = [parse_map_option(m) for m in map_ or []]
-        src_io = io_for(metadata, assume_role_session(source_role, session_name="icelake-source"))
-        dst_io = io_for(
-            target_location, assume_role_session(target_role, session_name="icelake-target"), target_kms_key
+        check_session_duration(session_duration, "--session-duration")
+        src_session = assume_role_session(
+            source_role, session_name="icelake-source", duration_seconds=session_duration
         )
+        dst_session = assume_role_session(
+            target_role, session_name="icelake-target", duration_seconds=session_duration
+        )
+        src_io = io_for(metadata, src_session)
+        dst_io = io_for(target_location, dst_session, target_kms_key)
         with RichProgress(err) as progress:
             result = migrate_table(
                 metadata,

@@ -20,6 +20,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
+from icelake.aws.session import AssumedRole
 from icelake.uris import canonical, is_local, local_path
 
 SOURCE_ETAG_KEY = "icelake-source-etag"
@@ -166,8 +167,11 @@ class FileIOSpec:
     """How to open the same FileIO in another process (a Spark executor): unlike a boto3 client,
     this pickles. `open()` builds the FileIO once per process and spec and reuses it.
 
-    `credentials` are the temporary credentials of a role assumed by the driver (boto3.Session
-    keyword arguments), or None for the default credential chain of the process that opens it.
+    With `role`, the process that opens the spec assumes the role itself (its own credentials
+    must be allowed to: the Glue job's role is in the roles' trust policies) and refreshes the
+    credentials before they expire, so a task that runs for hours never holds expired ones.
+    Without a role, `credentials` are static temporary credentials (boto3.Session keyword
+    arguments) or None for the default credential chain of the process that opens it.
     The endpoint is carried because executors need not share the driver's environment.
     """
 
@@ -176,18 +180,25 @@ class FileIOSpec:
     kms_key_id: str | None = None
     endpoint_url: str | None = None
     region: str | None = None
+    role: AssumedRole | None = None
 
     @classmethod
     def for_uri(
-        cls, uri: str, session: boto3.Session | None = None, kms_key_id: str | None = None
+        cls,
+        uri: str,
+        session: boto3.Session | None = None,
+        kms_key_id: str | None = None,
+        *,
+        role: AssumedRole | None = None,
     ) -> FileIOSpec:
-        """The spec for a URI's scheme; pass `session` only when it is an assumed role's."""
+        """The spec for a URI's scheme. Pass `role` to have each process assume it (refreshing),
+        or `session` only when it is an assumed role's (its current credentials are shipped)."""
         if is_local(uri):
             return cls("file")
         if not canonical(uri).startswith("s3://"):
             raise ValueError(f"unsupported URI scheme in {uri}: use s3://, file:// or a local path")
         credentials = None
-        if session is not None:
+        if session is not None and role is None:
             frozen = session.get_credentials().get_frozen_credentials()
             credentials = {
                 "aws_access_key_id": frozen.access_key,
@@ -200,6 +211,7 @@ class FileIOSpec:
             kms_key_id=kms_key_id,
             endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None,
             region=(session or boto3.Session()).region_name,
+            role=role,
         )
 
     def open(self) -> FileIO:
@@ -214,7 +226,10 @@ class FileIOSpec:
             return LocalFileIO()
         if self.scheme != "s3":
             raise ValueError(f"unsupported FileIO scheme {self.scheme!r}: use s3 or file")
-        session = boto3.Session(**(self.credentials or {}), region_name=self.region)
+        if self.role is not None:
+            session = self.role.session(boto3.Session(region_name=self.region), self.endpoint_url)
+        else:
+            session = boto3.Session(**(self.credentials or {}), region_name=self.region)
         return S3FileIO(session.client("s3", endpoint_url=self.endpoint_url), kms_key_id=self.kms_key_id)
 
 

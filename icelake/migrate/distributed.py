@@ -22,7 +22,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from icelake.aws.fileio import FileIOSpec
-from icelake.aws.session import assume_role_session
+from icelake.aws.session import AssumedRole
 from icelake.migrate.engine import ThreadRunner
 from icelake.migrate.progress import NoProgress, ProgressSink
 
@@ -33,16 +33,15 @@ THREADS_PER_TASK = 8  # concurrent S3 calls per Spark task (copies mostly wait o
 SLICES_PER_CORE = 3  # tasks per executor core and phase: small enough slices to balance load
 
 
-def executor_spec(
-    uri: str, role_arn: str | None = None, *, session_name: str = "icelake", kms_key_id: str | None = None
-) -> FileIOSpec:
-    """The FileIO spec for `uri`, acting as `role_arn` (assumed here, on the driver) if given.
+def executor_spec(uri: str, role: AssumedRole | None = None, *, kms_key_id: str | None = None) -> FileIOSpec:
+    """The FileIO spec for `uri`, acting as `role` if given.
 
-    Executors get the role's temporary credentials, not the right to assume it; without a role
-    they use their own default credential chain (the Glue job's role).
+    Each process that opens the spec (the driver and every executor) assumes the role itself and
+    refreshes its credentials before they expire, so a copy may outlast any one STS session; the
+    Glue job's role must be allowed to assume it. Without a role, each process uses its own
+    default credential chain (the Glue job's role).
     """
-    session = assume_role_session(role_arn, session_name=session_name) if role_arn else None
-    return FileIOSpec.for_uri(uri, session, kms_key_id)
+    return FileIOSpec.for_uri(uri, kms_key_id=kms_key_id, role=role)
 
 
 def _run_slice(fn: Callable[[T], R], threads: int, items: Iterable[T]) -> Iterator[R]:

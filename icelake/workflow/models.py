@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from icelake.aws.session import DEFAULT_SESSION_SECONDS, check_session_duration
+
 _ACCOUNT = re.compile(r"^\d{12}$")
 _ROLE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
@@ -84,6 +86,14 @@ class Options(_Frozen):
     # (15-minute limit). See benchmarks/WORKFLOW_RESULTS.md for the measurement behind the defaults.
     glue_threshold_bytes: int = Field(default=100 * 1024**3, ge=0)
     glue_threshold_files: int = Field(default=20_000, ge=0)
+    # DurationSeconds of each assumed-role session (900..43200). Sessions refresh themselves before
+    # they expire either way; longer ones mean fewer AssumeRole calls in long Glue copies.
+    session_duration_seconds: int = DEFAULT_SESSION_SECONDS
+
+    @field_validator("session_duration_seconds")
+    @classmethod
+    def _duration(cls, v: int) -> int:
+        return check_session_duration(v)
 
 
 class MigrationRequest(_Frozen):

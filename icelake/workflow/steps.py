@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from icelake.aws import catalog
 from icelake.aws.fileio import FileIO, io_for
 from icelake.aws.ledger import Ledger
-from icelake.aws.session import assume_role_session
+from icelake.aws.session import AssumedRole
 from icelake.constants import EVENT_SOURCE
 from icelake.errors import IcelakeError
 from icelake.migrate.engine import migrate_table
@@ -72,19 +72,29 @@ class Sessions:
     def orchestrator(self) -> boto3.Session:
         return boto3.Session()
 
+    def role(self, side: Literal["src", "dst"]) -> AssumedRole | None:
+        """The source (read) or target (write) role as this request assumes it, if it names one."""
+        spec = self.request.source if side == "src" else self.request.target
+        if not spec.role_arn:
+            return None
+        return AssumedRole(
+            spec.role_arn,
+            external_id=spec.external_id,
+            session_name=f"icelake-{side}-{self.request.run_id}",
+            duration_seconds=self.request.options.session_duration_seconds,
+        )
+
+    def _session(self, side: Literal["src", "dst"]) -> boto3.Session:
+        role = self.role(side)
+        return role.session() if role else self.orchestrator
+
     @cached_property
     def source(self) -> boto3.Session:
-        spec = self.request.source
-        return assume_role_session(
-            spec.role_arn, session_name=f"icelake-src-{self.request.run_id}", external_id=spec.external_id
-        )
+        return self._session("src")
 
     @cached_property
     def target(self) -> boto3.Session:
-        spec = self.request.target
-        return assume_role_session(
-            spec.role_arn, session_name=f"icelake-dst-{self.request.run_id}", external_id=spec.external_id
-        )
+        return self._session("dst")
 
     def source_io(self) -> FileIO:
         return io_for("s3://x", self.source)
