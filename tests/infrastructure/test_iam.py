@@ -80,6 +80,21 @@ def test_only_the_orchestrator_roles_may_assume_the_access_roles(synth: Synth, s
     ]
 
 
+@pytest.mark.parametrize(
+    ("stack", "name"),
+    [("IcelakeSourceAccess", "icelake-source-read"), ("IcelakeTargetAccess", "icelake-target-write")],
+)
+def test_access_roles_accept_the_longest_session_icelake_asks_for(
+    synth: Synth, stack: str, name: str
+) -> None:
+    from icelake.aws.session import MAX_SESSION_SECONDS
+
+    # STS refuses a DurationSeconds above the role's MaxSessionDuration (default one hour)
+    template = synth.templates[stack]
+    role = template["Resources"][role_logical_id(template, name)]["Properties"]
+    assert role["MaxSessionDuration"] == MAX_SESSION_SECONDS == 12 * 3600
+
+
 def test_external_id_from_context_is_required_in_the_trust_policy() -> None:
     from aws_cdk import App, Environment
     from aws_cdk.assertions import Template
