@@ -45,6 +45,7 @@ def local_spark(
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")  # icelake prints its own progress and tables
         .config("spark.driver.memory", driver_memory)
         .config("spark.sql.session.timeZone", "UTC")
     )
