@@ -167,12 +167,14 @@ class FileIOSpec:
     """How to open the same FileIO in another process (a Spark executor): unlike a boto3 client,
     this pickles. `open()` builds the FileIO once per process and spec and reuses it.
 
-    With `role`, the process that opens the spec assumes the role itself (its own credentials
-    must be allowed to: the Glue job's role is in the roles' trust policies) and refreshes the
-    credentials before they expire, so a task that runs for hours never holds expired ones.
-    Without a role, `credentials` are static temporary credentials (boto3.Session keyword
-    arguments) or None for the default credential chain of the process that opens it.
-    The endpoint is carried because executors need not share the driver's environment.
+    With `role`, the process that opens the spec assumes the role itself and assumes it again
+    before the credentials expire, so a task that runs for hours never holds expired ones; it
+    assumes it with its own credentials (in Glue, the job's role, which the roles' trust policies
+    name). `credentials` (boto3.Session keyword arguments) are what the process starts from: None
+    for its default credential chain; without a role, the temporary credentials of a role the
+    driver assumed; with a role, the driver's own credentials, carried only when it talks to an
+    endpoint override (an emulator: executors need not share the driver's environment, which is
+    also why the endpoint is carried).
     """
 
     scheme: str  # "s3" or "file"
@@ -191,25 +193,25 @@ class FileIOSpec:
         *,
         role: AssumedRole | None = None,
     ) -> FileIOSpec:
-        """The spec for a URI's scheme. Pass `role` to have each process assume it (refreshing),
-        or `session` only when it is an assumed role's (its current credentials are shipped)."""
+        """The spec for a URI's scheme. Pass `role` to have each process assume it, or `session`
+        only when it is an assumed role's (its current credentials are shipped, and expire)."""
         if is_local(uri):
             return cls("file")
         if not canonical(uri).startswith("s3://"):
             raise ValueError(f"unsupported URI scheme in {uri}: use s3://, file:// or a local path")
+        if role is not None and session is not None:
+            raise ValueError("pass either an assumed role's session or a role to assume, not both")
+        endpoint_url = os.environ.get("AWS_ENDPOINT_URL") or None
         credentials = None
-        if session is not None and role is None:
-            frozen = session.get_credentials().get_frozen_credentials()
-            credentials = {
-                "aws_access_key_id": frozen.access_key,
-                "aws_secret_access_key": frozen.secret_key,
-                "aws_session_token": frozen.token,
-            }
+        if session is not None:
+            credentials = _session_kwargs(session)
+        elif role is not None and endpoint_url:
+            credentials = _session_kwargs(boto3.Session())
         return cls(
             "s3",
             credentials=credentials,
             kms_key_id=kms_key_id,
-            endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None,
+            endpoint_url=endpoint_url,
             region=(session or boto3.Session()).region_name,
             role=role,
         )
@@ -226,11 +228,22 @@ class FileIOSpec:
             return LocalFileIO()
         if self.scheme != "s3":
             raise ValueError(f"unsupported FileIO scheme {self.scheme!r}: use s3 or file")
+        session = boto3.Session(**(self.credentials or {}), region_name=self.region)
         if self.role is not None:
-            session = self.role.session(boto3.Session(region_name=self.region), self.endpoint_url)
-        else:
-            session = boto3.Session(**(self.credentials or {}), region_name=self.region)
+            session = self.role.session(session, self.endpoint_url)
         return S3FileIO(session.client("s3", endpoint_url=self.endpoint_url), kms_key_id=self.kms_key_id)
+
+
+def _session_kwargs(session: boto3.Session) -> dict[str, str] | None:
+    """The session's current credentials as boto3.Session keyword arguments (None if it has none)."""
+    credentials = session.get_credentials()
+    if credentials is None:
+        return None
+    frozen = credentials.get_frozen_credentials()
+    kwargs = {"aws_access_key_id": frozen.access_key, "aws_secret_access_key": frozen.secret_key}
+    if frozen.token:
+        kwargs["aws_session_token"] = frozen.token
+    return kwargs
 
 
 _OPENED: dict[FileIOSpec, FileIO] = {}

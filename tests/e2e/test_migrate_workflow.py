@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ import pytest
 from icelake.constants import GLUE_MIGRATE_JOB
 from icelake.local.deploy import LocalDeployment, deploy_migration_workflow
 from icelake.local.embedded import run_execution, start_embedded_aws
+from icelake.local.lake import SOURCE_ROLE, TARGET_ROLE
+from tests.functional.moto_sts import assumed_roles
 from tests.lake import (
     SOURCE_BUCKET,
     TARGET_BUCKET,
@@ -238,9 +241,13 @@ def test_large_tables_go_through_the_glue_job(world: tuple[Lake, LocalDeployment
     # Given a threshold that sends every table to the Glue Spark job
     lake, deployment = world
     sources = {n: add_source_table(lake, n, [[1, 2], [3]]) for n in ("orders", "customers")}
-    request = lake.request("glue-1", options={"glue_threshold_bytes": 0, "concurrency": 2})
+    # and sessions of two hours
+    options = {"glue_threshold_bytes": 0, "concurrency": 2, "session_duration_seconds": 7200}
+    request = lake.request("glue-1", options=options)
 
+    started = datetime.now(UTC)
     report = _run(deployment, request)
+    ended = datetime.now(UTC)
 
     # Then the Glue job copied them (its run is in Glue's history) and they read like their sources
     outcomes = {t["table"]: t for t in report["tables"]}
@@ -252,3 +259,11 @@ def test_large_tables_go_through_the_glue_job(world: tuple[Lake, LocalDeployment
         assert_same_table(
             meta, outcome["target_metadata_location"], source_props=s3_props(), target_props=s3_props()
         )
+    # and every role it assumed for the run (in the Lambdas, the Glue driver and the executors, which
+    # assume the roles themselves) was asked for two hours
+    for role, side in ((SOURCE_ROLE, "src"), (TARGET_ROLE, "dst")):
+        recorded = assumed_roles(role, f"icelake-{side}-glue-1")
+        assert recorded
+        for r in recorded:
+            expires = r.expiration.replace(tzinfo=UTC)
+            assert started + timedelta(seconds=7199) <= expires <= ended + timedelta(seconds=7201)

@@ -4,6 +4,7 @@ their credentials near expiry, with the requested DurationSeconds, session name 
 
 from __future__ import annotations
 
+import os
 import pickle
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -150,9 +151,14 @@ def test_executor_fileio_from_a_pickled_spec_assumes_the_role_itself_and_renews_
     )
     spec = executor_spec(f"s3://{TARGET_BUCKET}/t", role, kms_key_id=lake.kms_key)
 
-    # Then it carries how to assume the role, no credentials, and no external id in its repr
-    assert spec.credentials is None and spec.role == role and "ext-2" not in repr(spec)
-    assert assumed_roles(TARGET_ROLE, "icelake-dst-exec") == []
+    # Then it carries how to assume the role and, as the driver talks to an emulator, the driver's
+    # own credentials to assume it with (never an assumed role's); no secret shows in its repr
+    assert spec.role == role and assumed_roles(TARGET_ROLE, "icelake-dst-exec") == []
+    assert spec.credentials == {
+        "aws_access_key_id": os.environ["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": os.environ["AWS_SECRET_ACCESS_KEY"],
+    }
+    assert "ext-2" not in repr(spec) and os.environ["AWS_SECRET_ACCESS_KEY"] not in repr(spec)
 
     # When an executor unpickles and opens it
     shipped: FileIOSpec = pickle.loads(pickle.dumps(spec))

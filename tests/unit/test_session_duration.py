@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from glue_jobs import migrate_table as glue_job
+from icelake.aws.fileio import FileIOSpec
 from icelake.aws.session import (
     DEFAULT_SESSION_SECONDS,
     AssumedRole,
@@ -18,6 +19,7 @@ from icelake.aws.session import (
     refresh_windows,
 )
 from icelake.cli import app
+from icelake.migrate.distributed import executor_spec
 from icelake.workflow.models import MigrationRequest, Options, WorkItem
 from icelake.workflow.steps import Sessions
 
@@ -140,3 +142,18 @@ def test_cli_refuses_a_bad_duration_in_one_line_naming_the_flag() -> None:
     assert result.exit_code == 2
     assert "--session-duration must be between 900 and 43200 seconds" in result.output
     assert "got 60" in result.output and "cannot assume role" not in result.output
+
+
+def test_executor_spec_in_aws_carries_the_role_and_no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a driver talking to AWS itself (no endpoint override)
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    role = AssumedRole(TARGET_ROLE, external_id="x", session_name="icelake-dst-r1", duration_seconds=7200)
+
+    # When it builds the spec it ships to executors
+    spec = executor_spec("s3://target-lake/db/t", role, kms_key_id="k")
+
+    # Then the executors get what they need to assume the role with their own credentials, and no secret
+    assert spec == FileIOSpec("s3", kms_key_id="k", region="us-east-1", role=role)
+    assert spec.credentials is None
+    with pytest.raises(ValueError, match="not both"):
+        FileIOSpec.for_uri("s3://target-lake/db/t", Sessions(_request()).orchestrator, role=role)
