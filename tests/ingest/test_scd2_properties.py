@@ -88,7 +88,7 @@ def assert_scd2_invariants(rows: list[dict[str, Any]]) -> None:
 
 
 @settings(
-    max_examples=10, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(program=programs)
 def test_merged_history_equals_the_reference(
