@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
-from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lakeformation as lakeformation
@@ -15,6 +14,7 @@ from cdk_nag import NagSuppressions
 from constructs import Construct
 
 from cdk.buckets import access_log_bucket
+from cdk.common import glue_catalog_arns, glue_databases
 from cdk.config import SOURCE_ROLE_NAME, TARGET_ROLE_NAME, BucketPrefix, Settings
 
 # Read-only actions of the source role; tests assert nothing else ever appears there.
@@ -36,14 +36,6 @@ def orchestrator_principal(settings: Settings) -> iam.IPrincipal:
     if settings.source_external_id:
         conditions["StringEquals"] = {"sts:ExternalId": settings.source_external_id}
     return iam.AccountPrincipal(settings.orchestrator_account).with_conditions(conditions)
-
-
-def _glue_arns(stack: Stack, databases: tuple[str, ...]) -> list[str]:
-    arns = [stack.format_arn(service="glue", resource="catalog")]
-    for db in databases:
-        arns.append(stack.format_arn(service="glue", resource="database", resource_name=db))
-        arns.append(stack.format_arn(service="glue", resource="table", resource_name=f"{db}/*"))
-    return arns
 
 
 def _s3_read(locations: tuple[BucketPrefix, ...], sid: str) -> list[iam.PolicyStatement]:
@@ -87,7 +79,7 @@ class SourceAccessStack(Stack):
             iam.PolicyStatement(
                 sid="Catalog",
                 actions=["glue:GetDatabase", "glue:GetDatabases", "glue:GetTable", "glue:GetTables"],
-                resources=_glue_arns(self, s.source_databases),
+                resources=glue_catalog_arns(self, s.source_databases),
             ),
         ]
         if s.source_kms_key_arns:
@@ -171,19 +163,12 @@ class TargetAccessStack(Stack):
         )
         location = s.target_location
         prefix = location.prefix.strip("/")
-        self.databases = [
-            glue.CfnDatabase(
-                self,
-                f"Database{i}",
-                catalog_id=self.account,
-                database_input=glue.CfnDatabase.DatabaseInputProperty(
-                    name=db,
-                    description="icelake migration target",
-                    location_uri=f"s3://{s.target_bucket}/{prefix + '/' if prefix else ''}{db}",
-                ),
-            )
-            for i, db in enumerate(s.target_databases)
-        ]
+        self.databases = glue_databases(
+            self,
+            s.target_databases,
+            f"s3://{s.target_bucket}" + (f"/{prefix}" if prefix else ""),
+            "icelake migration target",
+        )
         self.role = iam.Role(
             self,
             "TargetRole",
@@ -228,7 +213,7 @@ class TargetAccessStack(Stack):
                     "glue:UpdateTable",
                     "glue:DeleteTable",
                 ],
-                resources=_glue_arns(self, s.target_databases),
+                resources=glue_catalog_arns(self, s.target_databases),
             ),
         ]
         if s.source_kms_key_arns:

@@ -378,3 +378,29 @@ def sns_alarm(
     )
     alarm.add_alarm_action(cw_actions.SnsAction(topic))
     return alarm
+
+
+def glue_catalog_arns(stack: Stack, databases: Sequence[str]) -> list[str]:
+    """The catalog, the databases and their tables: what Glue catalog actions on them need."""
+    arns = [stack.format_arn(service="glue", resource="catalog")]
+    for db in databases:
+        arns.append(stack.format_arn(service="glue", resource="database", resource_name=db))
+        arns.append(stack.format_arn(service="glue", resource="table", resource_name=f"{db}/*"))
+    return arns
+
+
+def glue_databases(
+    stack: Stack, databases: Sequence[str], location: str, description: str
+) -> list[glue.CfnDatabase]:
+    """One Glue database per name, located at `location`/<name> (`location` without a trailing /)."""
+    return [
+        glue.CfnDatabase(
+            stack,
+            f"Database{i}",
+            catalog_id=stack.account,
+            database_input=glue.CfnDatabase.DatabaseInputProperty(
+                name=db, description=description, location_uri=f"{location}/{db}"
+            ),
+        )
+        for i, db in enumerate(databases)
+    ]

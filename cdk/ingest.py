@@ -19,13 +19,14 @@ from aws_cdk import aws_s3 as s3
 from cdk_nag import NagSuppressions
 from constructs import Construct
 
-from cdk.access import _glue_arns
 from cdk.buckets import access_log_bucket
 from cdk.common import (
     asl_state_machine,
     failed_executions,
     glue_asset_statement,
     glue_assets,
+    glue_catalog_arns,
+    glue_databases,
     glue_log_statements,
     glue_security_configuration,
     glue_spark_job,
@@ -130,17 +131,7 @@ class IngestStack(Stack):
         self.warehouse_uri = f"s3://{self.warehouse.bucket_name}" + (f"/{prefix}" if prefix else "")
         self.databases = s.ingest_database_names
         if s.ingest_create_databases:
-            for i, db in enumerate(self.databases):
-                glue.CfnDatabase(
-                    self,
-                    f"Database{i}",
-                    catalog_id=self.account,
-                    database_input=glue.CfnDatabase.DatabaseInputProperty(
-                        name=db,
-                        description="icelake ingest: SCD2 tables",
-                        location_uri=f"{self.warehouse_uri}/{db}",
-                    ),
-                )
+            glue_databases(self, self.databases, self.warehouse_uri, "icelake ingest: SCD2 tables")
 
         # -- Lambdas: fetch and complete, each with its own role ------------------------------------
         self.layers = lambda_layers(self, s, build_dir, pandas=False)
@@ -368,7 +359,7 @@ class IngestStack(Stack):
                     "glue:CreateTable",
                     "glue:UpdateTable",
                 ],
-                resources=_glue_arns(self, self.databases),
+                resources=glue_catalog_arns(self, self.databases),
             ),
             *glue_log_statements(self),
             # Raw objects (through S3), the job's logs and bookmarks (security configuration).
