@@ -127,6 +127,9 @@ def create_table_ddl(spec: Scd2Spec, data_schema: StructType) -> str:
     columns = ",\n  ".join(lines)
     return (
         f"CREATE TABLE IF NOT EXISTS {qtable(spec.table)} (\n  {columns}\n) USING iceberg\n"
+        # Current rows apart from history: the change detection and the MERGE read only them,
+        # however long the history grows (and so do readers asking for the current state).
+        f"PARTITIONED BY ({q(IS_CURRENT)})\n"
         f"COMMENT {_sql_string(spec.comment)}\nTBLPROPERTIES ({props})"
     )
 

@@ -76,6 +76,8 @@ def test_table_is_created_from_code_with_comments_and_properties(
     assert props["icelake.scd2.keys"] == "id" and props["format-version"] == "2"
     nullable = {f.name: f.nullable for f in spark.table(table).schema.fields}
     assert not nullable["id"] and not nullable["_valid_from"] and nullable["_valid_to"]
+    partition = spark.table(f"{table}.partitions").schema["partition"].dataType
+    assert partition.fieldNames() == ["_is_current"], "current rows are kept apart from history"
 
 
 def test_null_transitions_and_new_columns_from_inferred_json(spark: Any, table: str, tmp_path: Path) -> None:
