@@ -34,8 +34,9 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DDL = "id BIGINT, name STRING, email STRING, tier STRING, updated_at BIGINT"
 
 
-def batch_frame(spark: Any, rows: int, run: int, changed_every: int | None) -> Any:
-    """The dimension as served by the API at `run`; keys with id % changed_every == 0 changed."""
+def batch_frame(spark: Any, rows: int, run: int, changed_every: int | None, generation: int = 0) -> Any:
+    """The dimension as served by the API at `run`; keys with id % changed_every == 0 changed.
+    `generation` renames every customer (a batch of generation g > 0 changes every key once)."""
     from pyspark.sql import functions as F
 
     df = spark.range(1, rows + 1)
@@ -50,7 +51,7 @@ def batch_frame(spark: Any, rows: int, run: int, changed_every: int | None) -> A
     )
     return df.select(
         F.col("id"),
-        F.format_string("customer %d", "id").alias("name"),
+        F.format_string("customer %d" + (f" g{generation}" if generation else ""), "id").alias("name"),
         F.when(flip, email).otherwise(base_email).alias("email"),
         F.when(changed & ~flip, F.lit(f"tier-{run}")).otherwise(F.lit("basic")).alias("tier"),
         F.when(changed, F.lit(run)).otherwise(F.lit(0)).cast("bigint").alias("updated_at"),
@@ -114,7 +115,7 @@ def last_commit_writes(spark: Any, table: str) -> dict[str, int]:
     return {name: int(summary.get(key) or 0) for name, key in keys.items()}
 
 
-def run(rows: int, change_pct: float, workdir: Path) -> dict[str, Any]:
+def run(rows: int, change_pct: float, history: int, workdir: Path) -> dict[str, Any]:
     from icelake.ingest.models import Scd2Spec
     from icelake.ingest.scd2 import merge_batch
     from icelake.local.spark import local_spark
@@ -128,15 +129,31 @@ def run(rows: int, change_pct: float, workdir: Path) -> dict[str, Any]:
     merge_batch(
         spark, spec, batch_frame(spark, rows, 0, None), batch_id="bench/base", as_of=T0, full_load=False
     )
+    for generation in range(1, history + 1):  # every key gets a new version per history batch
+        merge_batch(
+            spark,
+            spec,
+            batch_frame(spark, rows, generation, None, generation),
+            batch_id=f"bench/history-{generation}",
+            as_of=T0 + timedelta(days=generation),
+            full_load=False,
+        )
     spark.sql(f"CREATE TABLE {naive_table} USING iceberg AS SELECT * FROM {spec.table}")
     setup_s = time.perf_counter() - started
 
-    batch = batch_frame(spark, rows, 1, changed_every).cache()
+    run_no = history + 1
+    batch = batch_frame(spark, rows, run_no, changed_every, history).cache()
     batch.count()  # the batch is read before either contender's clock starts
-    as_of, ingested_at = T0 + timedelta(days=1), datetime.now(UTC)
+    as_of, ingested_at = T0 + timedelta(days=run_no), datetime.now(UTC)
     started = time.perf_counter()
     result = merge_batch(
-        spark, spec, batch, batch_id="bench/run-1", as_of=as_of, full_load=False, ingested_at=ingested_at
+        spark,
+        spec,
+        batch,
+        batch_id=f"bench/run-{run_no}",
+        as_of=as_of,
+        full_load=False,
+        ingested_at=ingested_at,
     )
     merge_s = time.perf_counter() - started
     started = time.perf_counter()
@@ -154,6 +171,7 @@ def run(rows: int, change_pct: float, workdir: Path) -> dict[str, Any]:
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "rows": rows,
         "changed_pct": change_pct,
+        "history_batches": history,
         "changed_keys": result.closed,
         "inserted_versions": result.inserted,
         "merge_seconds": round(merge_s, 2),
@@ -188,6 +206,11 @@ checked to hold the same history. Times exclude building the batch. JSON files i
 """
 
 
+def history_note(res: dict[str, Any]) -> str:
+    history = res.get("history_batches", 0)
+    return f" + {history * res['rows']:,} history" if history else ""
+
+
 def mib(res: dict[str, Any], contender: str) -> str:
     written = res.get("written_by_the_measured_commit", {}).get(contender)
     return "n/a" if written is None else f"{written['bytes'] / 2**20:.2f} MiB"
@@ -206,7 +229,8 @@ def record(res: dict[str, Any]) -> Path:
         md.write_text(HEADER)
     with md.open("a") as fh:
         fh.write(
-            f"| {day} | {res['rows']:,} | {res['changed_keys']:,} ({res['changed_pct']}%) | "
+            f"| {day} | {res['rows']:,}{history_note(res)} | "
+            f"{res['changed_keys']:,} ({res['changed_pct']}%) | "
             f"{res['merge_seconds']} | {res['naive_rewrite_seconds']} | {res['speedup']}x | "
             f"{res['table_after']['rows']:,} | {res['live_files_after']['merge']} / "
             f"{res['live_files_after']['naive']} | {mib(res, 'merge')} / {mib(res, 'naive')} |\n"
@@ -218,13 +242,16 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--changed-pct", type=float, default=1.0)
+    ap.add_argument(
+        "--history", type=int, default=0, help="earlier batches that each give every key a new version"
+    )
     ap.add_argument("--quick", action="store_true", help="20,000 rows, nothing recorded")
     ap.add_argument("--no-record", action="store_true")
     args = ap.parse_args(argv)
     rows = 20_000 if args.quick else args.rows
     workdir = Path(tempfile.mkdtemp(prefix="icelake-scd2-bench-"))
     try:
-        res = run(rows, args.changed_pct, workdir)
+        res = run(rows, args.changed_pct, args.history, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print(json.dumps(res, indent=2))
