@@ -33,6 +33,7 @@ bench: setup
 	$(BIN)/python -m benchmarks.rewrite_bench
 	$(BIN)/python -m benchmarks.workflow_bench
 	$(BIN)/python -m benchmarks.scd2_bench
+	$(BIN)/python -m benchmarks.scd2_bench --history 2
 
 # The CDK cloud assembly in build/cdk.out (no AWS credentials, no CDK CLI needed; `cdk deploy` reads cdk.json).
 synth: setup
