@@ -227,14 +227,17 @@ def record(res: dict[str, Any]) -> Path:
     md = BENCH_DIR / "SCD2_RESULTS.md"
     if not md.exists():
         md.write_text(HEADER)
-    with md.open("a") as fh:
-        fh.write(
-            f"| {day} | {res['rows']:,}{history_note(res)} | "
-            f"{res['changed_keys']:,} ({res['changed_pct']}%) | "
-            f"{res['merge_seconds']} | {res['naive_rewrite_seconds']} | {res['speedup']}x | "
-            f"{res['table_after']['rows']:,} | {res['live_files_after']['merge']} / "
-            f"{res['live_files_after']['naive']} | {mib(res, 'merge')} / {mib(res, 'naive')} |\n"
-        )
+    row = (
+        f"| {day} | {res['rows']:,}{history_note(res)} | "
+        f"{res['changed_keys']:,} ({res['changed_pct']}%) | "
+        f"{res['merge_seconds']} | {res['naive_rewrite_seconds']} | {res['speedup']}x | "
+        f"{res['table_after']['rows']:,} | {res['live_files_after']['merge']} / "
+        f"{res['live_files_after']['naive']} | {mib(res, 'merge')} / {mib(res, 'naive')} |"
+    )
+    lines = md.read_text().splitlines()
+    last_row = max(i for i, line in enumerate(lines) if line.startswith("|"))  # the results table
+    lines.insert(last_row + 1, row)
+    md.write_text("\n".join(lines) + "\n")
     return out
 
 
