@@ -16,7 +16,7 @@ from cdk.app import build_app
 from cdk.config import IngestConfigError, Settings, parse_ingest_sources
 from cdk.ingest import IngestStack
 from icelake.constants import INGEST_ASL, INGEST_STATE_MACHINE
-from icelake.ingest import deploy
+from icelake.ingest import resources
 from icelake.ingest.models import FetchConfig, MaintenanceConfig, Scd2Spec
 from tests.infrastructure.conftest import Synth, run_app_py
 from tests.infrastructure.helpers import (
@@ -94,18 +94,18 @@ def test_state_machine_definition_is_the_asl_file_with_every_placeholder_substit
     props, definition = rendered_definition(synth.outdir, template, REPO / INGEST_ASL)
     # Then the substitutions are those of the one function the local deployment uses too
     subs = props["DefinitionSubstitutions"]
-    assert set(subs) == set(deploy.ingest_substitutions("f", "c", "j", MaintenanceConfig()))
+    assert set(subs) == set(resources.ingest_substitutions("f", "c", "j", MaintenanceConfig()))
     assert props["StateMachineName"] == INGEST_STATE_MACHINE
     functions = resources_of(template, "AWS::Lambda::Function")
     assert (
         functions[subs["FetchFunctionArn"]["Fn::GetAtt"][0]]["Properties"]["FunctionName"]
-        == deploy.FETCH_FUNCTION
+        == resources.FETCH_FUNCTION
     )
     assert (
         functions[subs["CompleteFunctionArn"]["Fn::GetAtt"][0]]["Properties"]["FunctionName"]
-        == deploy.COMPLETE_FUNCTION
+        == resources.COMPLETE_FUNCTION
     )
-    assert subs["MergeJobName"] == deploy.MERGE_JOB
+    assert subs["MergeJobName"] == resources.MERGE_JOB
     maintenance = CONTEXT["ingest_maintenance"]
     assert subs["SnapshotRetentionDays"] == f"{maintenance['expire_older_than_days']:g}"
     assert subs["SnapshotRetainLast"] == str(maintenance["retain_last"])
@@ -115,7 +115,7 @@ def test_state_machine_definition_is_the_asl_file_with_every_placeholder_substit
     for name in ("MergeScd2", "Maintenance"):
         state = definition["States"][name]
         assert state["Resource"] == "arn:aws:states:::glue:startJobRun.sync"
-        assert state["Parameters"]["JobName"] == deploy.MERGE_JOB
+        assert state["Parameters"]["JobName"] == resources.MERGE_JOB
     # ... and it logs every event to a KMS-encrypted log group, traced by X-Ray
     assert props["LoggingConfiguration"]["Level"] == "ALL"
     assert props["TracingConfiguration"] == {"Enabled": True}
@@ -130,8 +130,8 @@ def test_state_machine_role_only_invokes_the_two_functions_and_runs_the_one_job(
     invoke = [s for s in statements if "lambda:InvokeFunction" in as_list(s["Action"])]
     (invoke_statement,) = invoke
     invoked = {flat(r) for r in as_list(invoke_statement["Resource"])}
-    fetch_id = _only(template, "AWS::Lambda::Function", "FunctionName", deploy.FETCH_FUNCTION)[0]
-    complete_id = _only(template, "AWS::Lambda::Function", "FunctionName", deploy.COMPLETE_FUNCTION)[0]
+    fetch_id = _only(template, "AWS::Lambda::Function", "FunctionName", resources.FETCH_FUNCTION)[0]
+    complete_id = _only(template, "AWS::Lambda::Function", "FunctionName", resources.COMPLETE_FUNCTION)[0]
     assert invoked == {f"<{fetch_id}.Arn>", f"<{complete_id}.Arn>"}
     (glue_statement,) = _granting(statements, "glue:")
     assert set(as_list(glue_statement["Action"])) == {
@@ -141,7 +141,7 @@ def test_state_machine_role_only_invokes_the_two_functions_and_runs_the_one_job(
         "glue:BatchStopJobRun",
     }
     assert [flat(r) for r in as_list(glue_statement["Resource"])] == [
-        f"arn:<AWS::Partition>:glue:us-east-1:123456789012:job/{deploy.MERGE_JOB}"
+        f"arn:<AWS::Partition>:glue:us-east-1:123456789012:job/{resources.MERGE_JOB}"
     ]
     # whatever else it may do is log delivery and tracing
     others = actions(statements) - {"lambda:InvokeFunction", *as_list(glue_statement["Action"])}
@@ -153,10 +153,10 @@ def test_each_function_and_the_job_run_with_their_own_role(synth: Synth) -> None
     template = _template(synth)
     role_ids = {key: role_logical_id(template, name) for key, name in ROLES.items()}
     assert len(set(role_ids.values())) == 3
-    for key, name in (("fetch", deploy.FETCH_FUNCTION), ("complete", deploy.COMPLETE_FUNCTION)):
+    for key, name in (("fetch", resources.FETCH_FUNCTION), ("complete", resources.COMPLETE_FUNCTION)):
         _id, fn = _only(template, "AWS::Lambda::Function", "FunctionName", name)
         assert fn["Properties"]["Role"] == {"Fn::GetAtt": [role_ids[key], "Arn"]}
-    _id, job = _only(template, "AWS::Glue::Job", "Name", deploy.MERGE_JOB)
+    _id, job = _only(template, "AWS::Glue::Job", "Name", resources.MERGE_JOB)
     assert job["Properties"]["Role"] == {"Fn::GetAtt": [role_ids["glue"], "Arn"]}
     for role in ROLES:
         for action in actions(_role_statements(synth, role)):
@@ -280,16 +280,16 @@ def test_functions_run_the_repo_handlers_with_raw_root_and_encrypted_logs(synth:
     template = _template(synth)
     raw_id = _only(template, "AWS::S3::Bucket", "BucketName", "icelake-raw-123456789012")[0]
     for name, handler in (
-        (deploy.FETCH_FUNCTION, "handler.handler"),
-        (deploy.COMPLETE_FUNCTION, "handler.complete_handler"),
+        (resources.FETCH_FUNCTION, "handler.handler"),
+        (resources.COMPLETE_FUNCTION, "handler.complete_handler"),
     ):
         _id, fn = _only(template, "AWS::Lambda::Function", "FunctionName", name)
         props = fn["Properties"]
         assert props["Handler"] == handler
         assert props["TracingConfig"] == {"Mode": "Active"}
-        assert flat(props["Environment"]["Variables"][deploy.ENV_RAW_ROOT]) == f"s3://<{raw_id}>"
+        assert flat(props["Environment"]["Variables"][resources.ENV_RAW_ROOT]) == f"s3://<{raw_id}>"
         code = synth.outdir / f"asset.{props['Code']['S3Key'].removesuffix('.zip')}"
-        assert (code / "handler.py").read_text() == (REPO / deploy.FETCH_HANDLER).read_text()
+        assert (code / "handler.py").read_text() == (REPO / resources.FETCH_HANDLER).read_text()
         group_id = props["LoggingConfig"]["LogGroup"]["Ref"]
         assert template["Resources"][group_id]["Properties"]["KmsKeyId"]
         assert template["Resources"][group_id]["Properties"]["LogGroupName"] == f"/aws/lambda/{name}"
@@ -299,13 +299,13 @@ def test_merge_job_is_the_scd2_script_with_iceberg_on_the_glue_catalog_one_run_a
     synth: Synth,
 ) -> None:
     template = _template(synth)
-    _id, job = _only(template, "AWS::Glue::Job", "Name", deploy.MERGE_JOB)
+    _id, job = _only(template, "AWS::Glue::Job", "Name", resources.MERGE_JOB)
     props = job["Properties"]
     assert props["ExecutionProperty"]["MaxConcurrentRuns"] == 1
     assert props["MaxRetries"] == 0
     assert props["SecurityConfiguration"] == "icelake-ingest"
     script = synth.outdir / f"asset.{props['Command']['ScriptLocation'].rsplit('/', 1)[1]}"
-    assert script.read_text() == (REPO / deploy.MERGE_SCRIPT).read_text()
+    assert script.read_text() == (REPO / resources.MERGE_SCRIPT).read_text()
     args = props["DefaultArguments"]
     assert args["--datalake-formats"] == "iceberg"
     assert args["--job-bookmark-option"] == "job-bookmark-disable"
