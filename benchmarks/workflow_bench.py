@@ -56,6 +56,7 @@ def run_workflow(n_tables: int, files_per_table: int) -> dict[str, Any]:
     from icelake.local.deploy import deploy_migration_workflow
     from icelake.local.embedded import run_execution, start_embedded_aws
     from icelake.local.lake import build_lake
+    from icelake.workflow.client import read_report
 
     with start_embedded_aws(REPO):
         deployment = deploy_migration_workflow()
@@ -69,7 +70,7 @@ def run_workflow(n_tables: int, files_per_table: int) -> dict[str, Any]:
         result = run_execution(deployment.state_machine_arn, request, timeout=3600, name="bench-1")
         wall = time.monotonic() - t0
         assert result.status == "SUCCEEDED", result.failure()
-        tables = result.output["tables"]
+        tables = read_report(result.output["report_uri"])["tables"]
         assert all(t["status"] == "migrated" for t in tables), tables
         parent_events = len(result.events)
     per_table = [t["seconds"] for t in tables]

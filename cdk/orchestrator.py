@@ -283,6 +283,19 @@ class OrchestratorStack(Stack):
                 sid="WorkList", actions=["s3:GetObject"], resources=[self.artifacts.arn_for_objects("runs/*")]
             )
         )
+        # The Map's ResultWriter exports every table's outcome (manifest.json and result files) there.
+        self.state_machine.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="MapResults",
+                actions=[
+                    "s3:PutObject",
+                    "s3:GetObject",
+                    "s3:ListMultipartUploadParts",
+                    "s3:AbortMultipartUpload",
+                ],
+                resources=[self.artifacts.arn_for_objects("runs/*/map-results/*")],
+            )
+        )
         # A distributed Map runs its iterations as child executions of this state machine.
         self.state_machine.add_to_role_policy(
             iam.PolicyStatement(sid="DistributedMap", actions=["states:StartExecution"], resources=[sm_arn])
@@ -508,11 +521,15 @@ class OrchestratorStack(Stack):
             [
                 {
                     "id": "AwsSolutions-IAM5",
-                    "reason": "The distributed Map reads per-run work lists (runs/*) and manages its own "
-                    "child "
+                    "reason": "The distributed Map reads per-run work lists (runs/*), writes its results "
+                    "per run and Map run (runs/*/map-results/*) and manages its own child "
                     "executions; log delivery and X-Ray actions have no resource-level permissions.",
                     "appliesTo": [
                         {"regex": "/^Resource::<Artifacts[0-9A-F]+\\.Arn>\\/runs\\/\\*$/g"},
+                        {
+                            "regex": "/^Resource::<Artifacts[0-9A-F]+\\.Arn>"
+                            "\\/runs\\/\\*\\/map-results\\/\\*$/g"
+                        },
                         {
                             "regex": "/^Resource::arn:<AWS::Partition>:states:.*:execution:"
                             "icelake-migrate-tables\\/\\*$/g"

@@ -258,10 +258,11 @@ def migrate_start(
 
 
 def _print_outcome(status: RunStatus, as_json: bool) -> None:
+    report = status.report or status.output  # the whole report (from S3), else what the run returned
     if as_json:
-        sys.stdout.write(json.dumps(status.output or {"run_id": status.run_id, "error": status.error}) + "\n")
-    elif status.output:
-        Console().print(_report_table(status.output))
+        sys.stdout.write(json.dumps(report or {"run_id": status.run_id, "error": status.error}) + "\n")
+    elif report:
+        Console().print(_report_table(report))
     else:
         Console().print(_run_table(status))
     if status.execution_status != "SUCCEEDED":

@@ -94,7 +94,7 @@ def run(lake: Lake, run_id: str, **overrides: Any) -> RunStatus:
                 seen[table] = state
 
     status = follow(execution_arn, rid, show, poll_seconds=0.5, timeout_seconds=900)
-    report = status.output or {}
+    report = status.report or {}  # every table's outcome, from the report the run wrote to S3
     outcome = report.get("status", status.execution_status)
     table = Table(title=f"{run_id}: {outcome} in {time.monotonic() - started:.1f} s")
     for col in ("table", "outcome", "copied", "bytes", "rewritten", "skipped", "snapshots"):

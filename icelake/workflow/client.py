@@ -20,8 +20,9 @@ class RunStatus:
     run_id: str
     execution_status: str
     tables: dict[str, str] = field(default_factory=dict)  # table -> ledger state
-    output: dict[str, Any] | None = None
+    output: dict[str, Any] | None = None  # the Report step's summary (RunSummary)
     error: str | None = None
+    report: dict[str, Any] | None = None  # the whole RunReport (every table), read from output's report_uri
 
     @property
     def done(self) -> bool:
@@ -59,9 +60,19 @@ def run_status(execution_arn: str, run_id: str, ledger_table: str = LEDGER_TABLE
     )
     if desc.get("output"):
         status.output = json.loads(desc["output"])
+        if isinstance(status.output, dict) and status.output.get("report_uri"):
+            status.report = read_report(str(status.output["report_uri"]))
     if desc["status"] == "FAILED":
         status.error = f"{desc.get('error', '')}: {_readable_cause(desc.get('cause', ''))}".strip(": ")
     return status
+
+
+def read_report(report_uri: str) -> dict[str, Any]:
+    """The RunReport (every table's outcome) that the Report step wrote to S3."""
+    bucket, _, key = report_uri.removeprefix("s3://").partition("/")
+    body = boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+    report: dict[str, Any] = json.loads(body)
+    return report
 
 
 def _readable_cause(cause: str) -> str:

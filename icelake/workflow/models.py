@@ -165,8 +165,23 @@ class TableOutcome(_Frozen):
     seconds: float = 0.0
 
 
+RunState = Literal["succeeded", "partial", "failed"]
+
+
 class RunReport(_Frozen):
+    """What the Report step writes to runs/<run_id>/report.json: every table's outcome."""
+
     run_id: str
-    status: Literal["succeeded", "partial", "failed"]
+    status: RunState
     tables: list[TableOutcome]
     report_uri: str
+
+
+class RunSummary(_Frozen):
+    """What the Report step returns (the execution's output): small whatever the number of tables."""
+
+    run_id: str
+    status: RunState
+    tables: int
+    counts: dict[str, int]  # TableOutcome.status -> number of tables
+    report_uri: str  # the RunReport with every table

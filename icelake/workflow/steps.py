@@ -9,6 +9,8 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
@@ -33,6 +35,8 @@ from icelake.workflow.models import (
     MigrationRequest,
     PlanResult,
     RunReport,
+    RunState,
+    RunSummary,
     TableOutcome,
     WorkItem,
 )
@@ -111,8 +115,17 @@ def _put_json(env: WorkflowEnv, key: str, value: Any) -> None:
     boto3.client("s3").put_object(Bucket=env.artifacts_bucket, Key=key, Body=json.dumps(value).encode())
 
 
+def _read_json(bucket: str, key: str) -> Any:
+    return json.loads(boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())
+
+
 def _get_json(env: WorkflowEnv, key: str) -> Any:
-    return json.loads(boto3.client("s3").get_object(Bucket=env.artifacts_bucket, Key=key)["Body"].read())
+    return _read_json(env.artifacts_bucket, key)
+
+
+def _record_outcome(ledger: Ledger, outcome: TableOutcome, state: str, **attrs: Any) -> None:
+    """The table's last ledger record of the run carries its whole outcome (see `report`)."""
+    ledger.record_table(outcome.run_id, outcome.table, state, outcome=outcome.model_dump_json(), **attrs)
 
 
 def owner_of(item: WorkItem) -> str:
@@ -351,9 +364,7 @@ def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
     planned = PlanResult.model_validate(event["plan"])
     if planned.engine == "none":  # dry run, or already in sync: nothing was written to check
         outcome = skipped(event)
-        Ledger(boto3.client("dynamodb"), env.ledger_table).record_table(
-            outcome.run_id, outcome.table, outcome.status.upper()
-        )
+        _record_outcome(Ledger(boto3.client("dynamodb"), env.ledger_table), outcome, outcome.status.upper())
         return outcome
     item = planned.item
     sessions = Sessions(item.request)
@@ -374,11 +385,10 @@ def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
     )
     if problems:
         raise ValidationFailedError(f"{item.name}: the target is not the same table: {problems[:10]}")
-    ledger.record_table(item.run_id, item.name, "VALIDATED", snapshots_validated=len(report.snapshots))
     ledger.record_synced(
         item.target_location, item.source_metadata_location, planned.target_metadata_location, item.run_id
     )
-    return TableOutcome(
+    outcome = TableOutcome(
         run_id=item.run_id,
         table=item.name,
         status="migrated",
@@ -390,6 +400,8 @@ def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
         snapshots_validated=copied.snapshots,
         seconds=copied.elapsed_seconds,
     )
+    _record_outcome(ledger, outcome, "VALIDATED", snapshots_validated=len(report.snapshots))
+    return outcome
 
 
 def skipped(event: dict[str, Any]) -> TableOutcome:
@@ -432,25 +444,106 @@ def rollback(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
             planned.previous_target_metadata,
             owner_of(item),
         )
-    ledger.record_table(item.run_id, item.name, "ROLLED_BACK", error=cause[:2000], files_removed=removed)
-    return TableOutcome(run_id=item.run_id, table=item.name, status="rolled_back", error=cause[:2000])
+    outcome = TableOutcome(run_id=item.run_id, table=item.name, status="rolled_back", error=cause[:2000])
+    _record_outcome(ledger, outcome, "ROLLED_BACK", error=outcome.error, files_removed=removed)
+    return outcome
 
 
 # --- Report ------------------------------------------------------------------------------------
 
 
-def report(event: dict[str, Any], env: WorkflowEnv) -> RunReport:
+def _failed(run_id: str, table: str, error: str) -> TableOutcome:
+    return TableOutcome(run_id=run_id, table=table, status="failed", error=error[:2000])
+
+
+def _item_name(item: dict[str, Any]) -> str:
+    return f"{item['source_database']}.{item['source_table']}"
+
+
+def _result_outcome(run_id: str, status: str, entry: dict[str, Any]) -> TableOutcome:
+    """One child execution of a ResultWriter result file as the table's outcome."""
+    if status == "SUCCEEDED":
+        try:
+            return TableOutcome.model_validate_json(entry["Output"])
+        except (KeyError, TypeError, ValidationError) as exc:
+            error = f"unreadable output of {entry.get('ExecutionArn', 'a child execution')}: {exc}"
+    elif status == "FAILED":  # failed despite the item's own catches (e.g. a States.Runtime error)
+        error = f"{entry.get('Error') or 'States.ALL'}: {entry.get('Cause') or 'no cause given'}"
+    else:
+        error = f"the Map run ended before this table finished ({status})"
+    try:
+        table = _item_name(json.loads(entry["Input"])["item"])
+    except (KeyError, TypeError, ValueError):
+        table = "unknown"
+    return _failed(run_id, table, error)
+
+
+def map_outcomes(run_id: str, writer_details: dict[str, Any]) -> Iterator[TableOutcome]:
+    """The outcomes a Distributed Map exported with its ResultWriter, one result file at a time.
+
+    `writer_details` is the Map's ResultWriterDetails: {Bucket, Key} of its manifest.json, whose
+    ResultFiles list the result files ({Key, Size}) by status: SUCCEEDED, FAILED, PENDING. A result
+    file is a JSON array of child executions: Input and Output are the iteration's input and output as
+    JSON strings; FAILED ones carry Error and Cause instead of Output.
+    """
+    manifest = _read_json(writer_details["Bucket"], writer_details["Key"])
+    bucket = manifest.get("DestinationBucket") or writer_details["Bucket"]
+    for status, files in manifest.get("ResultFiles", {}).items():
+        for result_file in files:
+            for entry in _read_json(bucket, result_file["Key"]):
+                yield _result_outcome(run_id, status, entry)
+
+
+def _ledger_outcomes(run_id: str, tables: Iterable[str], env: WorkflowEnv) -> Iterator[TableOutcome]:
+    """Outcomes of worklist tables that no Map result covers, as their item's last step recorded them
+    in the ledger; a table without one failed. (moto 5.2.5, the embedded runtime, writes the
+    ResultWriter's manifest but no result files: there every table comes from here.)"""
+    rows = {
+        str(r["sk"]).removeprefix("TABLE#"): r
+        for r in Ledger(boto3.client("dynamodb"), env.ledger_table).run_tables(run_id)
+    }
+    for table in tables:
+        row = rows.get(table, {})
+        if row.get("outcome"):
+            yield TableOutcome.model_validate_json(row["outcome"])
+        else:
+            yield _failed(
+                run_id, table, f"no outcome recorded (last state in the ledger: {row.get('state', 'none')})"
+            )
+
+
+def run_outcomes(event: dict[str, Any], env: WorkflowEnv) -> list[TableOutcome]:
+    """Every table's outcome: inline `outcomes`, the Map's exported results (`map_results`, its output
+    with a ResultWriter), and for worklist tables neither covers (`worklist_bucket`/`worklist_key`),
+    the ledger. So no table of the run is missing from its report."""
     run_id = str(event["run_id"])
-    outcomes = [TableOutcome.model_validate(o) for o in event.get("outcomes", [])]
-    failed = sum(o.status in ("failed", "rolled_back") for o in outcomes)
-    status: Literal["succeeded", "partial", "failed"] = (
-        "succeeded" if failed == 0 else ("failed" if failed == len(outcomes) else "partial")
-    )
+    outcomes = [TableOutcome.model_validate(o) for o in event.get("outcomes") or []]
+    if event.get("map_results"):
+        outcomes.extend(map_outcomes(run_id, event["map_results"]["ResultWriterDetails"]))
+    if event.get("worklist_key"):
+        seen = {o.table for o in outcomes}
+        worklist = _read_json(event.get("worklist_bucket") or env.artifacts_bucket, event["worklist_key"])
+        missing = [name for name in map(_item_name, worklist) if name not in seen]
+        if missing:
+            outcomes.extend(_ledger_outcomes(run_id, missing, env))
+    return outcomes
+
+
+def report(event: dict[str, Any], env: WorkflowEnv) -> RunSummary:
+    """Write every table's outcome to runs/<run_id>/report.json; return a summary of a few hundred
+    bytes whatever the number of tables (Step Functions caps a state's payload at 256 KiB)."""
+    run_id = str(event["run_id"])
+    outcomes = run_outcomes(event, env)
+    counts = Counter(o.status for o in outcomes)
+    failed = counts["failed"] + counts["rolled_back"]
+    status: RunState = "succeeded" if failed == 0 else ("failed" if failed == len(outcomes) else "partial")
     key = f"runs/{run_id}/report.json"
-    result = RunReport(
-        run_id=run_id, status=status, tables=outcomes, report_uri=f"s3://{env.artifacts_bucket}/{key}"
+    uri = f"s3://{env.artifacts_bucket}/{key}"
+    _put_json(
+        env,
+        key,
+        RunReport(run_id=run_id, status=status, tables=outcomes, report_uri=uri).model_dump(mode="json"),
     )
-    _put_json(env, key, result.model_dump(mode="json"))
     boto3.client("events").put_events(
         Entries=[
             {
@@ -463,4 +556,10 @@ def report(event: dict[str, Any], env: WorkflowEnv) -> RunReport:
             }
         ]
     )
-    return result
+    return RunSummary(
+        run_id=run_id,
+        status=status,
+        tables=len(outcomes),
+        counts=dict(sorted(counts.items())),
+        report_uri=uri,
+    )

@@ -4,6 +4,7 @@ repo's handlers: several tables across two accounts, incremental sync, failures 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,6 +17,7 @@ from icelake.constants import GLUE_MIGRATE_JOB
 from icelake.local.deploy import LocalDeployment, deploy_migration_workflow
 from icelake.local.embedded import run_execution, start_embedded_aws
 from icelake.local.lake import SOURCE_ROLE, TARGET_ROLE
+from icelake.workflow.client import read_report
 from tests.functional.moto_sts import assumed_roles
 from tests.lake import (
     SOURCE_BUCKET,
@@ -42,9 +44,14 @@ def world(tmp_path: Path) -> Iterator[tuple[Lake, LocalDeployment]]:
 
 
 def _run(deployment: LocalDeployment, request: dict[str, Any]) -> dict[str, Any]:
+    """The run's whole report: the execution returns a summary naming the report it wrote to S3."""
     result = run_execution(deployment.state_machine_arn, request, timeout=300, name=request["run_id"])
     assert result.status == "SUCCEEDED", result.failure()
-    return dict(result.output)
+    summary = dict(result.output)
+    report = read_report(summary["report_uri"])
+    assert summary["status"] == report["status"] and summary["tables"] == len(report["tables"])
+    assert summary["counts"] == dict(Counter(t["status"] for t in report["tables"]))
+    return report
 
 
 def test_full_migration_then_incremental_sync(world: tuple[Lake, LocalDeployment]) -> None:

@@ -3,6 +3,7 @@ cross-account access only by AssumeRole of the configured roles."""
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from typing import Any
 
@@ -14,6 +15,7 @@ from tests.infrastructure.helpers import (
     as_list,
     flat,
     identity_statements,
+    resources_of,
     role_logical_id,
     service_role,
 )
@@ -173,3 +175,34 @@ def test_state_machine_invokes_only_its_functions_and_job(synth: Synth) -> None:
     assert len(as_list(invoke[0]["Resource"])) == 7
     glue = [s for s in statements if "glue:StartJobRun" in as_list(s["Action"])]
     assert flat(glue[0]["Resource"]).endswith(":job/icelake-migrate-table")
+
+
+def _allows(statements: list[dict[str, Any]], action: str, resource: str) -> bool:
+    return any(
+        action in as_list(s["Action"])
+        and any(fnmatch.fnmatchcase(resource, flat(r)) for r in as_list(s["Resource"]))
+        for s in statements
+        if s.get("Effect", "Allow") == "Allow"
+    )
+
+
+def test_state_machine_writes_map_results_only_under_the_runs_prefix_and_report_reads_them(
+    synth: Synth,
+) -> None:
+    template = synth.templates["IcelakeOrchestrator"]
+    (bucket_id,) = [
+        k
+        for k, v in resources_of(template, "AWS::S3::Bucket").items()
+        if str(v["Properties"].get("BucketName", "")).startswith("icelake-artifacts-")
+    ]
+    result_file = f"<{bucket_id}.Arn>/runs/run-1/map-results/0f2c/SUCCEEDED_0.json"
+    # The state machine's ResultWriter writes the manifest and result files under runs/*/map-results/
+    sm = identity_statements(template, service_role(template, "states.amazonaws.com"))
+    for action in ("s3:PutObject", "s3:GetObject", "s3:ListMultipartUploadParts", "s3:AbortMultipartUpload"):
+        assert _allows(sm, action, result_file), action
+    # and nowhere else
+    assert not _allows(sm, "s3:PutObject", f"<{bucket_id}.Arn>/runs/run-1/report.json")
+    assert not _allows(sm, "s3:PutObject", f"<{bucket_id}.Arn>/map-results/x/manifest.json")
+    # The Report Lambda (the steps role) reads them
+    steps = identity_statements(template, role_logical_id(template, "icelake-migrate-steps"))
+    assert _allows(steps, "s3:GetObject", result_file)
