@@ -96,7 +96,8 @@ def ingest_run(
     if as_json:
         sys.stdout.write(json.dumps([s.as_dict() for s in summaries]) + "\n")
     else:
-        Console().print(summary_table(summaries, table))
+        # Rich falls back to 80 columns off a terminal (CI logs, pipes): too narrow for this table.
+        Console(width=None if sys.stdout.isatty() else 120).print(summary_table(summaries, table))
     failed = [s for s in summaries if s.status != "SUCCEEDED"]
     if failed:
         err.print(f"icelake: run {failed[0].run} {failed[0].status}: {failed[0].error}", highlight=False)
