@@ -151,6 +151,7 @@ class OrchestratorStack(Stack):
         # -- state machine ---------------------------------------------------------------------------
         substitutions = {ph: self.functions[step].function_arn for step, (_n, _h, ph) in LAMBDA_STEPS.items()}
         substitutions["GlueJobName"] = GLUE_MIGRATE_JOB
+        substitutions["ArtifactsBucket"] = self.artifacts.bucket_name  # the Map's ResultWriter
         self.substitutions = substitutions
         self.state_machine = asl_state_machine(
             self, "MigrateTables", name=MIGRATE_STATE_MACHINE, asl=MIGRATE_ASL, substitutions=substitutions

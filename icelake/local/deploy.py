@@ -50,5 +50,6 @@ def deploy_migration_workflow() -> LocalDeployment:
     substitutions = create_step_lambdas(env)
     create_glue_job(GLUE_MIGRATE_JOB, GLUE_MIGRATE_SCRIPT)
     substitutions["GlueJobName"] = GLUE_MIGRATE_JOB
+    substitutions["ArtifactsBucket"] = artifacts  # where the Map's ResultWriter exports outcomes
     arn = create_state_machine(MIGRATE_ASL, substitutions, MIGRATE_STATE_MACHINE)
     return LocalDeployment(state_machine_arn=arn, ledger_table=LEDGER_TABLE, artifacts_bucket=artifacts)

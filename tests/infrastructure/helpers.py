@@ -91,7 +91,9 @@ def rendered_definition(
     rendered = asl_text
     for name, value in subs.items():
         text = value
-        if isinstance(value, dict):  # a function ARN: GetAtt of the function named in constants
+        if isinstance(value, dict) and "Ref" in value:  # a resource's name, e.g. a bucket: <logical id>
+            text = f"<{value['Ref']}>"
+        elif isinstance(value, dict):  # a function ARN: GetAtt of the function named in constants
             logical_id, attr = value["Fn::GetAtt"]
             assert attr == "Arn"
             fn_name = functions[logical_id]["Properties"]["FunctionName"]

@@ -171,23 +171,19 @@ def test_every_state_of_the_deployed_definition_is_reachable(synth: Synth) -> No
 
 
 def test_map_exports_its_results_to_the_artifacts_bucket_and_report_reads_them(synth: Synth) -> None:
-    # The ResultWriter's bucket is built from the state machine's own account (moto's interpreter
-    # evaluates ResultWriter paths on the Map's results, not on the state input, so no $.path works
-    # in both): it must name the artifacts bucket the stack creates
+    # The ResultWriter writes into the artifacts bucket the stack creates (a deploy-time substitution)
     template = synth.templates[ORCH]
     _props, definition = rendered_definition(synth.outdir, template, REPO / MIGRATE_ASL)
     migrate = definition["States"]["MigrateTables"]
     writer = migrate["ResultWriter"]
     assert writer["Resource"] == "arn:aws:states:::s3:putObject"
-    assert writer["Parameters"]["Bucket.$"].startswith(
-        "States.Format('" + ARTIFACTS_BUCKET.replace("{account}", "{}") + "', "
-    )
-    assert "$$.StateMachine.Id" in writer["Parameters"]["Bucket.$"]
+    (artifacts_id,) = [
+        k
+        for k, v in resources_of(template, "AWS::S3::Bucket").items()
+        if v["Properties"].get("BucketName") == ARTIFACTS_BUCKET.format(account="123456789012")
+    ]
+    assert writer["Parameters"]["Bucket"] == f"<{artifacts_id}>"
     assert writer["Parameters"]["Prefix.$"] == "States.Format('runs/{}/map-results', $$.Execution.Name)"
-    buckets = resources_of(template, "AWS::S3::Bucket").values()
-    assert ARTIFACTS_BUCKET.format(account="123456789012") in {
-        b["Properties"].get("BucketName") for b in buckets
-    }
     # Only the writer's details flow on; Report gets them with the worklist to reconcile against
     assert migrate["ResultPath"] == "$.map_results" and migrate["ToleratedFailurePercentage"] == 100
     payload = definition["States"]["Report"]["Parameters"]["Payload"]
