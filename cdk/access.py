@@ -14,7 +14,7 @@ from cdk_nag import NagSuppressions
 from constructs import Construct
 
 from cdk.buckets import access_log_bucket
-from cdk.common import glue_catalog_arns, glue_databases
+from cdk.common import glue_catalog_arns, glue_databases, list_prefix_statement
 from cdk.config import SOURCE_ROLE_NAME, TARGET_ROLE_NAME, BucketPrefix, Settings
 
 # Read-only actions of the source role; tests assert nothing else ever appears there.
@@ -47,16 +47,7 @@ def _s3_read(locations: tuple[BucketPrefix, ...], sid: str) -> list[iam.PolicySt
         )
     ]
     for i, loc in enumerate(locations):
-        statements.append(
-            iam.PolicyStatement(
-                sid=f"{sid}List{i}",
-                actions=["s3:ListBucket"],
-                resources=[f"arn:aws:s3:::{loc.bucket}"],
-                conditions={"StringLike": {"s3:prefix": [loc.list_prefix, loc.prefix.strip("/")]}}
-                if loc.prefix.strip("/")
-                else None,
-            )
-        )
+        statements.append(list_prefix_statement(f"{sid}List{i}", f"arn:aws:s3:::{loc.bucket}", loc.prefix))
     return statements
 
 
@@ -190,12 +181,7 @@ class TargetAccessStack(Stack):
                 ],
                 resources=[objects],
             ),
-            iam.PolicyStatement(
-                sid="TargetList",
-                actions=["s3:ListBucket"],
-                resources=[self.bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [location.list_prefix, prefix]}} if prefix else None,
-            ),
+            list_prefix_statement("TargetList", self.bucket.bucket_arn, location.prefix),
             # Server-side copies are signed by this role: it reads the source prefixes (read only).
             *_s3_read(s.source_locations, "SourceCopy"),
             iam.PolicyStatement(

@@ -404,3 +404,15 @@ def glue_databases(
         )
         for i, db in enumerate(databases)
     ]
+
+
+def list_prefix_statement(sid: str, bucket_arn: str, prefix: str) -> iam.PolicyStatement:
+    """s3:ListBucket on a bucket, limited to `prefix` and what is under it (the whole bucket when
+    `prefix` is empty)."""
+    p = prefix.strip("/")
+    return iam.PolicyStatement(
+        sid=sid,
+        actions=["s3:ListBucket"],
+        resources=[bucket_arn],
+        conditions={"StringLike": {"s3:prefix": [f"{p}/*", p]}} if p else None,
+    )

@@ -32,6 +32,7 @@ from cdk.common import (
     glue_spark_job,
     grant_steps,
     lambda_layers,
+    list_prefix_statement,
     notification_topic,
     python_function,
     service_key,
@@ -279,12 +280,7 @@ class IngestStack(Stack):
         )
 
     def _raw_list_statement(self) -> iam.PolicyStatement:
-        return iam.PolicyStatement(
-            sid="RawList",
-            actions=["s3:ListBucket"],
-            resources=[self.raw.bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [f"{RAW_PREFIX}/*", RAW_PREFIX]}},
-        )
+        return list_prefix_statement("RawList", self.raw.bucket_arn, RAW_PREFIX)
 
     def _fetch_statements(self, log_group_arn: str) -> list[iam.PolicyStatement]:
         s = self.settings
@@ -330,7 +326,6 @@ class IngestStack(Stack):
             description="icelake ingest Glue job: reads raw/, writes the warehouse prefix and its tables",
         )
         location = self.location
-        prefix = location.prefix.strip("/")
         statements = [
             glue_asset_statement(script, wheel),
             iam.PolicyStatement(
@@ -344,12 +339,7 @@ class IngestStack(Stack):
                 actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"],
                 resources=[self.warehouse.arn_for_objects(location.object_pattern)],
             ),
-            iam.PolicyStatement(
-                sid="WarehouseList",
-                actions=["s3:ListBucket"],
-                resources=[self.warehouse.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [location.list_prefix, prefix]}} if prefix else None,
-            ),
+            list_prefix_statement("WarehouseList", self.warehouse.bucket_arn, location.prefix),
             iam.PolicyStatement(
                 sid="Catalog",
                 actions=[
