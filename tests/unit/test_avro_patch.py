@@ -1,0 +1,293 @@
+"""The byte-level manifest rewrite (`avro_patch`) writes exactly what the fastavro path writes."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import fastavro
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from icelake.migrate.avro_files import (
+    DELETE_FILE_PATH_FIELD_ID,
+    DeleteRewrite,
+    _patched_header,
+    rewrite_manifest,
+    rewrite_manifest_fastavro,
+)
+from icelake.migrate.avro_patch import NotPatchable, patch_manifest
+
+
+def _kv(name: str, value: str) -> dict[str, Any]:
+    return {
+        "type": "array",
+        "logicalType": "map",
+        "items": {
+            "type": "record",
+            "name": f"k_{name}",
+            "fields": [{"name": "key", "type": "int"}, {"name": "value", "type": value}],
+        },
+    }
+
+
+def _opt(t: Any) -> list[Any]:
+    return ["null", t]
+
+
+PARTITION = {
+    "type": "record",
+    "name": "r102",
+    "fields": [
+        {"name": "ts_day", "type": _opt({"type": "int", "logicalType": "date"})},
+        {"name": "region", "type": _opt("string")},
+        {"name": "bucket", "type": _opt("int")},
+        {"name": "flag", "type": _opt("boolean")},
+        {"name": "ratio", "type": _opt("double")},
+    ],
+}
+
+
+def entry_schema(version: int) -> dict[str, Any]:
+    data_file: list[dict[str, Any]] = [{"name": "content", "type": "int"}] if version > 1 else []
+    data_file += [
+        {"name": "file_path", "type": "string"},
+        {"name": "file_format", "type": "string"},
+        {"name": "partition", "type": PARTITION},
+        {"name": "record_count", "type": "long"},
+        {"name": "file_size_in_bytes", "type": "long"},
+        {"name": "column_sizes", "type": _opt(_kv("col_sizes", "long"))},
+        {"name": "value_counts", "type": _opt(_kv("value_counts", "long"))},
+        {"name": "lower_bounds", "type": _opt(_kv("lower", "bytes"))},
+        {"name": "upper_bounds", "type": _opt(_kv("upper", "bytes"))},
+        {"name": "key_metadata", "type": _opt("bytes")},
+        {"name": "split_offsets", "type": _opt({"type": "array", "items": "long"})},
+        {"name": "equality_ids", "type": _opt({"type": "array", "items": "int"})},
+        {"name": "sort_order_id", "type": _opt("int")},
+    ]
+    if version > 2:
+        data_file += [
+            {"name": "first_row_id", "type": _opt("long")},
+            {"name": "referenced_data_file", "type": _opt("string")},
+            {"name": "content_offset", "type": _opt("long")},
+            {"name": "content_size_in_bytes", "type": _opt("long")},
+        ]
+    head: list[dict[str, Any]] = [
+        {"name": "status", "type": "int"},
+        {"name": "snapshot_id", "type": _opt("long")},
+    ]
+    if version > 1:
+        head += [
+            {"name": "sequence_number", "type": _opt("long")},
+            {"name": "file_sequence_number", "type": _opt("long")},
+        ]
+    return {
+        "type": "record",
+        "name": "manifest_entry",
+        "fields": [
+            *head,
+            {"name": "data_file", "type": {"type": "record", "name": "r2", "fields": data_file}},
+        ],
+    }
+
+
+paths = st.builds(
+    lambda scheme, body: f"{scheme}://bucket/table/data/{body}.parquet",
+    st.sampled_from(["s3", "s3a", "file"]),
+    st.text(min_size=0, max_size=300),
+)
+longs = st.integers(-(2**63), 2**63 - 1)
+ints = st.integers(-(2**31), 2**31 - 1)
+DATA_CONTENTS = st.sampled_from([0, 2])  # data files, equality deletes
+
+
+def optional(s: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.none() | s
+
+
+def kvs(values: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return optional(st.lists(st.fixed_dictionaries({"key": ints, "value": values}), max_size=12))
+
+
+@st.composite
+def entries(draw: st.DrawFn, version: int, content: st.SearchStrategy[int]) -> dict[str, Any]:
+    df: dict[str, Any] = {
+        "content": draw(content),
+        "file_path": draw(paths),
+        "file_format": draw(st.sampled_from(["PARQUET", "AVRO", "ORC", "PUFFIN"])),
+        "partition": {
+            "ts_day": draw(optional(st.dates())),
+            "region": draw(optional(st.text(max_size=20))),
+            "bucket": draw(optional(ints)),
+            "flag": draw(optional(st.booleans())),
+            "ratio": draw(optional(st.floats(allow_nan=False))),
+        },
+        "record_count": draw(longs),
+        "file_size_in_bytes": draw(longs),
+        "column_sizes": draw(kvs(longs)),
+        "value_counts": draw(kvs(longs)),
+        "lower_bounds": draw(kvs(st.binary(max_size=40))),
+        "upper_bounds": draw(kvs(st.binary(max_size=40))),
+        "key_metadata": draw(optional(st.binary(max_size=20))),
+        "split_offsets": draw(optional(st.lists(longs, max_size=5))),
+        "equality_ids": draw(optional(st.lists(ints, max_size=3))),
+        "sort_order_id": draw(optional(ints)),
+        "first_row_id": draw(optional(longs)),
+        "referenced_data_file": draw(optional(st.just("") | paths)),
+        "content_offset": draw(optional(longs)),
+        "content_size_in_bytes": draw(optional(longs)),
+    }
+    return {
+        "status": draw(st.integers(0, 2)),
+        "snapshot_id": draw(optional(longs)),
+        "sequence_number": draw(optional(longs)),
+        "file_sequence_number": draw(optional(longs)),
+        "data_file": df,
+    }
+
+
+@st.composite
+def manifests(draw: st.DrawFn, content: st.SearchStrategy[int] = DATA_CONTENTS) -> bytes:
+    version = draw(st.sampled_from([1, 2, 3]))
+    records = draw(st.lists(entries(version, content if version > 1 else st.just(0)), max_size=60))
+    out = io.BytesIO()
+    fastavro.writer(
+        out,
+        fastavro.parse_schema(entry_schema(version)),
+        records,
+        codec=draw(st.sampled_from(["null", "deflate"])),
+        sync_interval=draw(st.sampled_from([1, 700, 16000])),  # source blocks of 1 record and up
+        metadata={"format-version": str(version), "content": "data", "schema": '{"a": "\u00e9"}'},
+        sync_marker=draw(st.binary(min_size=16, max_size=16) | st.just(bytes(16))),
+    )
+    return out.getvalue()
+
+
+def _map(path: str) -> str:
+    return "s3://target/\u2603/" + path[::-1] * 3
+
+
+def _try_map(path: str) -> str | None:
+    return None if "x" in path else _map(path)
+
+
+def _both(data: bytes, deletes: dict[str, DeleteRewrite]) -> tuple[bytes, list[str], bytes, list[str]]:
+    fast_calls: list[str] = []
+    slow_calls: list[str] = []
+
+    def fast_map(p: str) -> str:
+        fast_calls.append(p)
+        return _map(p)
+
+    def slow_map(p: str) -> str:
+        slow_calls.append(p)
+        return _map(p)
+
+    fast = rewrite_manifest("m.avro", data, fast_map, _try_map, deletes)
+    slow = rewrite_manifest_fastavro("m.avro", data, slow_map, _try_map, deletes)
+    return fast, fast_calls, slow, slow_calls
+
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(manifests())
+def test_data_manifests_are_patched_to_the_fastavro_bytes(data: bytes) -> None:
+    # Given a data (or equality delete) manifest; When both paths rewrite it
+    fast, fast_calls, slow, slow_calls = _both(data, {})
+    # Then the bytes and the mapping calls are the same, and the byte patch did the work
+    assert fast == slow
+    assert fast_calls == slow_calls
+    try:
+        assert patch_manifest(data, _map, lambda p, c: c == 1, _patched_header) == slow
+    except NotPatchable as exc:  # the one reason a data manifest may not be patched
+        assert str(exc) == "the sync marker occurs inside fastavro's header"
+
+
+@SETTINGS
+@given(manifests(content=st.sampled_from([0, 1, 2])), st.booleans())
+def test_position_deletes_fall_back_with_the_same_bytes_and_calls(data: bytes, rewrite_all: bool) -> None:
+    # Given manifests with position deletes, some of whose files were rewritten
+    paths = [e["data_file"]["file_path"] for e in fastavro.reader(io.BytesIO(data))]  # type: ignore[call-overload,index]
+    bound = DELETE_FILE_PATH_FIELD_ID
+    deletes = {
+        p: DeleteRewrite(size=5, lower_path=b"s3://x", column_sizes={bound: 1})
+        for p in paths[:: 1 if rewrite_all else 3]
+    }
+    # When both paths rewrite them; Then nothing differs, not even the calls made to map paths
+    fast, fast_calls, slow, slow_calls = _both(data, deletes)
+    assert fast == slow
+    assert fast_calls == slow_calls
+
+
+def test_many_output_blocks_and_unicode_paths() -> None:
+    # Given a manifest big enough for several output blocks, with long non-ASCII paths
+    records = [
+        {
+            "status": 1,
+            "snapshot_id": i,
+            "sequence_number": None,
+            "file_sequence_number": 3,
+            "data_file": {
+                "content": 0,
+                "file_path": f"s3://b/t/data/\u00fc\U0001f600-{i}-" + "p" * (i % 500) + ".parquet",
+                "file_format": "PARQUET",
+                "partition": {"ts_day": None, "region": "\u4e2d", "bucket": i, "flag": True, "ratio": 0.5},
+                "record_count": i,
+                "file_size_in_bytes": 2**40 + i,
+                "column_sizes": [{"key": k, "value": 10**k} for k in range(10)],
+                "value_counts": [],
+                "lower_bounds": [{"key": k, "value": b"\x00" * k} for k in range(10)],
+                "upper_bounds": None,
+                "key_metadata": None,
+                "split_offsets": [4],
+                "equality_ids": None,
+                "sort_order_id": 0,
+            },
+        }
+        for i in range(3000)
+    ]
+    out = io.BytesIO()
+    fastavro.writer(
+        out, fastavro.parse_schema(entry_schema(2)), records, codec="deflate", sync_marker=b"s" * 16
+    )
+    # When both paths rewrite it; Then the bytes are the same
+    fast, _, slow, _ = _both(out.getvalue(), {})
+    assert fast == slow
+    assert fast.count(b"s" * 16) > 10
+
+
+def test_what_the_patch_does_not_know_goes_the_fastavro_way() -> None:
+    # Given a manifest whose partition holds a timestamp (a logical type the patch leaves to fastavro)
+    schema = entry_schema(2)
+    schema["fields"][-1]["type"]["fields"][3]["type"] = {
+        "type": "record",
+        "name": "r102",
+        "fields": [{"name": "ts", "type": _opt({"type": "long", "logicalType": "timestamp-micros"})}],
+    }
+    record = {
+        "status": 1,
+        "snapshot_id": 1,
+        "sequence_number": 1,
+        "file_sequence_number": 1,
+        "data_file": {
+            "content": 0,
+            "file_path": "s3://b/t/data/a.parquet",
+            "file_format": "PARQUET",
+            "partition": {"ts": None},
+            "record_count": 1,
+            "file_size_in_bytes": 1,
+        },
+    }
+    out = io.BytesIO()
+    fastavro.writer(out, fastavro.parse_schema(schema), [record], codec="null")
+    data = out.getvalue()
+    # When it is rewritten; Then the patch declines and the result is still the fastavro one
+    try:
+        patch_manifest(data, _map, lambda p, c: False, _patched_header)
+        raise AssertionError("expected NotPatchable")
+    except NotPatchable:
+        pass
+    fast, _, slow, _ = _both(data, {})
+    assert fast == slow
