@@ -472,7 +472,7 @@ def patch_manifest(
         for start, fp_len, fp, fp_end, ref_len, ref, ref_end, end, content in _safe_scan(
             layout, block, count
         ):
-            old = block[fp:fp_end].decode()
+            old = _utf8(block, fp, fp_end)
             if skip_entry(old, content):
                 raise NotPatchable("entry needs more than its paths rewritten")
             new = map_path(old).encode()
@@ -480,7 +480,7 @@ def patch_manifest(
             pending += zigzag(len(new))
             pending += new
             if ref_end > ref:
-                new_ref = map_path(block[ref:ref_end].decode()).encode()
+                new_ref = map_path(_utf8(block, ref, ref_end)).encode()
                 pending += block[fp_end:ref_len]
                 pending += zigzag(len(new_ref))
                 pending += new_ref
@@ -495,6 +495,13 @@ def patch_manifest(
     if pending_count:
         out.append(_encode_block(pending_count, bytes(pending), codec, header.sync))
     return b"".join(out)
+
+
+def _utf8(block: bytes, start: int, end: int) -> str:
+    try:
+        return block[start:end].decode()
+    except UnicodeDecodeError as exc:  # fastavro refuses it: leave the error to the fastavro path
+        raise NotPatchable(str(exc)) from exc
 
 
 def _safe(blocks: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:

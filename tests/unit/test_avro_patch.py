@@ -6,9 +6,11 @@ import io
 from typing import Any
 
 import fastavro
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from icelake.errors import UnsupportedFileError
 from icelake.migrate.avro_files import (
     DELETE_FILE_PATH_FIELD_ID,
     DeleteRewrite,
@@ -291,3 +293,26 @@ def test_what_the_patch_does_not_know_goes_the_fastavro_way() -> None:
         pass
     fast, _, slow, _ = _both(data, {})
     assert fast == slow
+
+
+def test_a_path_that_is_not_utf8_is_left_to_fastavro() -> None:
+    # Given a manifest whose file_path bytes are not UTF-8
+    record = {
+        "status": 1,
+        "snapshot_id": None,
+        "data_file": {
+            "file_path": "s3://b/t/data/\u00e9.parquet",
+            "file_format": "PARQUET",
+            "partition": {"ts_day": None, "region": None, "bucket": None, "flag": None, "ratio": None},
+            "record_count": 1,
+            "file_size_in_bytes": 1,
+        },
+    }
+    out = io.BytesIO()
+    fastavro.writer(out, fastavro.parse_schema(entry_schema(1)), [record], codec="null")
+    data = out.getvalue().replace("\u00e9".encode(), b"\xff\xfe")
+    # When it is rewritten; Then the patch declines and fastavro's error is the one raised
+    with pytest.raises(NotPatchable):
+        patch_manifest(data, _map, lambda p, c: False, _patched_header)
+    with pytest.raises(UnsupportedFileError):
+        rewrite_manifest("m.avro", data, _map, _try_map, {})
