@@ -7,6 +7,7 @@ already at the target. Writes nothing.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from collections import Counter
 from collections.abc import Iterable
@@ -23,8 +24,9 @@ from icelake.errors import (
     UnsafeTargetError,
 )
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.avro_files import ManifestRef, is_rewritable_delete, manifest_entries, manifest_refs
+from icelake.migrate.avro_files import POSITION_DELETES, ManifestRef, manifest_refs
 from icelake.migrate.copy import is_same_copy
+from icelake.migrate.plan_scan import entry_fields, entry_fields_fastavro, map_in_chunks
 from icelake.migrate.progress import ProgressSink
 from icelake.uris import PrefixMap, canonical, is_under, parent
 
@@ -84,7 +86,12 @@ def build_plan(
     overwrite: bool,
     workers: int,
     progress: ProgressSink,
+    fast: bool = True,
 ) -> TablePlan:
+    """`fast=False` is the reference path (every manifest entry decoded by fastavro, one pool task
+    per object checked); both give the same plan, which tests assert."""
+    read_entries = entry_fields if fast else entry_fields_fastavro
+    stat_all = functools.partial(_stat_all, each=not fast)
     meta, gz = read_metadata(src_io, source_metadata)
     # The table location always maps to the target location; --map adds the other prefixes.
     prefix_map = PrefixMap([*maps, (meta["location"], target_location)])
@@ -97,7 +104,7 @@ def build_plan(
 
     # 1. The metadata chain: logged files that still exist are carried over.
     logged = mj.metadata_log(meta)
-    logged_exist = _stat_all(src_io, logged, workers)
+    logged_exist = stat_all(src_io, logged, workers)
     metadata_files = [p for p in logged if logged_exist[p] is not None] + [source_metadata]
     see([source_metadata])
     for uri in metadata_files[:-1]:
@@ -121,15 +128,15 @@ def build_plan(
     delete_formats: dict[str, str] = {}
     progress.start("scan manifests", len(manifests))
     for uri in manifests:
-        for entry in manifest_entries(uri, _read_required(src_io, uri)):
-            df = entry["data_file"]
-            path = df["file_path"]
-            live = entry["status"] != DELETED or files.get(path, (0, False))[1]
-            files[path] = (df["file_size_in_bytes"], live)
-            if df.get("referenced_data_file"):
-                see([df["referenced_data_file"]])
-            if is_rewritable_delete(df):
-                delete_formats[path] = df["file_format"]
+        for status, content, path, file_size, reference, file_format in read_entries(
+            uri, _read_required(src_io, uri)
+        ):
+            live = status != DELETED or files.get(path, (0, False))[1]
+            files[path] = (file_size, live)
+            if reference:
+                see([reference])
+            if content == POSITION_DELETES:
+                delete_formats[path] = file_format  # type: ignore[assignment]
         progress.advance("scan manifests")
     see(list(files))
     stats = mj.statistics_files(meta)
@@ -145,7 +152,7 @@ def build_plan(
     _refuse_other_table(dst_io, parent(target_metadata), mj.table_uuid(meta))
 
     # 4. Source existence and target state of every file that is copied or rewritten.
-    src_info = _stat_all(src_io, list(files), workers, progress, "check source files")
+    src_info = stat_all(src_io, list(files), workers, progress, "check source files")
     missing = sorted(p for p, (_s, live) in files.items() if live and src_info[p] is None)
     wrong_size = sorted(
         f"{p} (metadata says {files[p][0]} bytes, found {info.size})"
@@ -157,7 +164,7 @@ def build_plan(
 
     copy_paths = [p for p in files if p not in delete_formats and src_info[p] is not None]
     targets = {p: prefix_map.map(p) or "" for p in copy_paths}
-    dst_info = _stat_all(dst_io, list(targets.values()), workers, progress, "check target files")
+    dst_info = stat_all(dst_io, list(targets.values()), workers, progress, "check target files")
     copies: list[CopyTask] = []
     conflicts: list[str] = []
     skipped = 0
@@ -169,8 +176,12 @@ def build_plan(
             return "copy"
         return "skip" if is_same_copy(src_io, p, s, dst_io, targets[p], t) else "conflict"
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        decisions = dict(zip(copy_paths, pool.map(decide, copy_paths), strict=True))
+    if fast:
+        decided = map_in_chunks(decide, copy_paths, workers)
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            decided = list(pool.map(decide, copy_paths))
+    decisions = dict(zip(copy_paths, decided, strict=True))
     for p, decision in decisions.items():
         info = src_info[p]
         assert info is not None
@@ -237,7 +248,11 @@ def _stat_all(
     workers: int,
     progress: ProgressSink | None = None,
     phase: str = "",
+    *,
+    each: bool = False,
 ) -> dict[str, ObjectInfo | None]:
+    """`io.stat` of every uri on `workers` threads, a run of uris per pool task (`each`: one
+    task per uri, the reference path)."""
     if progress:
         progress.start(phase, len(uris))
 
@@ -247,6 +262,8 @@ def _stat_all(
             progress.advance(phase)
         return info
 
+    if not each:
+        return dict(zip(uris, map_in_chunks(one, uris, workers), strict=True))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return dict(zip(uris, pool.map(one, uris), strict=True))
 

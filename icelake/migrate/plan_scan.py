@@ -1,0 +1,78 @@
+"""What planning reads of each manifest entry, and a thread pool map for many small calls.
+
+`build_plan` needs six fields of each manifest entry (status, content, file_path,
+file_size_in_bytes, referenced_data_file and, for position deletes, file_format). Decoding every
+entry with fastavro builds the statistics maps and partition values too; `entry_fields` finds the
+six fields with `avro_patch`'s skippers instead and leaves any file they do not read exactly to
+fastavro (`entry_fields_fastavro`, which gives the same tuples, or the same error).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+import fastavro
+
+from icelake.migrate.avro_files import is_rewritable_delete, manifest_entries
+from icelake.migrate.avro_patch import EntryFields, NotPatchable, read_entry_fields
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# A pool task per item costs tens of microseconds (a Future, a lock, a queue round trip) and keeps
+# every Future alive until the map ends: items go to the pool in runs of at most this many, small
+# enough that the runs still spread over the workers for slow calls (S3 HEADs).
+MAX_CHUNK = 64
+
+
+def entry_fields(uri: str, data: bytes) -> list[EntryFields]:
+    """(status, content, file_path, file_size_in_bytes, referenced_data_file, file_format) of every
+    entry of a manifest; file_format is None unless the entry is a position delete."""
+    try:
+        return read_entry_fields(data, _fastavro_accepts)
+    except NotPatchable:
+        return entry_fields_fastavro(uri, data)
+
+
+def entry_fields_fastavro(uri: str, data: bytes) -> list[EntryFields]:
+    """`entry_fields` by decoding every entry with fastavro (the reference path)."""
+    out: list[EntryFields] = []
+    for entry in manifest_entries(uri, data):
+        df = entry["data_file"]
+        path = df["file_path"]
+        status = entry["status"]
+        size = df["file_size_in_bytes"]
+        reference = df.get("referenced_data_file")
+        file_format = df["file_format"] if is_rewritable_delete(df) else None
+        out.append((status, df.get("content", 0), path, size, reference, file_format))
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _fastavro_accepts(schema_text: str) -> bool:
+    try:
+        fastavro.parse_schema(json.loads(schema_text))
+    except Exception:
+        return False
+    return True
+
+
+def map_in_chunks(fn: Callable[[T], R], items: Sequence[T], workers: int) -> list[R]:
+    """`list(pool.map(fn, items))` on `workers` threads, with runs of items as pool tasks: the
+    same results in the same order, and the first exception in item order is raised."""
+    if not items:
+        return []
+    chunk = max(1, min(MAX_CHUNK, len(items) // (workers * 8)))
+
+    def run(start: int) -> list[R]:
+        return [fn(item) for item in items[start : start + chunk]]
+
+    out: list[R] = []
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for part in pool.map(run, range(0, len(items), chunk)):
+            out.extend(part)
+    return out
