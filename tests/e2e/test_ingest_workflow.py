@@ -59,6 +59,11 @@ class World:
         assert result.status == "SUCCEEDED", result.failure()
         return summarise(self.spark, self.spec.table, number, result)
 
+    def record_served(self) -> None:
+        """A batch landed since the last call was served what the source holds now."""
+        for uri in sorted(raw_markers(self)):
+            self.served.setdefault(batch_id_of(uri), self.source.records())
+
     def history(self) -> list[dict[str, Any]]:
         rows = self.spark.sql(f"SELECT * FROM {self.spec.table} ORDER BY id, _valid_from").collect()
         return [r.asDict() for r in rows]
@@ -145,14 +150,9 @@ def test_runs_build_the_scd2_history_and_a_rerun_adds_nothing(world: World) -> N
     def pending_ids(w: World) -> list[str]:
         return sorted(b for b in w.served if b not in merged)
 
-    def record_served() -> None:
-        # a batch landed since the last call was served what the source holds now
-        for uri in sorted(raw_markers(world)):
-            world.served.setdefault(batch_id_of(uri), world.source.records())
-
     # Run 1: the initial load
     first = world.run(1)
-    record_served()
+    world.record_served()
     assert (first.records_fetched, first.batches_merged) == (30, 1)
     assert (first.inserted, first.closed, first.deleted, first.current_rows) == (30, 0, 0, 30)
     remember()
@@ -160,7 +160,7 @@ def test_runs_build_the_scd2_history_and_a_rerun_adds_nothing(world: World) -> N
     # Run 2: inserts, changes (NULL -> value, value -> NULL, other columns), deletes, a stale duplicate
     changes = world.source.advance()
     second = world.run(2)
-    record_served()
+    world.record_served()
     assert second.records_fetched == 30 + len(changes.inserted) - len(changes.deleted) + 1
     assert second.inserted == len(changes.inserted) + len(changes.changed)
     assert (second.closed, second.deleted) == (len(changes.changed), len(changes.deleted))
@@ -180,11 +180,11 @@ def test_runs_build_the_scd2_history_and_a_rerun_adds_nothing(world: World) -> N
         FunctionName=FETCH_FUNCTION, Payload=json.dumps({"fetch": world.fetch.model_dump(mode="json")})
     )
     assert "FunctionError" not in died, died["Payload"].read()
-    record_served()
+    world.record_served()
     assert any(names == {PENDING} for names in raw_markers(world).values())
     world.source.advance()
     third = world.run(3)
-    record_served()
+    world.record_served()
     assert third.batches_merged == 2
     remember()
 
@@ -196,7 +196,7 @@ def test_runs_build_the_scd2_history_and_a_rerun_adds_nothing(world: World) -> N
     world.source.advance(quiet=True)
     before = world.history()
     fourth = world.run(4)
-    record_served()
+    world.record_served()
     assert (fourth.batches_merged, fourth.inserted, fourth.closed, fourth.deleted) == (1, 0, 0, 0)
     assert project(world.history()) == project(before)
     assert all(names == {COMPLETE} for names in raw_markers(world).values())
@@ -211,7 +211,7 @@ def test_a_merge_that_dies_after_its_commit_is_retried_by_the_workflow_and_adds_
     batch 2 in the snapshot summaries, skips it, and the run ends SUCCEEDED with the history a
     single merge gives."""
     world.run(1)
-    world.served.update({batch_id_of(u): world.source.records() for u in raw_markers(world)})
+    world.record_served()
     world.source.advance()
 
     real_commit = scd2.with_commit_properties
@@ -229,13 +229,7 @@ def test_a_merge_that_dies_after_its_commit_is_retried_by_the_workflow_and_adds_
         world.deployment.state_machine_arn, world.fetch, world.spec, name="crash", timeout=600
     )
     assert result.status == "SUCCEEDED", result.failure()
-    world.served.update(
-        {
-            batch_id_of(u): world.source.records()
-            for u in raw_markers(world)
-            if batch_id_of(u) not in world.served
-        }
-    )
+    world.record_served()
 
     scheduled = [e for e in result.events if e["type"] == "TaskScheduled"]
     merge_runs = [
