@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from icelake.ingest.models import FetchConfig, Pagination, RetryPolicy, Scd2Spec
 from icelake.ingest.scd2 import (
-    BATCH_AS_OF_PROPERTY,
-    BATCH_ID_PROPERTY,
     IS_CURRENT,
     IS_DELETED,
     VALID_FROM,
     VALID_TO,
+    batch_commits,
     q,
     qtable,
     table_exists,
@@ -82,12 +81,8 @@ class RunSummary:
 
 def batch_as_of(spark: SparkSession, table: str, batch_ids: list[str]) -> list[datetime]:
     """The as-of time of each batch recorded in the table's snapshot summaries."""
-    rows = spark.sql(
-        f"SELECT summary['{BATCH_ID_PROPERTY}'] AS b, summary['{BATCH_AS_OF_PROPERTY}'] AS t "
-        f"FROM {qtable(table)}.snapshots WHERE summary['{BATCH_ID_PROPERTY}'] IS NOT NULL"
-    ).collect()
-    found = {str(r["b"]): datetime.fromisoformat(str(r["t"])) for r in rows}
-    return [found[b] for b in batch_ids if b in found]
+    found = batch_commits(spark, table)
+    return [t for b in batch_ids if (t := found.get(b)) is not None]
 
 
 def summarise(spark: SparkSession, table: str, run: int, result: ExecutionResult) -> RunSummary:

@@ -235,13 +235,19 @@ class CommitLog:
     high_water: datetime | None  # newest as-of of any merged batch
 
 
-def commit_log(spark: SparkSession, table: str) -> CommitLog:
+def batch_commits(spark: SparkSession, table: str) -> dict[str, datetime | None]:
+    """The batches the table's live snapshot summaries record: batch id -> its as-of time."""
     rows = spark.sql(
         f"SELECT summary['{BATCH_ID_PROPERTY}'] AS b, summary['{BATCH_AS_OF_PROPERTY}'] AS t "
         f"FROM {qtable(table)}.snapshots WHERE summary['{BATCH_ID_PROPERTY}'] IS NOT NULL"
     ).collect()
-    ids = frozenset(str(r["b"]) for r in rows)
-    times = [datetime.fromisoformat(str(r["t"])) for r in rows if r["t"]]
+    return {str(r["b"]): datetime.fromisoformat(str(r["t"])) if r["t"] else None for r in rows}
+
+
+def commit_log(spark: SparkSession, table: str) -> CommitLog:
+    commits = batch_commits(spark, table)
+    ids = frozenset(commits)
+    times = [t for t in commits.values() if t is not None]
     if not times:
         # Every batch snapshot has expired (or none was ever made): the rows still carry the times.
         data = spark.sql(
