@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 import boto3
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from icelake.aws import catalog
 from icelake.aws.fileio import FileIO, io_for
@@ -40,6 +40,7 @@ from icelake.workflow.models import (
     TableOutcome,
     WorkItem,
 )
+from icelake.workflow.wiring import WorkflowEnv
 
 
 class InvalidRequestError(IcelakeError):
@@ -48,24 +49,6 @@ class InvalidRequestError(IcelakeError):
 
 class ValidationFailedError(IcelakeError):
     pass
-
-
-class WorkflowEnv(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    ledger_table: str
-    artifacts_bucket: str
-    event_bus: str = "default"
-
-    @classmethod
-    def from_environ(cls) -> WorkflowEnv:
-        from icelake.constants import ENV_ARTIFACTS_BUCKET, ENV_EVENT_BUS, ENV_LEDGER_TABLE
-
-        return cls(
-            ledger_table=os.environ[ENV_LEDGER_TABLE],
-            artifacts_bucket=os.environ[ENV_ARTIFACTS_BUCKET],
-            event_bus=os.environ.get(ENV_EVENT_BUS, "default"),
-        )
 
 
 @dataclass
