@@ -173,11 +173,26 @@ def iter_batch_records(
 
 def complete_batches(uris: Sequence[str], session: Any = None) -> list[str]:
     """Mark each merged batch `.complete` (the workflow step after the merge). Idempotent."""
-    done = []
-    for uri in uris:
-        mark_complete(io_for(uri, session=session), uri)
-        done.append(uri.rstrip("/"))
-    return done
+    return complete_or_report(uris, session)[0]
+
+
+def complete_or_report(uris: Sequence[str], session: Any = None) -> tuple[list[str], list[str]]:
+    """Mark each merged batch `.complete`; batches the merge moved to quarantine (no `.pending`
+    left, a reason.json under quarantine/) are not marked but returned as the second list."""
+    done: list[str] = []
+    quarantined: list[str] = []
+    for given in uris:
+        uri = given.rstrip("/")
+        io = io_for(uri, session=session)
+        if io.stat(f"{uri}/{PENDING}") is None and io.stat(f"{uri}/{COMPLETE}") is None:
+            root, _, source, endpoint, run_id = uri.rsplit("/", 4)
+            where = quarantine_uri(root, source, endpoint, run_id)
+            if io.stat(f"{where}/{REASON}") is not None:
+                quarantined.append(where)
+                continue
+        mark_complete(io, uri)
+        done.append(uri)
+    return done, quarantined
 
 
 # --------------------------------------------------------------------------- state, quarantine
