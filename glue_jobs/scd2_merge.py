@@ -1,4 +1,5 @@
-"""Glue entry point of the ingestion workflow: merge pending raw batches into an SCD2 Iceberg table,
+"""Glue entry point of the ingestion workflow: merge pending raw batches into an SCD2 Iceberg table
+(a batch that cannot merge for a reason in its data goes to quarantine/, the others go on),
 or run the table's maintenance. Arguments resolve through awsglue when present, else argparse
 (same names), so the same script runs in AWS Glue and locally.
 
@@ -75,8 +76,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         uri = given_uri.rstrip("/")
         batches.append(PendingBatch(uri=uri, manifest=read_manifest(io_for(uri), uri)))
     io = io_for(batches[0].uri) if batches else None
-    results = merge_pending(spark, spec, io, batches) if io is not None else []
-    report = {"table": spec.table, "results": [r.model_dump() for r in results]}
+    results = merge_pending(spark, spec, io, batches, quarantine=True) if io is not None else []
+    report = {
+        "table": spec.table,
+        "results": [r.model_dump() for r in results],
+        "quarantined": [r.quarantined_to for r in results if r.quarantined_to],
+    }
     print(json.dumps(report, default=str))
     return report
 

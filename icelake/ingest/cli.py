@@ -102,3 +102,26 @@ def ingest_run(
     if failed:
         err.print(f"icelake: run {failed[0].run} {failed[0].status}: {failed[0].error}", highlight=False)
         raise typer.Exit(1)
+
+
+@ingest_app.command("requeue")
+def ingest_requeue(
+    source: Annotated[str, typer.Argument(help="The source of the quarantined batch.")],
+    run_id: Annotated[str, typer.Argument(help="Its run id (the directory name under quarantine/).")],
+    root: Annotated[
+        str, typer.Option(help="The raw landing root: s3://icelake-raw-<account> or a local directory.")
+    ],
+) -> None:
+    """Re-land a quarantined batch as pending after its cause was fixed; the next run merges it in
+    fetch order. Refused (exit 1, with the reason) when a later batch of its endpoint was merged
+    since: SCD2 history is never rewritten, re-fetch its keys instead (reason.json lists them)."""
+    from icelake.aws.fileio import io_for
+    from icelake.ingest.errors import IngestError
+    from icelake.ingest.landing import requeue
+
+    try:
+        batch = requeue(io_for(root), root, source, run_id)
+    except IngestError as exc:
+        err.print(f"icelake: error: {exc}", highlight=False)
+        raise typer.Exit(1) from exc
+    sys.stdout.write(json.dumps({"requeued": batch.uri, "batch_id": batch.manifest.batch_id}) + "\n")

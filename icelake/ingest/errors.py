@@ -61,7 +61,8 @@ class EmptyFullLoadError(InvalidBatchError):
     def __init__(self, batch_id: str) -> None:
         super().__init__(
             f"full-load batch {batch_id} has no records; merging it would close every current row as "
-            "deleted. Refusing: check the API response, or land it as an incremental batch"
+            "deleted. Refusing: an empty response is far more often an API fault than a real deletion of "
+            "everything; check the API, or set allow_empty_full_load: true in the table's Scd2Spec"
         )
         self.batch_id = batch_id
 
@@ -76,5 +77,18 @@ class OutOfOrderBatchError(IngestError):
         self.batch_id = batch_id
 
 
-class SchemaMismatchError(IngestError):
+class SchemaMismatchError(InvalidBatchError):
     """Batch values that cannot be stored in the table's column types."""
+
+
+class TypeConflictError(SchemaMismatchError):
+    """A value its column's type cannot hold exactly (never truncated, rounded or NULLed)."""
+
+    def __init__(self, column: str, value: str, type_name: str, why: str) -> None:
+        super().__init__(
+            f"column {column!r} is {type_name}, but the batch has the value {value} ({why}); "
+            "nothing was merged: fix the source, or declare a type that holds it in Scd2Spec.types"
+        )
+        self.column = column
+        self.value = value
+        self.type_name = type_name

@@ -6,7 +6,9 @@ import re
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from icelake.ingest.types import parse_type
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
@@ -87,6 +89,7 @@ class BatchManifest(_Frozen):
     record_count: int
     records_path: str
     full_load: bool
+    requeued_at: datetime | None = None  # set by `icelake ingest requeue` when it re-landed the batch
 
 
 class PendingBatch(_Frozen):
@@ -101,6 +104,13 @@ class FetchResult(_Frozen):
     bytes: int
 
 
+class DeleteMarker(_Frozen):
+    """An API tombstone: a record whose `column` equals `value` (JSON equality) deletes its key."""
+
+    column: str
+    value: str | int | bool | float | None = True
+
+
 class Scd2Spec(_Frozen):
     """One SCD2 table: identity, how to pick the latest record of a key, what counts as a change."""
 
@@ -110,6 +120,13 @@ class Scd2Spec(_Frozen):
     tracked: tuple[str, ...] | None = None  # None: every non-key column that is not ignored
     ignored: tuple[str, ...] = ()
     schema_ddl: str | None = None  # e.g. "id BIGINT, name STRING"; None: inferred from the JSON
+    # Declared columns' Iceberg types (long, int, double, decimal(12,2), timestamptz, ...): cast
+    # strictly, a value the type cannot hold exactly quarantines the batch. Others are inferred.
+    types: dict[str, str] = Field(default_factory=dict)
+    promote_types: bool = False  # widen a column as Iceberg allows (int->long, float->double, decimal)
+    allow_empty_full_load: bool = False  # an empty full-load batch closes every current key as deleted
+    delete_marker: DeleteMarker | None = None  # API tombstones close their key and flag _is_deleted
+    absent_means_null: bool = False  # a column absent from a whole batch: NULL (True) or unchanged
     comment: str = "SCD2 dimension maintained by icelake ingest"
     column_comments: dict[str, str] = Field(default_factory=dict)
     properties: dict[str, str] = Field(default_factory=dict)
@@ -120,6 +137,19 @@ class Scd2Spec(_Frozen):
         if len(value.split(".")) != 3:
             raise ValueError(f"table {value!r} must be catalog.database.table")
         return value
+
+    @field_validator("types")
+    @classmethod
+    def _iceberg_types(cls, value: dict[str, str]) -> dict[str, str]:
+        return {name: str(parse_type(text)) for name, text in value.items()}
+
+    @model_validator(mode="after")
+    def _one_schema_source(self) -> Scd2Spec:
+        if self.schema_ddl and self.types:
+            raise ValueError("set either schema_ddl or types, not both (types is the per-column form)")
+        if self.delete_marker is not None and self.delete_marker.column in self.keys:
+            raise ValueError(f"delete_marker.column {self.delete_marker.column!r} cannot be a key column")
+        return self
 
 
 class MergeResult(_Frozen):
@@ -132,6 +162,10 @@ class MergeResult(_Frozen):
     closed: int = 0  # current versions closed because the key changed
     deleted: int = 0  # current versions closed because a full load no longer had the key
     added_columns: tuple[str, ...] = ()
+    promoted_columns: tuple[str, ...] = ()
+    empty: bool = False  # no records: recorded (batch id, fetch time), nothing else changed
+    quarantined_to: str | None = None  # the batch could not merge for a reason in its data
+    reason: str | None = None
 
 
 class MaintenanceConfig(_Frozen):

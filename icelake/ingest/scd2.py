@@ -22,6 +22,7 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from icelake.aws.fileio import FileIO
@@ -32,8 +33,9 @@ from icelake.ingest.errors import (
     OutOfOrderBatchError,
     SchemaMismatchError,
 )
-from icelake.ingest.landing import iter_batch_records
+from icelake.ingest.landing import iter_batch_records, quarantine_batch, read_ledger, record_in_ledger
 from icelake.ingest.models import MaintenanceConfig, MergeResult, PendingBatch, Scd2Spec
+from icelake.ingest.types import IcebergType, can_promote, convert, parse_type
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -57,7 +59,8 @@ SCD2_COLUMNS: dict[str, tuple[str, str]] = {
     IS_DELETED: ("BOOLEAN", "true when a full load no longer contained the key and closed this version"),
 }
 _POS = "__icelake_pos"  # record position inside the batch (tie-breaker), internal to the merge
-RESERVED = frozenset(SCD2_COLUMNS) | {_POS}
+DELETED_FLAG = "__icelake_tombstone"  # the record is an API tombstone (Scd2Spec.delete_marker)
+RESERVED = frozenset(SCD2_COLUMNS) | {_POS, DELETED_FLAG}
 BATCH_ID_PROPERTY = "icelake.batch-id"
 BATCH_AS_OF_PROPERTY = "icelake.batch-as-of"
 DEFAULT_PROPERTIES = {
@@ -168,60 +171,201 @@ def ensure_table(spark: SparkSession, spec: Scd2Spec, batch_schema: StructType) 
 # --------------------------------------------------------------------------- batch -> DataFrame
 
 
-def batch_dataframe(spark: SparkSession, io: FileIO, batch: PendingBatch, spec: Scd2Spec) -> DataFrame:
-    """The batch's records with `_source_file` and their position; typed by `spec.schema_ddl` or
-    inferred from the JSON."""
-    from pyspark.sql.types import LongType, StringType, StructField, StructType
+@dataclass(frozen=True)
+class BatchFrame:
+    """A landed batch as a DataFrame (data columns, `_source_file`, position, tombstone flag)."""
 
-    lines = []
-    for pos, (page, record) in enumerate(iter_batch_records(io, batch)):
+    df: DataFrame
+    present: frozenset[str]  # data columns at least one record carries (absent ones are not changes)
+    records: int
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Decimal):  # an undeclared fraction: what json.loads would have given
+        return float(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _is_marker(value: Any, marker: Any) -> bool:
+    return json.dumps(value, default=str) == json.dumps(marker, default=str)
+
+
+def batch_frame(spark: SparkSession, io: FileIO, batch: PendingBatch, spec: Scd2Spec) -> BatchFrame:
+    """The batch's records with `_source_file`, their position and the tombstone flag. Declared
+    columns (`spec.types`) are converted strictly (TypeConflictError names column, value, type);
+    the others are typed by `spec.schema_ddl` or inferred from the JSON. A record without a key
+    column or with a NULL key is refused here, before anything is written."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+
+    declared = {name: parse_type(text) for name, text in spec.types.items()}
+    marker = spec.delete_marker
+    lines: list[str] = []
+    present: set[str] = set()
+    batch_id = batch.manifest.batch_id
+    for pos, (page, record) in enumerate(iter_batch_records(io, batch, exact=True)):
         clash = RESERVED & set(record)
         if clash:
             raise InvalidBatchError(f"{page} has fields reserved for SCD2 bookkeeping: {sorted(clash)}")
-        lines.append(json.dumps({**record, SOURCE_FILE: page, _POS: pos}))
-    extra = [StructField(SOURCE_FILE, StringType()), StructField(_POS, LongType())]
+        missing = [k for k in spec.keys if record.get(k) is None]
+        if missing:
+            what = "no" if any(k not in record for k in missing) else "a NULL"
+            raise InvalidBatchError(
+                f"batch {batch_id}: record {pos} of {page} has {what} key column(s) {missing} "
+                f"(keys {list(spec.keys)}); nothing was merged: fix the source or Scd2Spec.keys"
+            )
+        deleted = False
+        if marker is not None and marker.column in record:
+            deleted = _is_marker(record.pop(marker.column), marker.value)
+        for name, kind in declared.items():
+            if name in record:
+                record[name] = convert(name, record[name], kind)
+        present.update(record)
+        lines.append(
+            json.dumps({**record, SOURCE_FILE: page, _POS: pos, DELETED_FLAG: deleted}, default=_json_default)
+        )
+    extra = [
+        StructField(SOURCE_FILE, StringType()),
+        StructField(_POS, LongType()),
+        StructField(DELETED_FLAG, BooleanType()),
+    ]
+    extra_ddl = f"{q(SOURCE_FILE)} STRING, {q(_POS)} BIGINT, {q(DELETED_FLAG)} BOOLEAN"
     reader = spark.read.option("mode", "FAILFAST")
-    if spec.schema_ddl:
-        reader = reader.schema(f"{spec.schema_ddl}, {q(SOURCE_FILE)} STRING, {q(_POS)} BIGINT")
-    elif not lines:
-        return spark.createDataFrame([], StructType(extra))
-    rdd = spark.sparkContext.parallelize(lines or [], max(1, min(len(lines) // 50_000, 64)))
+    rdd = spark.sparkContext.parallelize(lines, max(1, min(len(lines) // 50_000, 64)))
+    bookkeeping = (SOURCE_FILE, _POS, DELETED_FLAG)
     try:
-        df = reader.json(rdd)
+        if spec.schema_ddl:
+            df = reader.schema(f"{spec.schema_ddl}, {extra_ddl}").json(rdd)
+        elif declared:
+            undeclared = present - set(declared)
+            inferred = spark.read.json(rdd).schema if undeclared and lines else StructType([])
+            fields = [f for f in inferred.fields if f.name in undeclared]
+            transport = ", ".join(f"{q(n)} {k.transport_sql}" for n, k in declared.items())
+            ddl = ", ".join(
+                [transport, *(f"{q(f.name)} {f.dataType.simpleString()}" for f in fields), extra_ddl]
+            )
+            raw = reader.schema(ddl).json(rdd)
+            df = raw.select(
+                *[F.expr(k.from_transport(q(n))).alias(n) for n, k in declared.items()],
+                *[F.col(q(f.name)) for f in fields],
+                *bookkeeping,
+            )
+        elif not lines:
+            return BatchFrame(spark.createDataFrame([], StructType(extra)), frozenset(), 0)
+        else:
+            df = reader.json(rdd)
     except Exception as exc:  # FAILFAST surfaces malformed or mistyped records here
-        raise InvalidBatchError(
-            f"batch {batch.manifest.batch_id} cannot be read with the table schema: {exc}"
+        raise SchemaMismatchError(
+            f"batch {batch_id} cannot be read with the table schema: {str(exc).splitlines()[0]}"
         ) from exc
-    return df.select(*[c for c in df.columns if c not in (SOURCE_FILE, _POS)], SOURCE_FILE, _POS)
+    data = [c for c in df.columns if c not in bookkeeping]
+    return BatchFrame(df.select(*data, *bookkeeping), frozenset(present), len(lines))
+
+
+def batch_dataframe(spark: SparkSession, io: FileIO, batch: PendingBatch, spec: Scd2Spec) -> DataFrame:
+    """`batch_frame(...).df`."""
+    return batch_frame(spark, io, batch, spec).df
+
+
+_ICEBERG_OF_SPARK = {
+    "int": "int",
+    "bigint": "long",
+    "float": "float",
+    "double": "double",
+    "timestamp": "timestamptz",
+    "timestamp_ntz": "timestamp",
+    "date": "date",
+    "string": "string",
+    "boolean": "boolean",
+}
+
+
+def iceberg_type_of(spark_type: Any) -> IcebergType | None:
+    """The Iceberg primitive of a Spark type (None for nested types)."""
+    text = spark_type.simpleString()
+    if text in _ICEBERG_OF_SPARK:
+        return parse_type(_ICEBERG_OF_SPARK[text])
+    return parse_type(text) if text.startswith("decimal(") else None
+
+
+def _lossy_values(df: DataFrame, src: str, target: Any, limit: int = 3) -> list[Any]:
+    """Values of `src` that the `target` type cannot hold exactly: NULL after the cast, or (for
+    numbers) not the same number after it (29.5 in a BIGINT, 3e10 in an INT, 1.005 in DECIMAL(5,2))."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import NumericType, StringType
+
+    source_type = df.schema[src].dataType
+    col = F.col(q(src))
+    cast = col.cast(target)
+    bad = col.isNotNull() & cast.isNull()
+    if isinstance(target, NumericType) and isinstance(source_type, NumericType):
+        bad = bad | (col.isNotNull() & ~cast.cast(source_type).eqNullSafe(col))
+    elif isinstance(target, NumericType) and isinstance(source_type, StringType):
+        bad = bad | (col.isNotNull() & ~cast.cast("double").eqNullSafe(col.cast("double")))
+    return [row[0] for row in df.where(bad).select(col).limit(limit).collect()]
+
+
+def promote_columns(
+    spark: SparkSession, spec: Scd2Spec, df: DataFrame, table_schema: StructType
+) -> tuple[str, ...]:
+    """Widen table columns as Iceberg allows (int->long, float->double, decimal precision) when
+    `spec.promote_types`: a declared type wider than the table's, or batch values that only the
+    wider batch type holds. Without the option a wider declared type is refused."""
+    by_lower = {c.lower(): c for c in df.columns}
+    promoted = []
+    for f in table_schema.fields:
+        src = by_lower.get(f.name.lower())
+        if src is None or df.schema[src].dataType == f.dataType:
+            continue
+        old, new = iceberg_type_of(f.dataType), iceberg_type_of(df.schema[src].dataType)
+        declared = f.name in spec.types
+        if old is None or new is None or not can_promote(old, new):
+            if declared:
+                raise SchemaMismatchError(
+                    f"column {f.name!r} is declared {new} in Scd2Spec.types but is "
+                    f"{old or f.dataType.simpleString()} in {spec.table}, and Iceberg cannot change it "
+                    "to that type; declare the table's type"
+                )
+            continue
+        if not spec.promote_types:
+            if declared:
+                raise SchemaMismatchError(
+                    f"column {f.name!r} is declared {new} in Scd2Spec.types but is {old} in {spec.table}; "
+                    "set promote_types: true to widen it (Iceberg allows it), or declare the table's type"
+                )
+            continue
+        if not declared and not _lossy_values(df, src, f.dataType, limit=1):
+            continue  # the values fit the table's type: no reason to widen it
+        spark.sql(f"ALTER TABLE {qtable(spec.table)} ALTER COLUMN {q(f.name)} TYPE {new.spark_sql}")
+        promoted.append(f.name)
+    return tuple(promoted)
 
 
 def align_to_table(df: DataFrame, table_schema: StructType, batch_id: str) -> DataFrame:
     """The batch with exactly the table's data columns, in table order and table types; columns the
-    batch lacks are NULL. A value the table type cannot hold is refused, never silently NULLed."""
+    batch lacks are NULL. A value the table type cannot hold exactly is refused, never silently
+    NULLed, truncated or rounded."""
     from pyspark.sql import functions as F
 
     by_lower = {c.lower(): c for c in df.columns}
     cols = []
-    lossy = []
     for f in table_schema.fields:
         src = by_lower.get(f.name.lower())
         if src is None:
             cols.append(F.lit(None).cast(f.dataType).alias(f.name))
             continue
         if df.schema[src].dataType != f.dataType:
-            lossy.append((src, f))
+            bad = _lossy_values(df, src, f.dataType)
+            if bad:
+                raise SchemaMismatchError(
+                    f"batch {batch_id}: column {f.name!r} is {f.dataType.simpleString()} in the table, but "
+                    f"the batch has {df.schema[src].dataType.simpleString()} values it cannot hold exactly, "
+                    f"e.g. {bad}; nothing was merged: fix the source, or declare the column's type in "
+                    "Scd2Spec.types (promote_types: true widens int->long, float->double, decimals)"
+                )
         cols.append(F.col(q(src)).cast(f.dataType).alias(f.name))
-    for src, f in lossy:
-        bad = df.where(F.col(q(src)).isNotNull() & F.col(q(src)).cast(f.dataType).isNull()).limit(3).collect()
-        if bad:
-            examples = [row[src] for row in bad]
-            raise SchemaMismatchError(
-                f"batch {batch_id}: column {f.name!r} is {f.dataType.simpleString()} in the table, but the "
-                f"batch "
-                f"has {df.schema[src].dataType.simpleString()} values that do not convert, e.g. {examples}; "
-                "fix the source or declare the column's type in Scd2Spec.schema_ddl"
-            )
-    return df.select(*cols, SOURCE_FILE, _POS)
+    flag = F.col(DELETED_FLAG) if DELETED_FLAG in df.columns else F.lit(False)
+    return df.select(*cols, SOURCE_FILE, _POS, flag.alias(DELETED_FLAG))
 
 
 # --------------------------------------------------------------------------- idempotency
@@ -310,28 +454,38 @@ def tracked_columns(spec: Scd2Spec, table_schema: StructType) -> list[str]:
     return [c for c in names if c not in spec.keys and c not in spec.ignored]
 
 
-def changes_sql(spec: Scd2Spec, batch_view: str, table_schema: StructType, full_load: bool) -> str:
+def changes_sql(
+    spec: Scd2Spec,
+    batch_view: str,
+    table_schema: StructType,
+    full_load: bool,
+    absent: frozenset[str] = frozenset(),
+) -> str:
     """The keys this batch changes, classified against the current rows in ONE join.
 
-    Rows: `new` (key not current), `changed` (a tracked column differs NULL-safely), and for full
-    loads `deleted` (current key absent from the batch). Unchanged keys are dropped here, so
-    everything after this query (counts, the MERGE source) handles only the changes: about 1% of
-    a typical dimension batch. `__mk_*` is the key to match in the table (the current row's key
-    for `deleted`, the batch row's otherwise).
+    Rows: `new` (key not current), `changed` (a tracked column differs NULL-safely), and `deleted`
+    (for full loads a current key absent from the batch; an API tombstone of a current key).
+    Unchanged keys are dropped here, so everything after this query (counts, the MERGE source)
+    handles only the changes: about 1% of a typical dimension batch. `__mk_*` is the key to match
+    in the table (the current row's key for `deleted` by a full load, the batch row's otherwise).
+    Columns in `absent` (no record of the batch has them) are no change: a new version carries
+    the current version's value.
     """
     names = table_schema.fieldNames()
     keys = [q(k) for k in spec.keys]
     order = [f"{q(spec.order_by)} DESC NULLS LAST"] if spec.order_by else []
     order.append(f"{q(_POS)} DESC")
     tracked = tracked_columns(spec, table_schema)
-    same = " AND ".join(f"(l.{q(c)} <=> c.{q(c)})" for c in tracked) or "true"
+    compared = [c for c in tracked if c not in absent]
+    same = " AND ".join(f"(l.{q(c)} <=> c.{q(c)})" for c in compared) or "true"
     key_join = " AND ".join(f"l.{k} = c.{k}" for k in keys)
-    batch_cols = ", ".join(f"l.{q(c)}" for c in names)
+    batch_cols = ", ".join(f"c.{q(c)} AS {q(c)}" if c in absent else f"l.{q(c)}" for c in names)
     merge_keys = ", ".join(
         f"CASE WHEN l.__in_batch THEN l.{k} ELSE c.{k} END AS {q('__mk_' + n)}"
         for k, n in zip(keys, spec.keys, strict=True)
     )
-    current_cols = ", ".join([*keys, *(q(c) for c in tracked if c not in spec.keys)])
+    carried = [c for c in names if c not in spec.keys and (c in tracked or c in absent)]
+    current_cols = ", ".join([*keys, *(q(c) for c in carried)])
     join = "FULL OUTER JOIN" if full_load else "LEFT JOIN"
     return f"""
 WITH ranked AS (
@@ -343,7 +497,9 @@ WITH ranked AS (
   SELECT {current_cols}, true AS __present FROM {qtable(spec.table)} WHERE {q(IS_CURRENT)}
 ), classified AS (
   SELECT {merge_keys}, {batch_cols}, l.{q(SOURCE_FILE)},
-    CASE WHEN l.__in_batch IS NULL THEN 'deleted' WHEN c.__present IS NULL THEN 'new'
+    CASE WHEN l.__in_batch IS NULL THEN 'deleted'
+         WHEN l.{q(DELETED_FLAG)} THEN CASE WHEN c.__present IS NULL THEN 'same' ELSE 'deleted' END
+         WHEN c.__present IS NULL THEN 'new'
          WHEN {same} THEN 'same' ELSE 'changed' END AS __action
   FROM latest l {join} cur c ON {key_join}
 )
@@ -422,32 +578,51 @@ def merge_batch(
     as_of: datetime,
     full_load: bool,
     ingested_at: datetime | None = None,
+    present: frozenset[str] | None = None,
+    recorded: dict[str, datetime] | None = None,
 ) -> MergeResult:
-    """Merge one batch (columns: data, `_source_file`, position) in one Iceberg commit."""
+    """Merge one batch (columns: data, `_source_file`, position, optionally the tombstone flag) in
+    one Iceberg commit. `present`: the data columns some record carries (None: every column of
+    `batch_df`). `recorded`: batches recorded outside the table (empty batches merged before the
+    table existed), batch id -> as-of. An empty batch before the table exists returns `empty=True`
+    and creates nothing: the caller records it (merge_pending writes it to the endpoint's ledger)."""
 
     ingested_at = ingested_at or datetime.now(UTC)
     exists = table_exists(spark, spec.table)
+    commits = dict(recorded or {})
+    ids, times = set(commits), list(commits.values())
     if exists:
         log = commit_log(spark, spec.table)
-        if batch_id in log.batch_ids:
-            return MergeResult(batch_id=batch_id, table=spec.table, skipped=True)
-        if log.high_water is not None and as_of <= log.high_water:
-            raise OutOfOrderBatchError(batch_id, as_of.isoformat(), log.high_water.isoformat())
-    data_schema_in = batch_df.drop(SOURCE_FILE, _POS).schema
-    if not data_schema_in.fields and not exists:
-        if full_load:
-            raise EmptyFullLoadError(batch_id)
-        return MergeResult(batch_id=batch_id, table=spec.table, skipped=False)
-    if full_load and batch_df.limit(1).count() == 0:
+        ids |= log.batch_ids
+        times += [log.high_water] if log.high_water is not None else []
+    high_water = max(times, default=None)
+    if batch_id in ids:
+        return MergeResult(batch_id=batch_id, table=spec.table, skipped=True)
+    if high_water is not None and as_of <= high_water:
+        raise OutOfOrderBatchError(batch_id, as_of.isoformat(), high_water.isoformat())
+    empty = batch_df.limit(1).count() == 0
+    if empty and full_load and not spec.allow_empty_full_load:
         raise EmptyFullLoadError(batch_id)
+    if empty and not exists:
+        return MergeResult(batch_id=batch_id, table=spec.table, skipped=False, empty=True)
+    data_schema_in = batch_df.drop(SOURCE_FILE, _POS, DELETED_FLAG).schema
     added = ensure_table(spark, spec, data_schema_in)
     table_schema = data_columns(spark, spec.table)
+    promoted = promote_columns(spark, spec, batch_df, table_schema)
+    if promoted:
+        table_schema = data_columns(spark, spec.table)
     aligned = align_to_table(batch_df, table_schema, batch_id)
+    seen = {c.lower() for c in (present if present is not None else data_schema_in.fieldNames())}
+    absent = (
+        frozenset()
+        if spec.absent_means_null or empty
+        else frozenset(c for c in table_schema.fieldNames() if c.lower() not in seen)
+    )
     suffix = abs(hash((batch_id, spec.table))) % 10**12
     batch_view, changes_view, source_view = (f"icelake_{p}_{suffix}" for p in ("batch", "changes", "source"))
     aligned.createOrReplaceTempView(batch_view)
     # The one pass over the batch and the current rows; the MERGE below reads this cached result.
-    changes = spark.sql(changes_sql(spec, batch_view, table_schema, full_load)).cache()
+    changes = spark.sql(changes_sql(spec, batch_view, table_schema, full_load, absent)).cache()
     try:
         changes.createOrReplaceTempView(changes_view)
         counts = count_changes(changes, spec, batch_id)
@@ -474,6 +649,8 @@ def merge_batch(
         closed=changed,
         deleted=counts.get("deleted", 0),
         added_columns=added,
+        promoted_columns=promoted,
+        empty=empty,
     )
 
 
@@ -484,23 +661,47 @@ def merge_pending(
     batches: Iterable[PendingBatch],
     *,
     ingested_at: datetime | None = None,
+    quarantine: bool = False,
 ) -> list[MergeResult]:
-    """Merge landed batches oldest first, one commit each (what the Glue job runs)."""
+    """Merge landed batches oldest first, one commit each (what the Glue job runs).
+
+    `quarantine`: a batch that cannot merge for a reason inside its data (InvalidBatchError:
+    malformed JSON, a missing or NULL key, a type conflict, an empty full load) is moved to
+    `quarantine/{source}/{endpoint}/{run_id}/` with a reason.json, and the later batches go on.
+    Without it the error is raised. A requeued batch that is no longer newer than everything
+    merged goes back to quarantine with that reason."""
     ordered = sorted(batches, key=lambda b: (b.manifest.fetched_at, b.manifest.run_id))
     results = []
     for batch in ordered:
-        df = batch_dataframe(spark, io, batch, spec)
-        results.append(
-            merge_batch(
+        recorded = read_ledger(io, batch)
+        try:
+            frame = batch_frame(spark, io, batch, spec)
+            result = merge_batch(
                 spark,
                 spec,
-                df,
+                frame.df,
                 batch_id=batch.manifest.batch_id,
                 as_of=batch.manifest.fetched_at,
                 full_load=batch.manifest.full_load,
                 ingested_at=ingested_at,
+                present=frame.present,
+                recorded=recorded,
             )
-        )
+        except (InvalidBatchError, OutOfOrderBatchError) as exc:
+            requeued_late = isinstance(exc, OutOfOrderBatchError) and batch.manifest.requeued_at is not None
+            if not quarantine or not (isinstance(exc, InvalidBatchError) or requeued_late):
+                raise
+            where = quarantine_batch(io, batch, exc, keys=spec.keys)
+            result = MergeResult(
+                batch_id=batch.manifest.batch_id,
+                table=spec.table,
+                skipped=False,
+                quarantined_to=where,
+                reason=str(exc),
+            )
+        if result.empty and not result.skipped:
+            record_in_ledger(io, batch)
+        results.append(result)
     return results
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from icelake.ingest.fetch import fetch_source
-from icelake.ingest.landing import complete_batches
+from icelake.ingest.landing import complete_or_report
 from icelake.ingest.models import FetchConfig
 
 logger = Logger()
@@ -57,6 +57,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 @metrics.log_metrics
 def complete_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = CompleteEvent.model_validate(event)
-    done = complete_batches(request.batch_uris)
+    done, quarantined = complete_or_report(request.batch_uris)
     metrics.add_metric(name="BatchesCompleted", unit=MetricUnit.Count, value=len(done))
-    return {"completed": done}
+    metrics.add_metric(name="BatchesQuarantined", unit=MetricUnit.Count, value=len(quarantined))
+    if quarantined:
+        logger.error("batches quarantined", extra={"quarantined": quarantined})
+    return {"completed": done, "quarantined": quarantined, "quarantined_count": len(quarantined)}
