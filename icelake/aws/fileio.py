@@ -20,6 +20,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
+from icelake.aws.clients import new_session
 from icelake.aws.session import AssumedRole
 from icelake.uris import canonical, is_local, local_path
 
@@ -157,7 +158,7 @@ def io_for(uri: str, session: boto3.Session | None = None, kms_key_id: str | Non
     if is_local(uri):
         return LocalFileIO()
     if canonical(uri).startswith("s3://"):
-        session = session or boto3.Session()
+        session = session or new_session()
         return S3FileIO(session.client("s3"), kms_key_id=kms_key_id)
     raise ValueError(f"unsupported URI scheme in {uri}: use s3://, file:// or a local path")
 
@@ -206,13 +207,13 @@ class FileIOSpec:
         if session is not None:
             credentials = _session_kwargs(session)
         elif role is not None and endpoint_url:
-            credentials = _session_kwargs(boto3.Session())
+            credentials = _session_kwargs(new_session())
         return cls(
             "s3",
             credentials=credentials,
             kms_key_id=kms_key_id,
             endpoint_url=endpoint_url,
-            region=(session or boto3.Session()).region_name,
+            region=(session or new_session()).region_name,
             role=role,
         )
 
@@ -228,7 +229,7 @@ class FileIOSpec:
             return LocalFileIO()
         if self.scheme != "s3":
             raise ValueError(f"unsupported FileIO scheme {self.scheme!r}: use s3 or file")
-        session = boto3.Session(**(self.credentials or {}), region_name=self.region)
+        session = new_session(**(self.credentials or {}), region_name=self.region)
         if self.role is not None:
             session = self.role.session(session, self.endpoint_url)
         return S3FileIO(session.client("s3", endpoint_url=self.endpoint_url), kms_key_id=self.kms_key_id)

@@ -19,6 +19,8 @@ import boto3
 from pydantic import ValidationError
 
 from icelake.aws import catalog
+from icelake.aws.clients import client as aws_client
+from icelake.aws.clients import new_session
 from icelake.aws.fileio import FileIO, io_for
 from icelake.aws.ledger import Ledger
 from icelake.aws.session import AssumedRole
@@ -57,7 +59,7 @@ class Sessions:
 
     @cached_property
     def orchestrator(self) -> boto3.Session:
-        return boto3.Session()
+        return new_session()
 
     def role(self, side: Literal["src", "dst"]) -> AssumedRole | None:
         """The source (read) or target (write) role as this request assumes it, if it names one."""
@@ -95,11 +97,11 @@ def _artifact_key(run_id: str, table: str, name: str) -> str:
 
 
 def _put_json(env: WorkflowEnv, key: str, value: Any) -> None:
-    boto3.client("s3").put_object(Bucket=env.artifacts_bucket, Key=key, Body=json.dumps(value).encode())
+    aws_client("s3").put_object(Bucket=env.artifacts_bucket, Key=key, Body=json.dumps(value).encode())
 
 
 def _read_json(bucket: str, key: str) -> Any:
-    return json.loads(boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())
+    return json.loads(aws_client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())
 
 
 def _get_json(env: WorkflowEnv, key: str) -> Any:
@@ -347,7 +349,7 @@ def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
     planned = PlanResult.model_validate(event["plan"])
     if planned.engine == "none":  # dry run, or already in sync: nothing was written to check
         outcome = skipped(event)
-        _record_outcome(Ledger(boto3.client("dynamodb"), env.ledger_table), outcome, outcome.status.upper())
+        _record_outcome(Ledger(aws_client("dynamodb"), env.ledger_table), outcome, outcome.status.upper())
         return outcome
     item = planned.item
     sessions = Sessions(item.request)
@@ -483,7 +485,7 @@ def _ledger_outcomes(run_id: str, tables: Iterable[str], env: WorkflowEnv) -> It
     ResultWriter's manifest but no result files: there every table comes from here.)"""
     rows = {
         str(r["sk"]).removeprefix("TABLE#"): r
-        for r in Ledger(boto3.client("dynamodb"), env.ledger_table).run_tables(run_id)
+        for r in Ledger(aws_client("dynamodb"), env.ledger_table).run_tables(run_id)
     }
     for table in tables:
         row = rows.get(table, {})
@@ -527,7 +529,7 @@ def report(event: dict[str, Any], env: WorkflowEnv) -> RunSummary:
         key,
         RunReport(run_id=run_id, status=status, tables=outcomes, report_uri=uri).model_dump(mode="json"),
     )
-    boto3.client("events").put_events(
+    aws_client("events").put_events(
         Entries=[
             {
                 "Source": EVENT_SOURCE,
