@@ -160,7 +160,7 @@ def build_plan(
         if info is not None and files[p][0] >= 0 and info.size != files[p][0]
     )
     if missing or wrong_size:
-        raise MissingSourceFilesError(missing + wrong_size)
+        raise MissingSourceFilesError(missing, wrong_size)
 
     copy_paths = [p for p in files if p not in delete_formats and src_info[p] is not None]
     targets = {p: prefix_map.map(p) or "" for p in copy_paths}
