@@ -25,6 +25,7 @@ from icelake.errors import (
 )
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import POSITION_DELETES, ManifestRef, manifest_refs
+from icelake.migrate.collisions import refuse_duplicate_targets, refuse_overlapping_targets
 from icelake.migrate.copy import is_same_copy
 from icelake.migrate.plan_scan import entry_fields, entry_fields_fastavro, map_in_chunks
 from icelake.migrate.progress import ProgressSink
@@ -96,6 +97,7 @@ def build_plan(
     # The table location always maps to the target location; --map adds the other prefixes.
     prefix_map = PrefixMap([*maps, (meta["location"], target_location)])
     _refuse_targets_under_sources(prefix_map)
+    refuse_overlapping_targets(prefix_map)
 
     paths = Counter[str]()  # every referenced path -> how often; for the prefix check
 
@@ -146,6 +148,7 @@ def build_plan(
     unmapped = _unmapped_prefixes(paths, prefix_map)
     if unmapped:
         raise UnmappedPrefixesError(unmapped)
+    refuse_duplicate_targets(paths, prefix_map)
 
     target_metadata = prefix_map.map(source_metadata)
     assert target_metadata is not None
