@@ -12,7 +12,7 @@ import os
 import tempfile
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,12 @@ class FileIO(ABC):
 
     @abstractmethod
     def delete(self, uri: str) -> None: ...
+
+    def delete_many(self, uris: Sequence[str]) -> int:
+        """Delete every uri (a missing one is not an error); returns how many were asked for."""
+        for uri in uris:
+            self.delete(uri)
+        return len(uris)
 
 
 class LocalFileIO(FileIO):
@@ -97,6 +103,9 @@ def split_s3(uri: str) -> tuple[str, str]:
         raise ValueError(f"not an s3:// URI: {uri}")
     bucket, _, key = c[len("s3://") :].partition("/")
     return bucket, key
+
+
+DELETE_BATCH = 1000  # keys per DeleteObjects request
 
 
 class S3FileIO(FileIO):
@@ -151,6 +160,22 @@ class S3FileIO(FileIO):
     def delete(self, uri: str) -> None:
         bucket, key = split_s3(uri)
         self.client.delete_object(Bucket=bucket, Key=key)
+
+    def delete_many(self, uris: Sequence[str]) -> int:
+        """DeleteObjects, 1,000 keys a request (S3's maximum); any key S3 could not delete fails."""
+        by_bucket: dict[str, list[str]] = {}
+        for uri in uris:
+            bucket, key = split_s3(uri)
+            by_bucket.setdefault(bucket, []).append(key)
+        for bucket, keys in by_bucket.items():
+            for start in range(0, len(keys), DELETE_BATCH):
+                batch = [{"Key": k} for k in keys[start : start + DELETE_BATCH]]
+                answer = self.client.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
+                errors = answer.get("Errors") or []
+                if errors:
+                    shown = ", ".join(f"s3://{bucket}/{e.get('Key')} ({e.get('Code')})" for e in errors[:5])
+                    raise OSError(f"S3 did not delete {len(errors)} object(s): {shown}")
+        return len(uris)
 
 
 def io_for(uri: str, session: boto3.Session | None = None, kms_key_id: str | None = None) -> FileIO:

@@ -92,7 +92,7 @@ def build_plan(
     """`fast=False` is the reference path (every manifest entry decoded by fastavro, one pool task
     per object checked); both give the same plan, which tests assert."""
     read_entries = entry_fields if fast else entry_fields_fastavro
-    stat_all = functools.partial(_stat_all, each=not fast)
+    stat = functools.partial(stat_all, each=not fast)
     meta, gz = read_metadata(src_io, source_metadata)
     # The table location always maps to the target location; --map adds the other prefixes.
     prefix_map = PrefixMap([*maps, (meta["location"], target_location)])
@@ -106,7 +106,7 @@ def build_plan(
 
     # 1. The metadata chain: logged files that still exist are carried over.
     logged = mj.metadata_log(meta)
-    logged_exist = stat_all(src_io, logged, workers)
+    logged_exist = stat(src_io, logged, workers)
     metadata_files = [p for p in logged if logged_exist[p] is not None] + [source_metadata]
     see([source_metadata])
     for uri in metadata_files[:-1]:
@@ -155,7 +155,7 @@ def build_plan(
     _refuse_other_table(dst_io, parent(target_metadata), mj.table_uuid(meta))
 
     # 4. Source existence and target state of every file that is copied or rewritten.
-    src_info = stat_all(src_io, list(files), workers, progress, "check source files")
+    src_info = stat(src_io, list(files), workers, progress, "check source files")
     missing = sorted(p for p, (_s, live) in files.items() if live and src_info[p] is None)
     wrong_size = sorted(
         f"{p} (metadata says {files[p][0]} bytes, found {info.size})"
@@ -167,7 +167,7 @@ def build_plan(
 
     copy_paths = [p for p in files if p not in delete_formats and src_info[p] is not None]
     targets = {p: prefix_map.map(p) or "" for p in copy_paths}
-    dst_info = stat_all(dst_io, list(targets.values()), workers, progress, "check target files")
+    dst_info = stat(dst_io, list(targets.values()), workers, progress, "check target files")
     copies: list[CopyTask] = []
     conflicts: list[str] = []
     skipped = 0
@@ -245,7 +245,7 @@ def _read_required(io: FileIO, uri: str) -> bytes:
         raise
 
 
-def _stat_all(
+def stat_all(
     io: FileIO,
     uris: list[str],
     workers: int,

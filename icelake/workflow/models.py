@@ -147,7 +147,7 @@ class PlanResult(_Frozen):
     previous_target_metadata: str | None  # Glue table's metadata_location before this run
     target_table_existed: bool
     target_metadata_location: str  # where the copy step will put the current metadata
-    before_listing_key: str  # artifacts key: target objects before this run (for rollback)
+    journal_key: str  # artifacts key: the target keys this run creates (all rollback may delete)
     copy_result_uri: str  # where the copy step (Lambda or Glue) writes its MigrationResult
 
 

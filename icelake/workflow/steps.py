@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from icelake.aws import catalog
 from icelake.aws.clients import client as aws_client
 from icelake.aws.clients import new_session
-from icelake.aws.fileio import FileIO, io_for
+from icelake.aws.fileio import FileIO, S3FileIO, io_for
 from icelake.aws.ledger import Ledger
 from icelake.aws.session import AssumedRole
 from icelake.constants import EVENT_SOURCE
@@ -32,6 +32,7 @@ from icelake.migrate.plan import build_plan
 from icelake.migrate.progress import NoProgress
 from icelake.migrate.validate import check_target_files, validate_tables
 from icelake.uris import PrefixMap
+from icelake.workflow.journal import JOURNAL_NAME, new_target_keys, read_journal, write_journal
 from icelake.workflow.models import (
     InventoryResult,
     MigrationRequest,
@@ -104,8 +105,13 @@ def _read_json(bucket: str, key: str) -> Any:
     return json.loads(aws_client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())
 
 
-def _get_json(env: WorkflowEnv, key: str) -> Any:
-    return _read_json(env.artifacts_bucket, key)
+def _artifacts_io(env: WorkflowEnv) -> FileIO:
+    """The artifacts bucket, with the orchestrator's own credentials."""
+    return S3FileIO(aws_client("s3"))
+
+
+def _artifacts_uri(env: WorkflowEnv, key: str) -> str:
+    return f"s3://{env.artifacts_bucket}/{key}"
 
 
 def _record_outcome(ledger: Ledger, outcome: TableOutcome, state: str, **attrs: Any) -> None:
@@ -197,14 +203,6 @@ def _maps(item: WorkItem) -> list[tuple[str, str]]:
     return [(m.source, m.target) for m in item.request.target.prefix_maps]
 
 
-def _target_prefixes(item: WorkItem) -> list[str]:
-    return [item.target_location, *(m.target for m in item.request.target.prefix_maps)]
-
-
-def _listing(io: FileIO, prefixes: list[str]) -> dict[str, str]:
-    return {uri: info.etag or str(info.size) for p in prefixes for uri, info in io.list(p)}
-
-
 def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
     item = WorkItem.model_validate(event["item"])
     sessions = Sessions(item.request)
@@ -224,9 +222,10 @@ def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
         workers=16,
         progress=NoProgress(),
     )
-    before_key = _artifact_key(item.run_id, item.name, "target-before.json")
     copy_key = _artifact_key(item.run_id, item.name, "copy-result.json")
-    _put_json(env, before_key, _listing(dst_io, _target_prefixes(item)))
+    # Written before the copy starts: what rollback may delete, should anything fail later.
+    journal_key = _artifact_key(item.run_id, item.name, JOURNAL_NAME)
+    write_journal(_artifacts_io(env), _artifacts_uri(env, journal_key), new_target_keys(table_plan, dst_io))
     to_copy = sum(t.info.size for t in table_plan.copies)
     synced = ledger.last_synced(item.target_location)
     in_sync = (
@@ -262,7 +261,7 @@ def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
         previous_target_metadata=previous,
         target_table_existed=existing is not None,
         target_metadata_location=table_plan.target_metadata,
-        before_listing_key=before_key,
+        journal_key=journal_key,
         copy_result_uri=f"s3://{env.artifacts_bucket}/{copy_key}",
     )
 
@@ -415,13 +414,9 @@ def rollback(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
     planned = PlanResult.model_validate(event["plan"]) if event.get("plan") else None
     removed = 0
     if planned is not None:
-        dst_io = sessions.target_io()
-        before: dict[str, str] = _get_json(env, planned.before_listing_key)
-        source_prefixes = PrefixMap([(item.source_metadata_location, "s3://never/written")])
-        for uri, _info in list(_listing(dst_io, _target_prefixes(item)).items()):
-            if uri not in before and not source_prefixes.under_any_source(uri):
-                dst_io.delete(uri)
-                removed += 1
+        journaled = read_journal(_artifacts_io(env), _artifacts_uri(env, planned.journal_key))
+        source = PrefixMap([(p, "s3://never/written") for p in _source_prefixes(item)])
+        removed = sessions.target_io().delete_many([k for k in journaled if not source.under_any_source(k)])
         catalog.restore_table(
             sessions.target.client("glue"),
             item.target_database,
