@@ -123,9 +123,8 @@ def test_types_tombstones_and_vanishing_columns_match_the_reference(
         )
     )
     actual = rows(spark, table) if spark.catalog.tableExists(table) else []
-    event(
-        f"quarantined: {quarantined}, versions: {len(actual)}, deleted: {sum(r['_is_deleted'] for r in actual)}"
-    )
+    deleted = sum(r["_is_deleted"] for r in actual)
+    event(f"quarantined: {quarantined}, versions: {len(actual)}, deleted: {deleted}")
     assert actual == expected
     assert_scd2_invariants(actual)
 
