@@ -206,6 +206,12 @@ class MaintenanceConfig(_Frozen):
     expire_older_than_days: float = Field(default=7, ge=0)
     retain_last: int = Field(default=10, ge=1)
     orphan_older_than_hours: float = Field(default=72, ge=24)  # Iceberg refuses less than 24 h
+    # Compaction (rewrite_data_files, then rewrite_position_delete_files): a data file with at
+    # least `delete_file_threshold` delete files is rewritten with its deletes applied; small files
+    # are packed towards `target_file_size_bytes`. 0 turns compaction off.
+    delete_file_threshold: int = Field(default=1, ge=0)
+    target_file_size_bytes: int = Field(default=128 * 1024 * 1024, ge=1024 * 1024)
+    min_input_files: int = Field(default=5, ge=1)
 
 
 class FetchOutcome(_Frozen):

@@ -21,6 +21,8 @@ PLACEHOLDERS = {
     "SnapshotRetentionDays",
     "SnapshotRetainLast",
     "OrphanRetentionHours",
+    "CompactDeleteFileThreshold",
+    "CompactTargetFileSizeBytes",
 }
 
 
