@@ -31,33 +31,77 @@ from typing import Any
 BENCH_DIR = Path(__file__).resolve().parent
 CATALOG = "bench"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-DDL = "id BIGINT, name STRING, email STRING, tier STRING, updated_at BIGINT"
+CITIES = ("London", "Leeds", "York", "Bath")
 
 
 def batch_frame(spark: Any, rows: int, run: int, changed_every: int | None, generation: int = 0) -> Any:
-    """The dimension as served by the API at `run`; keys with id % changed_every == 0 changed.
-    `generation` renames every customer (a batch of generation g > 0 changes every key once)."""
+    """The dimension as served by the API at `run`: about 30 realistic columns (strings, decimals,
+    timestamps, a date, booleans, a nested struct), 250+ bytes a row as JSON. Keys with
+    id % changed_every == 0 changed (half flip `email` between NULL and a value, half change
+    `tier`); `generation` renames every customer (a batch of generation g > 0 changes every key)."""
     from pyspark.sql import functions as F
 
     df = spark.range(1, rows + 1)
-    base_email = F.when(F.col("id") % 10 == 0, F.lit(None)).otherwise(
-        F.format_string("c%d@example.com", "id")
-    )
+    i = F.col("id")
+    base_email = F.when(i % 10 == 0, F.lit(None)).otherwise(F.format_string("customer.%d@example.com", i))
     every = changed_every or rows + 1  # no key changes in the base batch
-    changed = F.lit(changed_every is not None) & (F.col("id") % every == 0)
-    flip = changed & (F.col("id") % (2 * every) == 0)
-    email = F.when(flip & base_email.isNull(), F.format_string("new%d@example.com", "id")).when(
+    changed = F.lit(changed_every is not None) & (i % every == 0)
+    flip = changed & (i % (2 * every) == 0)
+    email = F.when(flip & base_email.isNull(), F.format_string("new%d@example.com", i)).when(
         flip, F.lit(None)
     )
+    day = F.lit(1_767_225_600) + (i % 1000) * 86_400  # 2026-01-01 + id % 1000 days
+    suffix = f" g{generation}" if generation else ""
     return df.select(
-        F.col("id"),
-        F.format_string("customer %d" + (f" g{generation}" if generation else ""), "id").alias("name"),
+        i.alias("id"),
+        F.format_string("Customer %d" + suffix, i).alias("name"),
         F.when(flip, email).otherwise(base_email).alias("email"),
+        F.format_string("+44 20 7946 %04d", i % 10000).alias("phone"),
+        F.format_string("%d Acacia Avenue", i % 997).alias("street"),
+        F.element_at(
+            F.array(*[F.lit(c) for c in ("London", "Leeds", "York", "Bath")]), (i % 4 + 1).cast("int")
+        ).alias("city"),
+        F.format_string("SW%d %dAA", i % 20, i % 9).alias("postcode"),
+        F.lit("GB").alias("country"),
         F.when(changed & ~flip, F.lit(f"tier-{run}")).otherwise(F.lit("basic")).alias("tier"),
+        F.when(i % 7 == 0, F.lit("dormant")).otherwise(F.lit("active")).alias("status"),
+        F.format_string("segment-%d", i % 12).alias("segment"),
+        F.lit("GBP").alias("currency"),
+        (i % 100_000 / 100).cast("decimal(14,2)").alias("balance"),
+        (i % 50 * 1000).cast("decimal(14,2)").alias("credit_limit"),
+        (i % 1_000_003 / 10_000).cast("decimal(16,4)").alias("lifetime_value"),
+        (i % 30 / 1000).cast("decimal(5,4)").alias("discount_rate"),
+        F.timestamp_seconds(day).alias("created_at"),
+        F.timestamp_seconds(day + 3600 * (i % 24)).alias("last_login_at"),
+        F.timestamp_seconds(day + 7200).alias("last_order_at"),
+        F.date_from_unix_date((i % 20_000).cast("int")).alias("birth_date"),
+        (i % 321).alias("orders"),
+        (i % 7).cast("int").alias("returns"),
+        (i % 1000 / 7.0).alias("score"),
+        (i % 7 != 0).alias("is_active"),
+        (i % 3 == 0).alias("marketing_opt_in"),
+        F.format_string("Prefers email contact; account %d opened online, verified by phone.", i).alias(
+            "notes"
+        ),
+        F.struct(
+            F.format_string("Flat %d", i % 40).alias("line1"),
+            F.lit("Greater London").alias("region"),
+            (F.lit(51.5) + i % 100 / 1000.0).alias("lat"),
+            (F.lit(-0.12) - i % 100 / 1000.0).alias("lon"),
+        ).alias("address"),
+        F.format_string("ext-%016x", i * 2654435761).alias("external_ref"),
         F.when(changed, F.lit(run)).otherwise(F.lit(0)).cast("bigint").alias("updated_at"),
         F.lit(f"bench/run-{run}/page-000001.json").alias("_source_file"),
-        F.col("id").alias("__icelake_pos"),
+        i.alias("__icelake_pos"),
     )
+
+
+DATA_COLUMNS = [
+    "id", "name", "email", "phone", "street", "city", "postcode", "country", "tier", "status", "segment",
+    "currency", "balance", "credit_limit", "lifetime_value", "discount_rate", "created_at", "last_login_at",
+    "last_order_at", "birth_date", "orders", "returns", "score", "is_active", "marketing_opt_in", "notes",
+    "address", "external_ref", "updated_at",
+]  # fmt: skip
 
 
 def naive_rewrite(spark: Any, table: str, batch: Any, as_of: datetime, ingested_at: datetime) -> None:
@@ -66,6 +110,10 @@ def naive_rewrite(spark: Any, table: str, batch: Any, as_of: datetime, ingested_
 
     batch.createOrReplaceTempView("naive_batch")
     t, i = ts_literal(as_of), ts_literal(ingested_at)
+    data = [c for c in DATA_COLUMNS if c != "id"]
+    l_cols = ", ".join(f"l.{c} AS l_{c}" for c in DATA_COLUMNS)
+    same = " AND ".join(f"c.{c} <=> l.{c}" for c in data)
+    cols = ", ".join(DATA_COLUMNS)
     spark.sql(f"""
 INSERT OVERWRITE {table}
 WITH latest AS (
@@ -73,20 +121,18 @@ WITH latest AS (
                  __icelake_pos DESC) AS rn FROM naive_batch) WHERE rn = 1
 ), cur AS (SELECT * FROM {table} WHERE _is_current),
 joined AS (
-  SELECT c.*, l.id AS l_id, l.name AS l_name, l.email AS l_email, l.tier AS l_tier,
-         l.updated_at AS l_updated_at, l._source_file AS l_file,
-         (c.id IS NOT NULL AND l.id IS NOT NULL AND NOT (c.name <=> l.name AND c.email <=> l.email
-          AND c.tier <=> l.tier AND c.updated_at <=> l.updated_at)) AS changed
+  SELECT c.*, {l_cols}, l._source_file AS l_file,
+         (c.id IS NOT NULL AND l.id IS NOT NULL AND NOT ({same})) AS changed
   FROM cur c FULL OUTER JOIN latest l ON c.id = l.id
 )
-SELECT id, name, email, tier, updated_at, _ingested_at, _source_file, _is_current, _valid_from, _valid_to,
-       _is_deleted FROM {table} WHERE NOT _is_current
+SELECT {cols}, _ingested_at, _source_file, _is_current, _valid_from, _valid_to, _is_deleted
+FROM {table} WHERE NOT _is_current
 UNION ALL
-SELECT id, name, email, tier, updated_at, _ingested_at, _source_file,
-       NOT changed AS _is_current, _valid_from, CASE WHEN changed THEN {t} END AS _valid_to, _is_deleted
+SELECT {cols}, _ingested_at, _source_file, NOT changed AS _is_current, _valid_from,
+       CASE WHEN changed THEN {t} END AS _valid_to, _is_deleted
 FROM joined WHERE id IS NOT NULL
 UNION ALL
-SELECT l_id, l_name, l_email, l_tier, l_updated_at, {i}, l_file, true, {t}, CAST(NULL AS TIMESTAMP), false
+SELECT {", ".join(f"l_{c}" for c in DATA_COLUMNS)}, {i}, l_file, true, {t}, CAST(NULL AS TIMESTAMP), false
 FROM joined WHERE l_id IS NOT NULL AND (id IS NULL OR changed)
 """)
 
@@ -94,7 +140,7 @@ FROM joined WHERE l_id IS NOT NULL AND (id IS NULL OR changed)
 def fingerprint(spark: Any, table: str) -> dict[str, Any]:
     row = spark.sql(
         f"SELECT count(1) AS n, count_if(_is_current) AS cur, "
-        f"sum(hash(id, name, email, tier, updated_at, _is_current, _valid_from, _valid_to)) AS h "
+        f"sum(hash({', '.join(DATA_COLUMNS)}, _is_current, _valid_from, _valid_to)) AS h "
         f"FROM {table}"
     ).collect()[0]
     return {"rows": int(row["n"]), "current": int(row["cur"]), "hash": int(row["h"])}
@@ -122,7 +168,7 @@ def run(rows: int, change_pct: float, history: int, workdir: Path) -> dict[str, 
     from pyspark import __version__ as spark_version
 
     spark = local_spark({CATALOG: str(workdir / "warehouse")}, app_name="scd2-bench", driver_memory="3g")
-    spec = Scd2Spec(table=f"{CATALOG}.dim.customers", keys=("id",), order_by="updated_at", schema_ddl=DDL)
+    spec = Scd2Spec(table=f"{CATALOG}.dim.customers", keys=("id",), order_by="updated_at")
     naive_table = f"{CATALOG}.dim.customers_naive"
     changed_every = round(100 / change_pct)
     started = time.perf_counter()
@@ -166,7 +212,11 @@ def run(rows: int, change_pct: float, history: int, workdir: Path) -> dict[str, 
     tables = (("merge", spec.table), ("naive", naive_table))
     files = {name: spark.sql(f"SELECT count(1) AS n FROM {t}.files").collect()[0]["n"] for name, t in tables}
     written = {name: last_commit_writes(spark, t) for name, t in tables}
+    row_bytes = batch.selectExpr(f"avg(length(to_json(struct({', '.join(DATA_COLUMNS)})))) AS b").collect()[
+        0
+    ]["b"]
     return {
+        "row_bytes_json": round(float(row_bytes)),
         "benchmark": "scd2_merge_vs_full_rewrite",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "rows": rows,
@@ -260,6 +310,18 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps(res, indent=2))
     if not (args.quick or args.no_record):
         print(f"recorded {record(res)}")
+    summary = {
+        "rows": res["rows"],
+        "row_bytes": res["row_bytes_json"],
+        "changed": res["changed_keys"],
+        "history_batches": res["history_batches"],
+        "merge_s": res["merge_seconds"],
+        "naive_s": res["naive_rewrite_seconds"],
+        "ratio": round(res["merge_seconds"] / res["naive_rewrite_seconds"], 3),
+        "bytes_written_merge": res["written_by_the_measured_commit"]["merge"]["bytes"],
+        "bytes_written_naive": res["written_by_the_measured_commit"]["naive"]["bytes"],
+    }
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ or run the table's maintenance. Arguments resolve through awsglue when present, 
 
   --mode merge     --spec '<Scd2Spec JSON>' --batch-uris '["s3://raw/raw/src/ep/run/", ...]'
   --mode maintain  --spec '<Scd2Spec JSON>' [--expire-older-than-days 7 --retain-last 10
-                   --orphan-older-than-hours 72]
+                   --orphan-older-than-hours 72 --delete-file-threshold 1
+                   --target-file-size-bytes 134217728]
   --local-warehouse DIR   (local runs only) a Hadoop catalog named after the spec's catalog
 """
 
@@ -22,7 +23,14 @@ from icelake.ingest.landing import read_manifest
 from icelake.ingest.models import MaintenanceConfig, PendingBatch, Scd2Spec
 from icelake.ingest.scd2 import maintain, merge_pending
 
-OPTIONS = ("mode", "spec", "batch_uris", "expire_older_than_days", "retain_last", "orphan_older_than_hours")
+MAINTENANCE_OPTIONS = (
+    "expire_older_than_days",
+    "retain_last",
+    "orphan_older_than_hours",
+    "delete_file_threshold",
+    "target_file_size_bytes",
+)
+OPTIONS = ("mode", "spec", "batch_uris", *MAINTENANCE_OPTIONS)
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -42,6 +50,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--orphan-older-than-hours", "--orphan_older_than_hours", dest="orphan_older_than_hours"
     )
+    for option in ("delete_file_threshold", "target_file_size_bytes"):
+        parser.add_argument(f"--{option.replace('_', '-')}", f"--{option}", dest=option)
     parser.add_argument("--local-warehouse", dest="local_warehouse")
     args, _unknown = parser.parse_known_args(list(argv))  # Glue adds its own (--JOB_ID, ...)
     return args
@@ -62,11 +72,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     spec = Scd2Spec.model_validate_json(args.spec)
     spark = build_session(spec, args.local_warehouse)
     if args.mode == "maintain":
-        given = {
-            k: getattr(args, k)
-            for k in ("expire_older_than_days", "retain_last", "orphan_older_than_hours")
-            if getattr(args, k) not in (None, "")
-        }
+        given = {k: getattr(args, k) for k in MAINTENANCE_OPTIONS if getattr(args, k) not in (None, "")}
         report = maintain(spark, spec.table, MaintenanceConfig.model_validate(given))
         print(json.dumps({"table": spec.table, **report}))
         return report

@@ -7,7 +7,7 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -29,6 +29,7 @@ from icelake.ingest.landing import (
     extract_records,
     list_pending,
     new_run_id,
+    read_state,
     write_page,
     write_pending,
 )
@@ -36,9 +37,11 @@ from icelake.ingest.models import (
     AuthConfig,
     BatchManifest,
     FetchConfig,
+    FetchCursor,
     FetchOutcome,
     FetchResult,
     RetryPolicy,
+    Watermark,
 )
 
 Sleep = Callable[[float], None]
@@ -151,27 +154,43 @@ def _dig(doc: Any, path: str) -> Any:
     return node
 
 
-def iter_pages(
+@dataclass(frozen=True)
+class PagePosition:
+    """Where the walk over the API's pages stands before a request."""
+
+    page: int | None = None
+    cursor: str | None = None
+    seen: tuple[str, ...] = ()
+
+
+def walk_pages(
     config: FetchConfig,
     http: requests.Session,
     auth_header_value: str | None,
     counters: _Counters,
     sleep: Sleep,
-) -> Iterator[tuple[bytes, int]]:
-    """(raw response body, record count) in order, following the configured pagination until its end."""
+    *,
+    start: PagePosition | None = None,
+    extra_params: dict[str, str] | None = None,
+) -> Iterator[tuple[bytes, list[Any], PagePosition | None]]:
+    """(raw response body, records, the position of the next page or None after the last) in
+    order, from `start` (the first page by default) until the pagination's end."""
     pg = config.pagination
     headers = {"Accept": "application/json", **config.headers}
     if config.auth is not None:
         if auth_header_value is None:
             raise ValueError("config.auth is set: pass the header value from resolve_auth_header()")
         headers[config.auth.header] = auth_header_value
-    params = dict(config.params)
+    params = {**config.params, **(extra_params or {})}
     if pg.kind == "page" and pg.size_param and pg.page_size:
         params[pg.size_param] = str(pg.page_size)
-    page_no = pg.start_page
-    cursor: str | None = None
-    seen_cursors: set[str] = set()
-    for count in range(1, pg.max_pages + 1):
+    start = start or PagePosition()
+    page_no = start.page if start.page is not None else pg.start_page
+    cursor: str | None = start.cursor
+    seen_cursors: set[str] = set(start.seen)
+    seen_order = list(start.seen)
+    done_before = len(start.seen) if pg.kind == "cursor" else page_no - pg.start_page
+    for count in range(done_before + 1, pg.max_pages + 1):
         if pg.kind == "page":
             params[pg.page_param] = str(page_no)
         elif pg.kind == "cursor" and cursor is not None:
@@ -184,28 +203,82 @@ def iter_pages(
         except ValueError as exc:
             raise InvalidResponseError(response.url, f"the body is not JSON ({exc})") from exc
         records = extract_records(doc, config.records_path, response.url)
-        yield body, len(records)
         if pg.kind == "none":
+            yield body, records, None
             return
         if pg.kind == "page":
             if not records or (pg.page_size is not None and len(records) < pg.page_size):
+                yield body, records, None
                 return
             page_no += 1
-        else:
-            nxt = _dig(doc, pg.cursor_path)
-            if nxt is None or nxt == "":
-                return
-            cursor = str(nxt)
-            if cursor in seen_cursors:
-                raise PaginationError(
-                    f"{config.url} returned cursor {cursor!r} twice after {count} page(s): the API loops; "
-                    "nothing was marked pending"
-                )
-            seen_cursors.add(cursor)
+            yield body, records, PagePosition(page=page_no)
+            continue
+        nxt = _dig(doc, pg.cursor_path)
+        if nxt is None or nxt == "":
+            yield body, records, None
+            return
+        cursor = str(nxt)
+        if cursor in seen_cursors:
+            raise PaginationError(
+                f"{config.url} returned cursor {cursor!r} twice after {count} page(s): the API loops; "
+                "nothing was marked pending"
+            )
+        seen_cursors.add(cursor)
+        seen_order.append(cursor)
+        yield body, records, PagePosition(cursor=cursor, seen=tuple(seen_order))
     raise PaginationError(
         f"{config.url} still had more pages after pagination.max_pages={pg.max_pages}; refusing to land a "
         "partial batch: raise max_pages or narrow the request"
     )
+
+
+def iter_pages(
+    config: FetchConfig,
+    http: requests.Session,
+    auth_header_value: str | None,
+    counters: _Counters,
+    sleep: Sleep,
+) -> Iterator[tuple[bytes, int]]:
+    """(raw response body, record count) in order, following the configured pagination until its end."""
+    for body, records, _next in walk_pages(config, http, auth_header_value, counters, sleep):
+        yield body, len(records)
+
+
+def _watermark_key(value: Any) -> tuple[int, Any] | None:
+    """A comparable form of a watermark value: numbers as numbers, ISO-8601 strings as instants."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return (0, value)
+    if isinstance(value, str):
+        try:
+            when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return (1, when if when.tzinfo else when.replace(tzinfo=UTC))
+    return None
+
+
+def newer_watermark(current: Any, candidate: Any) -> Any:
+    """The newer of two watermark values (either may be None or unreadable)."""
+    a, b = _watermark_key(current), _watermark_key(candidate)
+    if b is None:
+        return current
+    if a is None or (a[0] == b[0] and b[1] > a[1]):
+        return candidate
+    return current
+
+
+def since_value(watermark: Watermark, merged: Any) -> str | None:
+    """The parameter value to ask for: the newest merged value minus the overlap."""
+    key = _watermark_key(merged)
+    if key is None:
+        return watermark.initial
+    if key[0] == 0:
+        value = merged - watermark.overlap
+        return str(int(value) if float(value).is_integer() and isinstance(merged, int) else value)
+    when = key[1] - timedelta(seconds=watermark.overlap)
+    return str(when.isoformat().replace("+00:00", "Z"))
 
 
 def fetch_to_landing(
@@ -217,22 +290,59 @@ def fetch_to_landing(
     http: requests.Session | None = None,
     now: datetime | None = None,
     sleep: Sleep = time.sleep,
+    resume: FetchCursor | None = None,
+    since: str | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> FetchResult:
     """Fetch every page, land each unchanged, then write the `.pending` marker (last, so a dead run
-    leaves no marker and its pages are never merged)."""
-    fetched_at = (now or datetime.now(UTC)).astimezone(UTC)
-    run_id = new_run_id(fetched_at)
+    leaves no marker and its pages are never merged). When the invocation budget
+    (`invocation_budget_s`, `max_pages_per_invocation`) runs out first, return a `cursor` instead:
+    the pages so far stay landed and `fetch_to_landing(..., resume=cursor)` goes on with the next."""
+    started = clock()
+    if resume is not None:
+        fetched_at, run_id, since = resume.fetched_at, resume.run_id, resume.since
+    else:
+        fetched_at = (now or datetime.now(UTC)).astimezone(UTC)
+        run_id = new_run_id(fetched_at)
     uri = batch_uri(root, config.source, config.endpoint, run_id)
     counters = _Counters()
     own_http = http is None
     session = http or requests.Session()
-    names: list[str] = []
-    records = 0
+    names: list[str] = list(resume.pages) if resume else []
+    records = resume.record_count if resume else 0
+    newest: Any = resume.watermark_max if resume else None
+    start = PagePosition(resume.next_page, resume.next_cursor, resume.seen_cursors) if resume else None
+    extra = {config.watermark.param: since} if config.watermark is not None and since is not None else {}
+    column = config.watermark.from_column if config.watermark is not None else None
+    cursor: FetchCursor | None = None
     try:
-        pages = iter_pages(config, session, auth_header_value, counters, sleep)
-        for index, (body, count) in enumerate(pages, start=1):
-            names.append(write_page(io, uri, index, body))
-            records += count
+        pages = walk_pages(
+            config, session, auth_header_value, counters, sleep, start=start, extra_params=extra
+        )
+        for this_call, (body, found, position) in enumerate(pages, start=1):
+            names.append(write_page(io, uri, len(names) + 1, body))
+            records += len(found)
+            if column is not None:
+                for record in found:
+                    if isinstance(record, dict):
+                        newest = newer_watermark(newest, record.get(column))
+            out_of_budget = clock() - started >= config.invocation_budget_s or (
+                config.max_pages_per_invocation is not None and this_call >= config.max_pages_per_invocation
+            )
+            if position is not None and out_of_budget:
+                cursor = FetchCursor(
+                    run_id=run_id,
+                    fetched_at=fetched_at,
+                    pages=tuple(names),
+                    record_count=records,
+                    next_page=position.page,
+                    next_cursor=position.cursor,
+                    seen_cursors=position.seen,
+                    since=since,
+                    watermark_max=newest,
+                    invocations=(resume.invocations + 1) if resume else 1,
+                )
+                break
     finally:
         if own_http:
             session.close()
@@ -246,21 +356,39 @@ def fetch_to_landing(
         record_count=records,
         records_path=config.records_path,
         full_load=config.full_load,
+        since=since,
+        watermark_max=newest,
     )
-    write_pending(io, uri, manifest)
-    return FetchResult(batch_uri=uri, manifest=manifest, requests=counters.requests, bytes=counters.bytes)
+    if cursor is None:
+        write_pending(io, uri, manifest)
+    return FetchResult(
+        batch_uri=uri, manifest=manifest, requests=counters.requests, bytes=counters.bytes, cursor=cursor
+    )
 
 
-def fetch_source(config: FetchConfig, raw_root: str, session: boto3.Session | None = None) -> FetchOutcome:
-    """The fetch step: resolve the credential, land a new batch, list every batch still pending."""
+def fetch_source(
+    config: FetchConfig,
+    raw_root: str,
+    session: boto3.Session | None = None,
+    resume: FetchCursor | None = None,
+) -> FetchOutcome:
+    """The fetch step: resolve the credential, land a new batch (asking for records since the
+    watermark, if configured), list every batch still pending. When the invocation budget runs
+    out first, `more` is set and `cursor` is the next invocation's `resume`."""
     io = io_for(raw_root, session=session)
     auth = resolve_auth_header(config.auth, session) if config.auth is not None else None
-    result = fetch_to_landing(config, io, raw_root, auth_header_value=auth)
-    pending = list_pending(io, raw_root, config.source, config.endpoint)
+    since = None
+    if config.watermark is not None and resume is None:
+        merged = read_state(io, raw_root, config.source, config.endpoint).get("watermark")
+        since = since_value(config.watermark, merged)
+    result = fetch_to_landing(config, io, raw_root, auth_header_value=auth, resume=resume, since=since)
+    pending = [] if result.cursor else list_pending(io, raw_root, config.source, config.endpoint)
     return FetchOutcome(
         batch_uri=result.batch_uri,
         batch_id=result.manifest.batch_id,
         record_count=result.manifest.record_count,
         requests=result.requests,
         pending=tuple(b.uri for b in pending),
+        more=result.cursor is not None,
+        cursor=result.cursor,
     )

@@ -190,9 +190,28 @@ def complete_or_report(uris: Sequence[str], session: Any = None) -> tuple[list[s
             if io.stat(f"{where}/{REASON}") is not None:
                 quarantined.append(where)
                 continue
+        advance_watermark(io, uri)
         mark_complete(io, uri)
         done.append(uri)
     return done, quarantined
+
+
+def advance_watermark(io: FileIO, uri: str) -> None:
+    """After a batch merged: the endpoint's watermark becomes its newest from_column value, if newer."""
+    from icelake.ingest.fetch import newer_watermark
+
+    try:
+        manifest = read_manifest(io, uri)
+    except InvalidBatchError:
+        return  # already complete (a retry): its watermark was recorded then
+    if manifest.watermark_max is None:
+        return
+    root = root_of(uri)
+    state = read_state(io, root, manifest.source, manifest.endpoint)
+    newest = newer_watermark(state.get("watermark"), manifest.watermark_max)
+    if newest != state.get("watermark"):
+        state["watermark"] = newest
+        write_state(io, root, manifest.source, manifest.endpoint, state)
 
 
 # --------------------------------------------------------------------------- state, quarantine

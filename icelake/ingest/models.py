@@ -48,6 +48,17 @@ class AuthConfig(_Frozen):
     prefix: str = ""  # e.g. "Bearer "
 
 
+class Watermark(_Frozen):
+    """Incremental fetch: ask the API for records changed since the newest `from_column` value
+    merged (the table's order_by column, as a rule), minus `overlap` (seconds when the values are
+    ISO-8601 timestamps, units when they are numbers). Overlapping records are deduplicated."""
+
+    param: str  # the query parameter, e.g. "updated_after"
+    from_column: str  # the record field whose newest merged value is the watermark
+    overlap: float = Field(default=0, ge=0)
+    initial: str | None = None  # the first fetch's value; None: the first fetch asks for everything
+
+
 class FetchConfig(_Frozen):
     source: str
     endpoint: str
@@ -61,6 +72,11 @@ class FetchConfig(_Frozen):
     connect_timeout_s: float = Field(default=5.0, gt=0)
     read_timeout_s: float = Field(default=30.0, gt=0)
     full_load: bool = False  # the API returns every live record: keys absent from it were deleted
+    watermark: Watermark | None = None
+    # One Lambda invocation fetches for at most this long (then the state machine invokes it
+    # again with a cursor, until the last page); the batch is pending only after the last page.
+    invocation_budget_s: float = Field(default=600, gt=0)
+    max_pages_per_invocation: int | None = Field(default=None, ge=1)
 
     @field_validator("source", "endpoint")
     @classmethod
@@ -90,6 +106,8 @@ class BatchManifest(_Frozen):
     records_path: str
     full_load: bool
     requeued_at: datetime | None = None  # set by `icelake ingest requeue` when it re-landed the batch
+    since: str | None = None  # the watermark parameter value the fetch asked for
+    watermark_max: str | int | float | None = None  # newest watermark.from_column value of the batch
 
 
 class PendingBatch(_Frozen):
@@ -97,11 +115,27 @@ class PendingBatch(_Frozen):
     manifest: BatchManifest
 
 
+class FetchCursor(_Frozen):
+    """Where a fetch that ran out of its invocation budget goes on (the next invocation's input)."""
+
+    run_id: str
+    fetched_at: datetime
+    pages: tuple[str, ...]
+    record_count: int
+    next_page: int | None = None  # page pagination
+    next_cursor: str | None = None  # cursor pagination
+    seen_cursors: tuple[str, ...] = ()
+    since: str | None = None
+    watermark_max: str | int | float | None = None
+    invocations: int = 1
+
+
 class FetchResult(_Frozen):
     batch_uri: str
-    manifest: BatchManifest
+    manifest: BatchManifest  # provisional (no .pending yet) while `cursor` is set
     requests: int  # HTTP requests made, retries included
     bytes: int
+    cursor: FetchCursor | None = None  # set when the budget ran out before the last page
 
 
 class DeleteMarker(_Frozen):
@@ -172,6 +206,12 @@ class MaintenanceConfig(_Frozen):
     expire_older_than_days: float = Field(default=7, ge=0)
     retain_last: int = Field(default=10, ge=1)
     orphan_older_than_hours: float = Field(default=72, ge=24)  # Iceberg refuses less than 24 h
+    # Compaction (rewrite_data_files, then rewrite_position_delete_files): a data file with at
+    # least `delete_file_threshold` delete files is rewritten with its deletes applied; small files
+    # are packed towards `target_file_size_bytes`. 0 turns compaction off.
+    delete_file_threshold: int = Field(default=1, ge=0)
+    target_file_size_bytes: int = Field(default=128 * 1024 * 1024, ge=1024 * 1024)
+    min_input_files: int = Field(default=5, ge=1)
 
 
 class FetchOutcome(_Frozen):
@@ -182,6 +222,8 @@ class FetchOutcome(_Frozen):
     record_count: int
     requests: int
     pending: tuple[str, ...]  # batch URIs to merge, oldest first, the new one included
+    more: bool = False  # the fetch goes on in another invocation with `cursor`
+    cursor: FetchCursor | None = None
 
     @property
     def pending_count(self) -> int:

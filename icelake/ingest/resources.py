@@ -26,4 +26,6 @@ def ingest_substitutions(
         "SnapshotRetentionDays": f"{maintenance.expire_older_than_days:g}",
         "SnapshotRetainLast": str(maintenance.retain_last),
         "OrphanRetentionHours": f"{maintenance.orphan_older_than_hours:g}",
+        "CompactDeleteFileThreshold": str(maintenance.delete_file_threshold),
+        "CompactTargetFileSizeBytes": str(maintenance.target_file_size_bytes),
     }

@@ -59,6 +59,7 @@ SCD2_COLUMNS: dict[str, tuple[str, str]] = {
     IS_DELETED: ("BOOLEAN", "true when a full load no longer contained the key and closed this version"),
 }
 _POS = "__icelake_pos"  # record position inside the batch (tie-breaker), internal to the merge
+CUR = "__cur_"  # prefix of the current version's columns in the classified changes
 DELETED_FLAG = "__icelake_tombstone"  # the record is an API tombstone (Scd2Spec.delete_marker)
 RESERVED = frozenset(SCD2_COLUMNS) | {_POS, DELETED_FLAG}
 BATCH_ID_PROPERTY = "icelake.batch-id"
@@ -484,8 +485,11 @@ def changes_sql(
         f"CASE WHEN l.__in_batch THEN l.{k} ELSE c.{k} END AS {q('__mk_' + n)}"
         for k, n in zip(keys, spec.keys, strict=True)
     )
-    carried = [c for c in names if c not in spec.keys and (c in tracked or c in absent)]
-    current_cols = ", ".join([*keys, *(q(c) for c in carried)])
+    # Every column of the current version: a closed version is re-inserted whole from here, so the
+    # MERGE itself only deletes by key and never reads the wide current rows a second time.
+    kept = [INGESTED_AT, SOURCE_FILE, VALID_FROM]
+    current_cols = ", ".join([*(q(c) for c in names), *(q(c) for c in kept)])
+    current_copy = ", ".join(f"c.{q(c)} AS {q(CUR + c)}" for c in [*names, *kept])
     join = "FULL OUTER JOIN" if full_load else "LEFT JOIN"
     return f"""
 WITH ranked AS (
@@ -496,7 +500,7 @@ WITH ranked AS (
 ), cur AS (
   SELECT {current_cols}, true AS __present FROM {qtable(spec.table)} WHERE {q(IS_CURRENT)}
 ), classified AS (
-  SELECT {merge_keys}, {batch_cols}, l.{q(SOURCE_FILE)},
+  SELECT {merge_keys}, {batch_cols}, l.{q(SOURCE_FILE)}, {current_copy},
     CASE WHEN l.__in_batch IS NULL THEN 'deleted'
          WHEN l.{q(DELETED_FLAG)} THEN CASE WHEN c.__present IS NULL THEN 'same' ELSE 'deleted' END
          WHEN c.__present IS NULL THEN 'new'
@@ -507,45 +511,66 @@ SELECT * FROM classified WHERE __action <> 'same'
 """
 
 
-def merge_source_sql(spec: Scd2Spec, changes_view: str, table_schema: StructType) -> str:
-    """The MERGE source built from the (small) changes: a changed key appears twice, once with its
-    merge key (matches and closes the current version) and once with a NULL merge key (matches
-    nothing, so it is inserted as the new version)."""
+def merge_source_sql(
+    spec: Scd2Spec, changes_view: str, table_schema: StructType, *, as_of: datetime, ingested_at: datetime
+) -> str:
+    """The MERGE source built from the (small) changes, in the table's column order plus the merge
+    keys. A changed or deleted key appears as: its merge key (matches the current version, which is
+    deleted), the closed copy of that version (`_is_current` false, `_valid_to` = as-of, NULL merge
+    key: inserted into history), and for a change the new version (NULL merge key: inserted)."""
+    names = table_schema.fieldNames()
+    mk = [q("__mk_" + k) for k in spec.keys]
     mk_null = ", ".join(
         f"CAST(NULL AS {table_schema[n].dataType.simpleString()}) AS {q('__mk_' + n)}" for n in spec.keys
     )
-    rest = ", ".join(q(c) for c in [*table_schema.fieldNames(), SOURCE_FILE, "__action"])
+    nulls = ", ".join(
+        [f"CAST(NULL AS {f.dataType.simpleString()}) AS {q(f.name)}" for f in table_schema.fields]
+        + [f"CAST(NULL AS {t}) AS {q(c)}" for c, (t, _doc) in SCD2_COLUMNS.items()]
+    )
+    closed = ", ".join(
+        [f"{q(CUR + c)} AS {q(c)}" for c in names]
+        + [
+            f"{q(CUR + INGESTED_AT)} AS {q(INGESTED_AT)}",
+            f"{q(CUR + SOURCE_FILE)} AS {q(SOURCE_FILE)}",
+            f"false AS {q(IS_CURRENT)}",
+            f"{q(CUR + VALID_FROM)} AS {q(VALID_FROM)}",
+            f"{ts_literal(as_of)} AS {q(VALID_TO)}",
+            f"__action = 'deleted' AS {q(IS_DELETED)}",
+        ]
+    )
+    opened = ", ".join(
+        [q(c) for c in names]
+        + [
+            f"{ts_literal(ingested_at)} AS {q(INGESTED_AT)}",
+            q(SOURCE_FILE),
+            f"true AS {q(IS_CURRENT)}",
+            f"{ts_literal(as_of)} AS {q(VALID_FROM)}",
+            f"CAST(NULL AS TIMESTAMP) AS {q(VALID_TO)}",
+            f"false AS {q(IS_DELETED)}",
+        ]
+    )
     return f"""
-SELECT * FROM {changes_view}
+SELECT {nulls}, {", ".join(mk)} FROM {changes_view} WHERE __action IN ('changed', 'deleted')
 UNION ALL
-SELECT {mk_null}, {rest} FROM {changes_view} WHERE __action = 'changed'
+SELECT {closed}, {mk_null} FROM {changes_view} WHERE __action IN ('changed', 'deleted')
+UNION ALL
+SELECT {opened}, {mk_null} FROM {changes_view} WHERE __action IN ('new', 'changed')
 """
 
 
-def merge_sql(
-    spec: Scd2Spec,
-    source_view: str,
-    table_schema: StructType,
-    *,
-    as_of: datetime,
-    ingested_at: datetime,
-) -> str:
-    names = table_schema.fieldNames()
+def merge_sql(spec: Scd2Spec, source_view: str, table_schema: StructType) -> str:
+    """Delete the current versions the source closes (matched by key: the MERGE reads only the key
+    columns of the current rows), insert the closed copies and the new versions (one commit)."""
+    names = [*table_schema.fieldNames(), *SCD2_COLUMNS]
     on = " AND ".join(f"t.{q(k)} = s.{q('__mk_' + k)}" for k in spec.keys)
-    insert_cols = ", ".join(q(c) for c in [*names, *SCD2_COLUMNS])
-    values = ", ".join(
-        [f"s.{q(c)}" for c in names]
-        + [ts_literal(ingested_at), f"s.{q(SOURCE_FILE)}", "true", ts_literal(as_of), "NULL", "false"]
-    )
-    closed = f"t.{q(IS_CURRENT)} = false, t.{q(VALID_TO)} = {ts_literal(as_of)}"
+    insert_cols = ", ".join(q(c) for c in names)
+    values = ", ".join(f"s.{q(c)}" for c in names)
     return f"""
 MERGE INTO {qtable(spec.table)} t
 USING {source_view} s
 ON {on} AND t.{q(IS_CURRENT)}
-WHEN MATCHED AND s.__action = 'changed' THEN UPDATE SET {closed}
-WHEN MATCHED AND s.__action = 'deleted' THEN UPDATE SET {closed}, t.{q(IS_DELETED)} = true
-WHEN NOT MATCHED AND s.__action IN ('new', 'changed') THEN
-  INSERT ({insert_cols}) VALUES ({values})
+WHEN MATCHED THEN DELETE
+WHEN NOT MATCHED THEN INSERT ({insert_cols}) VALUES ({values})
 """
 
 
@@ -626,8 +651,9 @@ def merge_batch(
     try:
         changes.createOrReplaceTempView(changes_view)
         counts = count_changes(changes, spec, batch_id)
-        spark.sql(merge_source_sql(spec, changes_view, table_schema)).createOrReplaceTempView(source_view)
-        statement = merge_sql(spec, source_view, table_schema, as_of=as_of, ingested_at=ingested_at)
+        source = merge_source_sql(spec, changes_view, table_schema, as_of=as_of, ingested_at=ingested_at)
+        spark.sql(source).createOrReplaceTempView(source_view)
+        statement = merge_sql(spec, source_view, table_schema)
         properties = {BATCH_ID_PROPERTY: batch_id, BATCH_AS_OF_PROPERTY: as_of.astimezone(UTC).isoformat()}
         with_commit_properties(spark, properties, lambda: spark.sql(statement).collect())
     finally:
@@ -708,13 +734,46 @@ def merge_pending(
 # --------------------------------------------------------------------------- maintenance
 
 
+def compact(spark: SparkSession, table: str, config: MaintenanceConfig) -> dict[str, int]:
+    """rewrite_data_files (files with at least `delete_file_threshold` delete files are rewritten with
+    the deletes applied, small files packed towards the target size), then
+    rewrite_position_delete_files (what deletes are left, and dangling ones, compacted away)."""
+    if config.delete_file_threshold == 0:
+        return {}
+    catalog, database, name = table.split(".")
+    ident = _sql_string(f"{database}.{name}")
+    options = {
+        "delete-file-threshold": str(config.delete_file_threshold),
+        "target-file-size-bytes": str(config.target_file_size_bytes),
+        "min-input-files": str(config.min_input_files),
+        "remove-dangling-deletes": "true",
+    }
+    opts = ", ".join(f"{_sql_string(k)}, {_sql_string(v)}" for k, v in options.items())
+    data = spark.sql(
+        f"CALL {q(catalog)}.system.rewrite_data_files(table => {ident}, options => map({opts}))"
+    ).collect()[0]
+    deletes = spark.sql(
+        f"CALL {q(catalog)}.system.rewrite_position_delete_files(table => {ident}, "
+        "options => map('rewrite-all', 'true'))"
+    ).collect()[0]
+    return {
+        "rewritten_data_files": int(data["rewritten_data_files_count"]),
+        "added_data_files": int(data["added_data_files_count"]),
+        "removed_delete_files": int(data.asDict().get("removed_delete_files_count") or 0),
+        "rewritten_delete_files": int(deletes["rewritten_delete_files_count"]),
+        "added_delete_files": int(deletes["added_delete_files_count"]),
+    }
+
+
 def maintain(
     spark: SparkSession, table: str, config: MaintenanceConfig, now: datetime | None = None
 ) -> dict[str, Any]:
-    """Expire old snapshots, rewrite manifests, remove orphan files (Iceberg's Spark procedures)."""
+    """Compact (data files with deletes, position-delete files), expire old snapshots, rewrite
+    manifests, remove orphan files (Iceberg's Spark procedures)."""
     now = now or datetime.now(UTC)
     catalog, database, name = table.split(".")
     ident = _sql_string(f"{database}.{name}")
+    compacted = compact(spark, table, config)
     expire_before = ts_constant(now - timedelta(days=config.expire_older_than_days))
     orphan_before = ts_constant(now - timedelta(hours=config.orphan_older_than_hours))
     expired = spark.sql(
@@ -726,6 +785,7 @@ def maintain(
         f"CALL {q(catalog)}.system.remove_orphan_files(table => {ident}, older_than => {orphan_before})"
     ).collect()
     return {
+        **compacted,
         "expired_data_files": int(expired["deleted_data_files_count"]),
         "expired_manifest_lists": int(expired["deleted_manifest_lists_count"]),
         "rewritten_manifests": int(rewritten["rewritten_manifests_count"]),

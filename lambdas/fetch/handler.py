@@ -13,7 +13,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from icelake.ingest.fetch import fetch_source
 from icelake.ingest.landing import complete_or_report
-from icelake.ingest.models import FetchConfig
+from icelake.ingest.models import FetchConfig, FetchCursor
 
 logger = Logger()
 tracer = Tracer()
@@ -33,6 +33,7 @@ def settings() -> Settings:
 class FetchEvent(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
     fetch: FetchConfig
+    cursor: FetchCursor | None = None  # set when a previous invocation ran out of its budget
 
 
 class CompleteEvent(BaseModel):
@@ -45,10 +46,13 @@ class CompleteEvent(BaseModel):
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = FetchEvent.model_validate(event)
-    outcome = fetch_source(request.fetch, settings().raw_root)
+    outcome = fetch_source(request.fetch, settings().raw_root, resume=request.cursor)
     metrics.add_metric(name="RecordsFetched", unit=MetricUnit.Count, value=outcome.record_count)
     metrics.add_metric(name="PendingBatches", unit=MetricUnit.Count, value=outcome.pending_count)
-    logger.info("landed batch", extra={"batch_id": outcome.batch_id, "pending": outcome.pending_count})
+    logger.info(
+        "landed batch" if not outcome.more else "fetched part of a batch, going on with a cursor",
+        extra={"batch_id": outcome.batch_id, "pending": outcome.pending_count, "more": outcome.more},
+    )
     return {**outcome.model_dump(mode="json"), "pending_count": outcome.pending_count}
 
 

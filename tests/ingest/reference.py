@@ -28,8 +28,17 @@ def _order_value(record: Record, order_by: str | None) -> tuple[int, Any]:
 
 
 def reference_history(
-    batches: list[RefBatch], *, key: str, columns: list[str], order_by: str | None, tracked: list[str]
+    batches: list[RefBatch],
+    *,
+    key: str,
+    columns: list[str],
+    order_by: str | None,
+    tracked: list[str],
+    marker: tuple[str, Any] | None = None,
+    absent_means_null: bool = True,
 ) -> list[Record]:
+    """`marker` (column, value): a record with that value is a tombstone of its key. Unless
+    `absent_means_null`, a column no record of a batch has keeps the current version's value."""
     history: list[Record] = []
     merged: set[str] = set()
     for batch in batches:
@@ -46,16 +55,27 @@ def reference_history(
                 if k not in latest or rank > latest[k][0]:
                     latest[k] = (rank, uri, record)
         current = {row[key]: row for row in history if row["_is_current"]}
+        present = {c for _uri, records in batch.pages for r in records for c in r}
+        absent = set() if absent_means_null else {c for c in columns if c not in present}
         for k, (_rank, uri, record) in latest.items():
             row = current.get(k)
-            if row is not None and all(row[c] == record.get(c) for c in tracked):
+            if marker is not None and record.get(marker[0]) == marker[1]:
+                if row is not None:
+                    row["_is_current"] = False
+                    row["_valid_to"] = batch.as_of
+                    row["_is_deleted"] = True
+                continue
+            if row is not None and all(row[c] == record.get(c) for c in tracked if c not in absent):
                 continue
             if row is not None:
                 row["_is_current"] = False
                 row["_valid_to"] = batch.as_of
             history.append(
                 {
-                    **{c: record.get(c) for c in columns},
+                    **{
+                        c: (row[c] if row is not None else None) if c in absent else record.get(c)
+                        for c in columns
+                    },
                     "_source_file": uri,
                     "_ingested_at": batch.ingested_at,
                     "_is_current": True,

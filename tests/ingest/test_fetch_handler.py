@@ -89,3 +89,48 @@ def test_an_invalid_event_is_rejected_before_any_request(api: ApiServer) -> None
     with pytest.raises(ValueError, match="fetch"):
         module.handler({"source": "crm"}, Context())
     assert api.requests == []
+
+
+@pytest.mark.usefixtures("lambda_env")
+def test_a_long_source_pages_across_invocations_and_the_next_run_asks_since_the_merged_watermark(
+    api: ApiServer,
+) -> None:
+    records = [{"id": i, "updated_at": 100 + i} for i in range(7)]
+
+    def behaviour(req: SeenRequest, _n: int) -> Reply:
+        since = int(req.query.get("updated_after", "0"))
+        page, size = int(req.query["page"]), int(req.query["per_page"])
+        live = [r for r in records if r["updated_at"] >= since]
+        return Reply(body=json.dumps({"data": live[(page - 1) * size : page * size]}).encode())
+
+    api.behaviour = behaviour
+    event: dict[str, Any] = json.loads(json.dumps(EVENT))
+    event["fetch"].update(
+        url=api.url + "/customers",
+        full_load=False,
+        max_pages_per_invocation=1,
+        watermark={"param": "updated_after", "from_column": "updated_at", "overlap": 2},
+    )
+    event["fetch"]["pagination"]["page_size"] = 3
+    module = load_handler()
+    io = S3FileIO(boto3.client("s3"))
+
+    def run() -> list[dict[str, Any]]:
+        """What the state machine does: Fetch, then NextPage -> Fetch while `more`."""
+        outputs = [module.handler(event, Context())]
+        while outputs[-1]["more"]:
+            assert list_pending(io, "s3://raw-bucket/lake", "crm", "customers") == []  # not pending yet
+            outputs.append(module.handler({**event, "cursor": outputs[-1]["cursor"]}, Context()))
+        return outputs
+
+    first = run()
+    # 7 records, 3 per page: pages 1, 2, 3 in three invocations, one batch (one run id)
+    assert [o["more"] for o in first] == [True, True, False]
+    assert len({o["batch_id"] for o in first}) == 1 and first[-1]["record_count"] == 7
+    assert first[-1]["pending_count"] == 1 and "updated_after" not in api.requests[0].query
+    module.complete_handler({"batch_uris": first[-1]["pending"]}, Context())
+    # The merged batch's newest updated_at (106) minus the overlap (2) is what the next run asks for
+    api.requests.clear()
+    second = run()
+    assert {r.query["updated_after"] for r in api.requests} == {"104"}
+    assert second[-1]["record_count"] == 3 and len(second) == 2  # a full page, then an empty one

@@ -21,6 +21,8 @@ PLACEHOLDERS = {
     "SnapshotRetentionDays",
     "SnapshotRetainLast",
     "OrphanRetentionHours",
+    "CompactDeleteFileThreshold",
+    "CompactTargetFileSizeBytes",
 }
 
 
@@ -45,6 +47,12 @@ def test_every_state_is_reachable_and_every_target_exists() -> None:
         assert state["Type"] in ("Succeed", "Fail") or targets(state), f"{name} leads nowhere"
     order = ["Fetch", "AnythingPending", "MergeScd2", "MarkComplete", "Maintenance", "Done"]
     assert [s for s in order if s in seen] == order
+    # A long source loops: Fetch -> MorePages -> NextPage (the cursor) -> Fetch
+    assert states["Fetch"]["Next"] == "MorePages" and states["NextPage"]["Next"] == "Fetch"
+    assert states["NextPage"]["Parameters"]["cursor.$"] == "$.fetched.cursor"
+    # A quarantined batch fails the execution (the alarm) after the others were merged and maintained
+    assert states["Maintenance"]["Next"] == "AnyQuarantined"
+    assert states["AnyQuarantined"]["Choices"][0]["Next"] == "BatchQuarantined"
 
 
 def test_placeholders_are_quoted_and_exactly_the_documented_set() -> None:

@@ -276,3 +276,30 @@ def test_glue_entry_point_merges_the_given_batches(spark: Any, ingest_catalog: s
         ["--mode", "maintain", "--spec", spec.model_dump_json(), "--local-warehouse", warehouse]
     )
     assert maint["orphan_files_removed"] == []
+
+
+def test_maintenance_compacts_data_files_with_deletes_and_position_delete_files(
+    spark: Any, table: str, tmp_path: Path
+) -> None:
+    spec = Scd2Spec(table=table, keys=("id",), schema_ddl="id INT, v INT")
+    io = LocalFileIO()
+    batches = [land(tmp_path, 1, [{"id": i, "v": 0} for i in range(20)])]
+    batches += [land(tmp_path, h, [{"id": h, "v": h}]) for h in range(2, 8)]  # each closes one row
+    merge_pending(spark, spec, io, batches)
+    before = [tuple(r) for r in spark.sql(f"SELECT * FROM {table} ORDER BY id, _valid_from").collect()]
+    deletes = spark.sql(f"SELECT count(*) FROM {table}.delete_files").collect()[0][0]
+    assert deletes >= 1  # merge-on-read: closed rows are position deletes
+    files = spark.sql(f"SELECT count(*) FROM {table}.data_files").collect()[0][0]
+    report = maintain(
+        spark,
+        table,
+        MaintenanceConfig(delete_file_threshold=1, min_input_files=1),
+        now=datetime.now(UTC) + timedelta(seconds=1),
+    )
+    assert report["rewritten_data_files"] >= 1
+    assert spark.sql(f"SELECT count(*) FROM {table}.data_files").collect()[0][0] < files
+    assert spark.sql(f"SELECT count(*) FROM {table}.delete_files").collect()[0][0] == 0
+    after = [tuple(r) for r in spark.sql(f"SELECT * FROM {table} ORDER BY id, _valid_from").collect()]
+    assert after == before
+    # Compaction off: nothing rewritten
+    assert "rewritten_data_files" not in maintain(spark, table, MaintenanceConfig(delete_file_threshold=0))
