@@ -149,12 +149,15 @@ class PlanResult(_Frozen):
     target_metadata_location: str  # where the copy step will put the current metadata
     journal_key: str  # artifacts key: the target keys this run creates (all rollback may delete)
     copy_result_uri: str  # where the copy step (Lambda or Glue) writes its MigrationResult
+    diverged: str | None = None  # why the target is not ours to write any more (engine is "none")
 
 
 class TableOutcome(_Frozen):
     run_id: str
     table: str
-    status: Literal["migrated", "in_sync", "dry_run", "failed", "rolled_back"]
+    # diverged: someone else committed to the target table since icelake last registered it;
+    # nothing was written and nothing rolled back (see README "Outcome states").
+    status: Literal["migrated", "in_sync", "dry_run", "diverged", "failed", "rolled_back"]
     target_metadata_location: str | None = None
     files_copied: int = 0
     bytes_copied: int = 0

@@ -12,6 +12,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, Literal
 
@@ -212,6 +213,10 @@ def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
     catalog.check_target_is_ours(existing, owner_of(item), target_name)
     previous = catalog.metadata_location(existing) if existing else None
     dst_io = sessions.target_io()
+    synced = ledger.last_synced(item.target_location)
+    diverged = _foreign_commit(dst_io, synced, previous)
+    if diverged:
+        return _diverged(item, env, ledger, diverged, previous, existing is not None)
     table_plan = build_plan(
         item.source_metadata_location,
         item.target_location,
@@ -227,7 +232,6 @@ def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
     journal_key = _artifact_key(item.run_id, item.name, JOURNAL_NAME)
     write_journal(_artifacts_io(env), _artifacts_uri(env, journal_key), new_target_keys(table_plan, dst_io))
     to_copy = sum(t.info.size for t in table_plan.copies)
-    synced = ledger.last_synced(item.target_location)
     in_sync = (
         item.request.mode == "incremental"
         and synced is not None
@@ -263,6 +267,48 @@ def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
         target_metadata_location=table_plan.target_metadata,
         journal_key=journal_key,
         copy_result_uri=f"s3://{env.artifacts_bucket}/{copy_key}",
+    )
+
+
+def _foreign_commit(dst_io: FileIO, synced: dict[str, Any] | None, current: str | None) -> str | None:
+    """Why the target table is no longer what icelake last registered, or None if it still is.
+
+    A later commit by anyone else (an engine writing to the migrated table) moves the Glue
+    pointer; syncing over it would silently revert that commit."""
+    registered = synced.get("target_metadata") if synced else None
+    if not registered or current == registered:
+        return None
+    when = "at an unknown time"
+    if current:
+        try:
+            updated_ms = json.loads(dst_io.read(current)).get("last-updated-ms")
+            when = f"at {datetime.fromtimestamp(updated_ms / 1000, UTC).isoformat(timespec='seconds')}"
+        except Exception:  # the foreign metadata may be gzipped, gone or unreadable: say so, go on
+            when = "at a time its metadata does not tell"
+    return (
+        f"the target table was committed to by someone else {when}: its metadata is {current}, "
+        f"icelake last registered {registered}; nothing was written. Keep the target's commits "
+        "(stop syncing this table), or drop the target table to migrate it again"
+    )
+
+
+def _diverged(
+    item: WorkItem, env: WorkflowEnv, ledger: Ledger, why: str, current: str | None, existed: bool
+) -> PlanResult:
+    ledger.record_table(item.run_id, item.name, "DIVERGED", error=why, previous_target_metadata=current)
+    return PlanResult(
+        item=item,
+        engine="none",
+        files_planned=0,
+        bytes_planned=0,
+        files_to_copy=0,
+        bytes_to_copy=0,
+        previous_target_metadata=current,
+        target_table_existed=existed,
+        target_metadata_location=current or "",
+        journal_key=_artifact_key(item.run_id, item.name, JOURNAL_NAME),  # never written: nothing to undo
+        copy_result_uri="",
+        diverged=why,
     )
 
 
@@ -390,6 +436,14 @@ def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
 
 def skipped(event: dict[str, Any]) -> TableOutcome:
     planned = PlanResult.model_validate(event["plan"])
+    if planned.diverged:
+        return TableOutcome(
+            run_id=planned.item.run_id,
+            table=planned.item.name,
+            status="diverged",
+            target_metadata_location=planned.previous_target_metadata,
+            error=planned.diverged,
+        )
     status: Literal["dry_run", "in_sync"] = "dry_run" if planned.item.request.options.dry_run else "in_sync"
     return TableOutcome(
         run_id=planned.item.run_id,
@@ -515,7 +569,7 @@ def report(event: dict[str, Any], env: WorkflowEnv) -> RunSummary:
     run_id = str(event["run_id"])
     outcomes = run_outcomes(event, env)
     counts = Counter(o.status for o in outcomes)
-    failed = counts["failed"] + counts["rolled_back"]
+    failed = counts["failed"] + counts["rolled_back"] + counts["diverged"]
     status: RunState = "succeeded" if failed == 0 else ("failed" if failed == len(outcomes) else "partial")
     key = f"runs/{run_id}/report.json"
     uri = f"s3://{env.artifacts_bucket}/{key}"
