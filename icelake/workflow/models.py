@@ -123,6 +123,8 @@ class WorkItem(_Frozen):
     target_table: str
     target_location: str
     request: MigrationRequest
+    # The source table is gone, but icelake migrated it before: its target is reported, not touched.
+    source_dropped: bool = False
 
     @property
     def name(self) -> str:
@@ -149,7 +151,9 @@ class PlanResult(_Frozen):
     target_metadata_location: str  # where the copy step will put the current metadata
     journal_key: str  # artifacts key: the target keys this run creates (all rollback may delete)
     copy_result_uri: str  # where the copy step (Lambda or Glue) writes its MigrationResult
-    diverged: str | None = None  # why the target is not ours to write any more (engine is "none")
+    # Set when the table is left alone (engine "none"): its outcome and why.
+    stopped: Literal["diverged", "source_dropped"] | None = None
+    stop_reason: str | None = None
 
 
 class TableOutcome(_Frozen):
@@ -157,7 +161,8 @@ class TableOutcome(_Frozen):
     table: str
     # diverged: someone else committed to the target table since icelake last registered it;
     # nothing was written and nothing rolled back (see README "Outcome states").
-    status: Literal["migrated", "in_sync", "dry_run", "diverged", "failed", "rolled_back"]
+    # source_dropped: the source table no longer exists; its target was left as it is.
+    status: Literal["migrated", "in_sync", "dry_run", "diverged", "source_dropped", "failed", "rolled_back"]
     target_metadata_location: str | None = None
     files_copied: int = 0
     bytes_copied: int = 0

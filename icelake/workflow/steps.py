@@ -157,10 +157,13 @@ def inventory(event: dict[str, Any], env: WorkflowEnv) -> InventoryResult:
             ):
                 chosen[(database, table["Name"])] = table
     problems = []
+    dropped: set[tuple[str, str]] = set()
     for ident in request.selection.tables:
         database, name = ident.split(".")
         found = catalog.get_table(glue, database, name)
-        if found is None:
+        if found is None and (database, name) in _migrated_before(request, database, [name]):
+            dropped.add((database, name))
+        elif found is None:
             problems.append(f"{ident} does not exist in account {request.source.account_id}")
         elif not catalog.is_iceberg(found):
             problems.append(f"{ident} is not an Iceberg table (table_type is not ICEBERG)")
@@ -168,7 +171,14 @@ def inventory(event: dict[str, Any], env: WorkflowEnv) -> InventoryResult:
             chosen[(database, name)] = found
     if problems:
         raise InvalidRequestError("; ".join(problems))
-    items = []
+    for database in request.selection.databases:
+        names = {n for d, n in chosen if d == database}
+        dropped |= {
+            (d, n)
+            for d, n in _migrated_before(request, database, None)
+            if n not in names and any(fnmatch.fnmatchcase(n, p) for p in request.selection.patterns)
+        }
+    items = [_dropped_item(request, database, name) for database, name in sorted(dropped)]
     for (database, name), table in sorted(chosen.items()):
         location = catalog.metadata_location(table)
         if not location:
@@ -197,6 +207,39 @@ def inventory(event: dict[str, Any], env: WorkflowEnv) -> InventoryResult:
     )
 
 
+def _migrated_before(
+    request: MigrationRequest, database: str, names: list[str] | None
+) -> set[tuple[str, str]]:
+    """Source tables of `database` (all, or `names`) that icelake registered in the target catalog:
+    the target tables that carry this source's owner mark."""
+    glue = Sessions(request).target.client("glue")
+    target_db = request.target.database_prefix + database
+    if names is None:
+        if not catalog.database_exists(glue, target_db):
+            return set()
+        candidates = catalog.list_tables(glue, target_db)
+    else:
+        candidates = [t for n in names if (t := catalog.get_table(glue, target_db, n)) is not None]
+    mark = f"{request.source.account_id}:{database}."
+    owners = (t.get("Parameters", {}).get(catalog.OWNER_PARAMETER) or "" for t in candidates)
+    return {(database, owner[len(mark) :]) for owner in owners if owner.startswith(mark)}
+
+
+def _dropped_item(request: MigrationRequest, database: str, name: str) -> dict[str, Any]:
+    target_db = request.target.database_prefix + database
+    return WorkItem(
+        run_id=request.run_id,
+        source_database=database,
+        source_table=name,
+        source_metadata_location="",
+        target_database=target_db,
+        target_table=name,
+        target_location=request.target.table_location(target_db, name),
+        request=request,
+        source_dropped=True,
+    ).model_dump(mode="json")
+
+
 # --- Plan --------------------------------------------------------------------------------------
 
 
@@ -214,9 +257,15 @@ def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
     previous = catalog.metadata_location(existing) if existing else None
     dst_io = sessions.target_io()
     synced = ledger.last_synced(item.target_location)
+    if item.source_dropped:
+        why = (
+            f"{item.name} no longer exists in account {item.request.source.account_id}; its target "
+            f"{target_name} was left as it is. Drop the target table, or keep it as the table's new home"
+        )
+        return _stopped(item, ledger, "source_dropped", why, previous, existing is not None)
     diverged = _foreign_commit(dst_io, synced, previous)
     if diverged:
-        return _diverged(item, env, ledger, diverged, previous, existing is not None)
+        return _stopped(item, ledger, "diverged", diverged, previous, existing is not None)
     table_plan = build_plan(
         item.source_metadata_location,
         item.target_location,
@@ -292,10 +341,16 @@ def _foreign_commit(dst_io: FileIO, synced: dict[str, Any] | None, current: str 
     )
 
 
-def _diverged(
-    item: WorkItem, env: WorkflowEnv, ledger: Ledger, why: str, current: str | None, existed: bool
+def _stopped(
+    item: WorkItem,
+    ledger: Ledger,
+    status: Literal["diverged", "source_dropped"],
+    why: str,
+    current: str | None,
+    existed: bool,
 ) -> PlanResult:
-    ledger.record_table(item.run_id, item.name, "DIVERGED", error=why, previous_target_metadata=current)
+    """The table is left alone: nothing is written, so there is nothing to roll back."""
+    ledger.record_table(item.run_id, item.name, status.upper(), error=why, previous_target_metadata=current)
     return PlanResult(
         item=item,
         engine="none",
@@ -308,7 +363,8 @@ def _diverged(
         target_metadata_location=current or "",
         journal_key=_artifact_key(item.run_id, item.name, JOURNAL_NAME),  # never written: nothing to undo
         copy_result_uri="",
-        diverged=why,
+        stopped=status,
+        stop_reason=why,
     )
 
 
@@ -436,13 +492,13 @@ def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
 
 def skipped(event: dict[str, Any]) -> TableOutcome:
     planned = PlanResult.model_validate(event["plan"])
-    if planned.diverged:
+    if planned.stopped:
         return TableOutcome(
             run_id=planned.item.run_id,
             table=planned.item.name,
-            status="diverged",
+            status=planned.stopped,
             target_metadata_location=planned.previous_target_metadata,
-            error=planned.diverged,
+            error=planned.stop_reason,
         )
     status: Literal["dry_run", "in_sync"] = "dry_run" if planned.item.request.options.dry_run else "in_sync"
     return TableOutcome(
@@ -569,7 +625,7 @@ def report(event: dict[str, Any], env: WorkflowEnv) -> RunSummary:
     run_id = str(event["run_id"])
     outcomes = run_outcomes(event, env)
     counts = Counter(o.status for o in outcomes)
-    failed = counts["failed"] + counts["rolled_back"] + counts["diverged"]
+    failed = counts["failed"] + counts["rolled_back"] + counts["diverged"] + counts["source_dropped"]
     status: RunState = "succeeded" if failed == 0 else ("failed" if failed == len(outcomes) else "partial")
     key = f"runs/{run_id}/report.json"
     uri = f"s3://{env.artifacts_bucket}/{key}"
