@@ -25,7 +25,14 @@ from icelake.errors import IcelakeError
 from icelake.ingest.cli import ingest_app
 from icelake.migrate import MigrationResult, migrate_table
 from icelake.uris import parse_map_option
-from icelake.workflow.client import RunStatus, find_state_machine, follow, run_status, start_migration
+from icelake.workflow.client import (
+    RunStatus,
+    aws_errors,
+    find_state_machine,
+    follow,
+    run_status,
+    start_migration,
+)
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -37,7 +44,7 @@ migrate_app = typer.Typer(no_args_is_help=True, help="Migrate Iceberg tables.")
 app.add_typer(migrate_app, name="migrate")
 app.add_typer(ingest_app, name="ingest")
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # one line per message, never hard-wrapped in logs
 
 
 class RichProgress:
@@ -241,13 +248,17 @@ def migrate_start(
     ] = None,
     no_follow: Annotated[bool, typer.Option("--no-follow", help="Start and return at once.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")] = False,
+    allow_empty: Annotated[
+        bool, typer.Option("--allow-empty", help="A selection that matches no table is not an error.")
+    ] = False,
 ) -> None:
     """Start a migration through the Step Functions workflow and follow it until it ends."""
     try:
-        body = json.loads(request.read())
-        if run_id:
-            body["run_id"] = run_id
-        execution_arn, rid = start_migration(body, state_machine_arn)
+        try:
+            body = json.loads(request.read())
+        except json.JSONDecodeError as exc:
+            raise IcelakeError(f"{request.name} is not JSON ({exc}): fix the request file") from exc
+        execution_arn, rid = start_migration(body, state_machine_arn, run_id)
         err.print(f"started {execution_arn}", highlight=False, markup=False)
         if no_follow:
             return
@@ -256,6 +267,14 @@ def migrate_start(
         err.print(f"icelake: error: {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from exc
     _print_outcome(status, as_json)
+    if status.output and status.output.get("tables") == 0 and not allow_empty:
+        err.print(
+            f"icelake: warning: run {rid} matched no Iceberg table, nothing was migrated: check the "
+            "selection's databases, tables and patterns (pass --allow-empty when that is expected)",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
 
 
 def _print_outcome(status: RunStatus, as_json: bool) -> None:
@@ -284,7 +303,8 @@ def migrate_status(
     """Show a run: per-table state from the ledger, and the report when it has ended."""
 
     try:
-        arn = state_machine_arn or find_state_machine(aws_client("stepfunctions"))
+        with aws_errors(f"read run {run_id}"):
+            arn = state_machine_arn or find_state_machine(aws_client("stepfunctions"))
         status = run_status(_execution_arn(arn, run_id), run_id)
     except IcelakeError as exc:
         err.print(f"icelake: error: {exc}", highlight=False, soft_wrap=True)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+
+from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, NoCredentialsError
 
 from icelake.aws.clients import client as aws_client
 from icelake.aws.ledger import Ledger
@@ -38,20 +42,76 @@ def find_state_machine(sfn: Any, name: str = MIGRATE_STATE_MACHINE) -> str:
     )
 
 
-def start_migration(request: dict[str, Any], state_machine_arn: str | None = None) -> tuple[str, str]:
+MAX_INPUT_BYTES = 262_144  # Step Functions' cap on an execution's input (256 KiB)
+
+
+def request_body(request: object, run_id: str | None = None) -> tuple[str, str]:
+    """The execution input and run id for `request`, refused here when Step Functions would refuse
+    it or fail on it later."""
+    if not isinstance(request, dict):
+        raise IcelakeError(
+            f'the request must be one JSON object ({{"source": ..., "target": ...}}), not a JSON '
+            f"{type(request).__name__ if request is not None else 'null'}: see README 'Migration requests'"
+        )
+    rid = str(run_id or request.get("run_id") or f"run-{time.strftime('%Y%m%d-%H%M%S')}")
+    body = json.dumps({**request, "run_id": rid})
+    size = len(body.encode())
+    if size > MAX_INPUT_BYTES:
+        raise IcelakeError(
+            f"the request is {size:,} bytes and Step Functions accepts at most {MAX_INPUT_BYTES:,} "
+            "(256 KiB): select tables by database and pattern instead of listing each, or split the run"
+        )
+    return body, rid
+
+
+def start_migration(
+    request: object, state_machine_arn: str | None = None, run_id: str | None = None
+) -> tuple[str, str]:
     """Start an execution named after the run id; returns (execution ARN, run id)."""
-    sfn = aws_client("stepfunctions")
-    arn = state_machine_arn or find_state_machine(sfn)
-    run_id = str(request.get("run_id") or f"run-{time.strftime('%Y%m%d-%H%M%S')}")
-    body = json.dumps({**request, "run_id": run_id})
-    out = sfn.start_execution(stateMachineArn=arn, name=run_id, input=body)
-    return str(out["executionArn"]), run_id
+    body, rid = request_body(request, run_id)
+    with aws_errors("start the migration"):
+        sfn = aws_client("stepfunctions")
+        arn = state_machine_arn or find_state_machine(sfn)
+        try:
+            out = sfn.start_execution(stateMachineArn=arn, name=rid, input=body)
+        except sfn.exceptions.ExecutionAlreadyExists as exc:
+            raise IcelakeError(
+                f"run id {rid} was used already: see it with `icelake migrate status {rid}`, or start a "
+                "new run with another --run-id"
+            ) from exc
+    return str(out["executionArn"]), rid
+
+
+@contextmanager
+def aws_errors(doing: str) -> Iterator[None]:
+    """AWS failures that are not icelake's as one line that says what to check."""
+    try:
+        yield
+    except (EndpointConnectionError, ConnectTimeoutError) as exc:
+        where = os.environ.get("AWS_ENDPOINT_URL") or "AWS"
+        raise IcelakeError(
+            f"cannot {doing}: {where} does not answer ({exc}); check the network, AWS_ENDPOINT_URL, "
+            "or start the embedded AWS with `icelake local up`"
+        ) from exc
+    except NoCredentialsError as exc:
+        raise IcelakeError(
+            f"cannot {doing}: no AWS credentials found; set AWS_PROFILE or run `aws sso login`"
+        ) from exc
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        raise IcelakeError(f"cannot {doing}: {error.get('Code')}: {error.get('Message')}") from exc
 
 
 def run_status(execution_arn: str, run_id: str, ledger_table: str = LEDGER_TABLE) -> RunStatus:
-    sfn = aws_client("stepfunctions")
-    desc = sfn.describe_execution(executionArn=execution_arn)
-    rows = Ledger(aws_client("dynamodb"), ledger_table).run_tables(run_id)
+    with aws_errors(f"read run {run_id}"):
+        sfn = aws_client("stepfunctions")
+        try:
+            desc = sfn.describe_execution(executionArn=execution_arn)
+        except sfn.exceptions.ExecutionDoesNotExist as exc:
+            raise IcelakeError(
+                f"there is no run {run_id}: check the run id (the execution's name in the console)"
+            ) from exc
+        rows = Ledger(aws_client("dynamodb"), ledger_table).run_tables(run_id)
     status = RunStatus(
         run_id=run_id,
         execution_status=desc["status"],
