@@ -185,6 +185,15 @@ class OrchestratorStack(Stack):
                 sid="ArtifactsList", actions=["s3:ListBucket"], resources=[self.artifacts.bucket_arn]
             ),
             iam.PolicyStatement(sid="Events", actions=["events:PutEvents"], resources=[event_bus_arn]),
+            # Plan asks whether the run that holds a table's lock has ended (then the lock is free).
+            iam.PolicyStatement(
+                sid="RunsEnded",
+                actions=["states:DescribeExecution"],
+                resources=[
+                    f"arn:{self.partition}:states:{self.region}:{self.account}:execution:"
+                    f"{MIGRATE_STATE_MACHINE}:*"
+                ],
+            ),
             iam.PolicyStatement(
                 sid="CrossAccount",
                 actions=["sts:AssumeRole"],
@@ -476,10 +485,16 @@ class OrchestratorStack(Stack):
                 {
                     "id": "AwsSolutions-IAM5",
                     "reason": "Object keys under the artifacts bucket are per run (runs/<id>/...), log "
-                    "streams are created per invocation, and X-Ray has no resource-level permissions.",
+                    "streams are created per invocation, executions of the migration state machine are "
+                    "named per run (Plan reads whether a lock holder's run has ended), and X-Ray has no "
+                    "resource-level permissions.",
                     "appliesTo": [
                         {"regex": "/^Resource::<Artifacts[0-9A-F]+\\.Arn>\\/\\*$/g"},
                         {"regex": "/^Resource::<[A-Za-z]+Logs[0-9A-F]+\\.Arn>:\\*$/g"},
+                        {
+                            "regex": "/^Resource::arn:<AWS::Partition>:states:.*:execution:"
+                            "icelake-migrate-tables:\\*$/g"
+                        },
                         "Resource::*",
                     ],
                 }

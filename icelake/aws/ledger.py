@@ -1,11 +1,13 @@
 """The run ledger (DynamoDB): each run and table, its pinned source version and state.
 
-Keys: pk = "RUN#<run_id>", sk = "RUN" or "TABLE#<db>.<table>"; and pk = "SYNC#<target location>",
-sk = "LAST" for the last source metadata synced to a target (what incremental runs start from).
+Keys: pk = "RUN#<run_id>", sk = "RUN" or "TABLE#<db>.<table>"; pk = "SYNC#<target location>",
+sk = "LAST" for the last source metadata synced to a target (what incremental runs start from); and
+pk = "LOCK#<target location>", sk = "LOCK" for the run that holds a table while it works on it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -79,6 +81,69 @@ class Ledger:
                 }
             ),
         )
+
+    def claim_table(
+        self, target_location: str, run_id: str, execution_arn: str | None, lease_seconds: int
+    ) -> dict[str, Any] | None:
+        """Take the table's lock for `run_id`; None when taken (or already ours), else the holder.
+
+        A conditional write: two runs can never both hold it. The lease ends a dead run's hold."""
+        now = int(time.time())
+        try:
+            self.db.put_item(
+                TableName=self.table,
+                Item=_lock_item(target_location, run_id, execution_arn, now + lease_seconds),
+                ConditionExpression="attribute_not_exists(pk) OR run_id = :me OR expires_at < :now",
+                ExpressionAttributeValues={":me": {"S": run_id}, ":now": {"N": str(now)}},
+            )
+        except self.db.exceptions.ConditionalCheckFailedException:
+            out = self.db.get_item(TableName=self.table, Key=_lock_key(target_location), ConsistentRead=True)
+            return _plain(out["Item"]) if "Item" in out else {"run_id": "unknown"}
+        return None
+
+    def take_over_table(
+        self, target_location: str, run_id: str, execution_arn: str | None, lease_seconds: int, holder: str
+    ) -> bool:
+        """Take the lock from run `holder` (known to be over); False when someone else was faster."""
+        try:
+            self.db.put_item(
+                TableName=self.table,
+                Item=_lock_item(target_location, run_id, execution_arn, int(time.time()) + lease_seconds),
+                ConditionExpression="run_id = :holder",
+                ExpressionAttributeValues={":holder": {"S": holder}},
+            )
+        except self.db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def release_table(self, target_location: str, run_id: str) -> None:
+        """Give the lock back, if `run_id` still holds it."""
+        with contextlib.suppress(self.db.exceptions.ConditionalCheckFailedException):
+            self.db.delete_item(
+                TableName=self.table,
+                Key=_lock_key(target_location),
+                ConditionExpression="run_id = :me",
+                ExpressionAttributeValues={":me": {"S": run_id}},
+            )
+
+
+def _lock_key(target_location: str) -> dict[str, Any]:
+    return _item({"pk": f"LOCK#{target_location}", "sk": "LOCK"})
+
+
+def _lock_item(
+    target_location: str, run_id: str, execution_arn: str | None, expires_at: int
+) -> dict[str, Any]:
+    return _item(
+        {
+            "pk": f"LOCK#{target_location}",
+            "sk": "LOCK",
+            "run_id": run_id,
+            "execution_arn": execution_arn,
+            "expires_at": expires_at,
+            "claimed_at": int(time.time()),
+        }
+    )
 
 
 def create_ledger_table(dynamodb: Any, table: str) -> None:

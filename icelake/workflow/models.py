@@ -125,6 +125,7 @@ class WorkItem(_Frozen):
     request: MigrationRequest
     # The source table is gone, but icelake migrated it before: its target is reported, not touched.
     source_dropped: bool = False
+    execution_arn: str | None = None  # the run's execution: lets a later run see this run ended
 
     @property
     def name(self) -> str:
@@ -152,7 +153,7 @@ class PlanResult(_Frozen):
     journal_key: str  # artifacts key: the target keys this run creates (all rollback may delete)
     copy_result_uri: str  # where the copy step (Lambda or Glue) writes its MigrationResult
     # Set when the table is left alone (engine "none"): its outcome and why.
-    stopped: Literal["diverged", "source_dropped"] | None = None
+    stopped: Literal["diverged", "source_dropped", "busy"] | None = None
     stop_reason: str | None = None
 
 
@@ -162,7 +163,10 @@ class TableOutcome(_Frozen):
     # diverged: someone else committed to the target table since icelake last registered it;
     # nothing was written and nothing rolled back (see README "Outcome states").
     # source_dropped: the source table no longer exists; its target was left as it is.
-    status: Literal["migrated", "in_sync", "dry_run", "diverged", "source_dropped", "failed", "rolled_back"]
+    # busy: another run that is still going holds the table; this run left it alone.
+    status: Literal[
+        "migrated", "in_sync", "dry_run", "diverged", "source_dropped", "busy", "failed", "rolled_back"
+    ]
     target_metadata_location: str | None = None
     files_copied: int = 0
     bytes_copied: int = 0

@@ -141,8 +141,9 @@ def inventory(event: dict[str, Any], env: WorkflowEnv) -> InventoryResult:
     if "request" in event and isinstance(event["request"], dict):
         raw = dict(event["request"])
         raw.setdefault("run_id", event.get("execution_name"))
+        execution_arn = event.get("execution_arn")
     else:
-        raw = event
+        raw, execution_arn = event, None
     request = parse_request(raw)
     glue = Sessions(request).source.client("glue")
     chosen: dict[tuple[str, str], dict[str, Any]] = {}
@@ -194,6 +195,7 @@ def inventory(event: dict[str, Any], env: WorkflowEnv) -> InventoryResult:
                 target_table=name,
                 target_location=request.target.table_location(target_db, name),
                 request=request,
+                execution_arn=execution_arn,
             ).model_dump(mode="json")
         )
     key = f"runs/{request.run_id}/worklist.json"
@@ -255,6 +257,9 @@ def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
     target_name = f"{item.target_database}.{item.target_table}"
     catalog.check_target_is_ours(existing, owner_of(item), target_name)
     previous = catalog.metadata_location(existing) if existing else None
+    holder = _claim(item, ledger, sessions)
+    if holder:
+        return _stopped(item, ledger, "busy", holder, previous, existing is not None)
     dst_io = sessions.target_io()
     synced = ledger.last_synced(item.target_location)
     if item.source_dropped:
@@ -319,6 +324,30 @@ def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
     )
 
 
+LOCK_LEASE_SECONDS = 24 * 3600  # longer than any table's copy; only a dead run's hold ever expires
+
+
+def _claim(item: WorkItem, ledger: Ledger, sessions: Sessions) -> str | None:
+    """Take the table for this run; None when taken, else why another run has it."""
+    holder = ledger.claim_table(item.target_location, item.run_id, item.execution_arn, LOCK_LEASE_SECONDS)
+    if holder is None:
+        return None
+    other = str(holder.get("run_id"))
+    holder_arn = holder.get("execution_arn")
+    if holder_arn:  # a run that has ended (failed, aborted, timed out) holds nothing any more
+        sfn = sessions.orchestrator.client("stepfunctions")
+        status = sfn.describe_execution(executionArn=holder_arn)["status"]
+        if status != "RUNNING" and ledger.take_over_table(
+            item.target_location, item.run_id, item.execution_arn, LOCK_LEASE_SECONDS, other
+        ):
+            return None
+    claimed = datetime.fromtimestamp(int(holder.get("claimed_at", 0)), UTC).isoformat(timespec="seconds")
+    return (
+        f"run {other} has been working on {item.target_location} since {claimed}; this run left the "
+        "table alone: run it again when that run has ended"
+    )
+
+
 def _foreign_commit(dst_io: FileIO, synced: dict[str, Any] | None, current: str | None) -> str | None:
     """Why the target table is no longer what icelake last registered, or None if it still is.
 
@@ -344,7 +373,7 @@ def _foreign_commit(dst_io: FileIO, synced: dict[str, Any] | None, current: str 
 def _stopped(
     item: WorkItem,
     ledger: Ledger,
-    status: Literal["diverged", "source_dropped"],
+    status: Literal["diverged", "source_dropped", "busy"],
     why: str,
     current: str | None,
     existed: bool,
@@ -448,9 +477,12 @@ def _source_prefixes(item: WorkItem) -> list[str]:
 
 def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
     planned = PlanResult.model_validate(event["plan"])
-    if planned.engine == "none":  # dry run, or already in sync: nothing was written to check
+    if planned.engine == "none":  # dry run, in sync, or left alone: nothing was written to check
         outcome = skipped(event)
-        _record_outcome(Ledger(aws_client("dynamodb"), env.ledger_table), outcome, outcome.status.upper())
+        ledger = Ledger(aws_client("dynamodb"), env.ledger_table)
+        _record_outcome(ledger, outcome, outcome.status.upper())
+        if outcome.status != "busy":  # a busy table's lock is another run's
+            ledger.release_table(planned.item.target_location, planned.item.run_id)
         return outcome
     item = planned.item
     sessions = Sessions(item.request)
@@ -487,6 +519,7 @@ def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
         seconds=copied.elapsed_seconds,
     )
     _record_outcome(ledger, outcome, "VALIDATED", snapshots_validated=len(report.snapshots))
+    ledger.release_table(item.target_location, item.run_id)
     return outcome
 
 
@@ -536,6 +569,7 @@ def rollback(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
         )
     outcome = TableOutcome(run_id=item.run_id, table=item.name, status="rolled_back", error=cause[:2000])
     _record_outcome(ledger, outcome, "ROLLED_BACK", error=outcome.error, files_removed=removed)
+    ledger.release_table(item.target_location, item.run_id)
     return outcome
 
 
@@ -625,7 +659,7 @@ def report(event: dict[str, Any], env: WorkflowEnv) -> RunSummary:
     run_id = str(event["run_id"])
     outcomes = run_outcomes(event, env)
     counts = Counter(o.status for o in outcomes)
-    failed = counts["failed"] + counts["rolled_back"] + counts["diverged"] + counts["source_dropped"]
+    failed = sum(counts[s] for s in ("failed", "rolled_back", "diverged", "source_dropped", "busy"))
     status: RunState = "succeeded" if failed == 0 else ("failed" if failed == len(outcomes) else "partial")
     key = f"runs/{run_id}/report.json"
     uri = f"s3://{env.artifacts_bucket}/{key}"
