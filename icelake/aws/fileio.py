@@ -62,6 +62,34 @@ class FileIO(ABC):
         return len(uris)
 
 
+TEMP_PREFIX = ".icelake-"
+_UMASK = os.umask(0o022)  # read once (os.umask can only be read by setting it), then restored
+os.umask(_UMASK)
+
+
+def remove_stale_temp_files(root: str) -> int:
+    """Delete the temp files under a local `root` that icelake writers left when they were killed
+    (their process is gone); returns how many. Files of live writers are left alone."""
+    removed = 0
+    for dirpath, _dirs, files in os.walk(local_path(root)):
+        for name in files:
+            pid = name[len(TEMP_PREFIX) :].split("-", 1)[0]
+            if name.startswith(TEMP_PREFIX) and pid.isdigit() and not _alive(int(pid)):
+                Path(dirpath, name).unlink(missing_ok=True)
+                removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
 class LocalFileIO(FileIO):
     def stat(self, uri: str) -> ObjectInfo | None:
         try:
@@ -76,9 +104,11 @@ class LocalFileIO(FileIO):
     def write(self, uri: str, data: bytes) -> None:
         path = local_path(uri)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        # Write beside the target and rename: a reader never sees half a file.
-        fd, tmp = tempfile.mkstemp(prefix=".icelake-", dir=os.path.dirname(path))
+        # Write beside the target and rename: a reader never sees half a file. The pid in the name
+        # lets a later run tell a dead writer's leftovers (`remove_stale_temp_files`).
+        fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=os.path.dirname(path))
         try:
+            os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; a written file gets the usual mode
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
             os.replace(tmp, path)

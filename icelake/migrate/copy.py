@@ -16,7 +16,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from icelake.aws.fileio import SOURCE_ETAG_KEY, FileIO, LocalFileIO, ObjectInfo, S3FileIO, split_s3
+from icelake.aws.fileio import (
+    SOURCE_ETAG_KEY,
+    TEMP_PREFIX,
+    FileIO,
+    LocalFileIO,
+    ObjectInfo,
+    S3FileIO,
+    split_s3,
+)
 from icelake.errors import IcelakeError
 from icelake.uris import local_path
 
@@ -72,10 +80,11 @@ def _full_checksum(info: ObjectInfo) -> bool:
 def _local_copy(src: str, src_info: ObjectInfo, dst: str) -> None:
     target = local_path(dst)
     os.makedirs(os.path.dirname(target), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".icelake-", dir=os.path.dirname(target))
+    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=os.path.dirname(target))
     os.close(fd)
     try:
         shutil.copyfile(local_path(src), tmp)
+        shutil.copymode(local_path(src), tmp)  # the source's mode, not mkstemp's 0600
         if os.path.getsize(tmp) != src_info.size:
             raise CopyVerificationError(
                 f"copy of {src} has {os.path.getsize(tmp)} bytes, expected {src_info.size}"

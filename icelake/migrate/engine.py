@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Literal, Protocol, TypeVar
 
-from icelake.aws.fileio import FileIO, FileIOSpec, ObjectInfo, sha256_b64
+from icelake.aws.fileio import FileIO, FileIOSpec, ObjectInfo, remove_stale_temp_files, sha256_b64
 from icelake.errors import TargetConflictError, UnsafeTargetError
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import DATA, DeleteRewrite, ManifestRef, rewrite_manifest_list
@@ -33,7 +33,7 @@ from icelake.migrate.delete_files import rewrite_delete_file
 from icelake.migrate.models import MigrationResult, PrefixMapping
 from icelake.migrate.plan import CopyTask, DeleteFileTask, TablePlan, build_plan, read_metadata
 from icelake.migrate.progress import NoProgress, ProgressSink
-from icelake.uris import PrefixMap
+from icelake.uris import PrefixMap, is_local
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -211,6 +211,9 @@ def run_migration(
     )
     outcomes: list[Outcome] = []
     if not dry_run:
+        for mapping in plan.prefix_map.mappings:  # a killed run's half-written temp files
+            if is_local(mapping.target):
+                remove_stale_temp_files(mapping.target)
         steps = Steps(src, dst, plan.prefix_map, overwrite, copy_settings or CopySettings())
         outcomes = _execute(plan, steps, runner, ThreadRunner(workers, progress))
     if dry_run:  # what a run would copy
