@@ -8,6 +8,9 @@ to the worker processes and back. Where processes cannot be made (AWS Lambda has
 from __future__ import annotations
 
 import multiprocessing
+import os
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
@@ -26,13 +29,33 @@ def rewrite_manifest_job(
     return rewrite_manifest(uri, data, prefix_map.require, prefix_map.map, delete_rewrites)
 
 
+PARENT_POLL_SECONDS = 0.5
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Worker initializer: exit when the parent is gone (killed with -9, its pool never shut down),
+    so no worker, and no resource_tracker waiting on the workers, outlives it holding its stdout."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="icelake-parent-watch", daemon=True).start()
+
+
 @contextmanager
 def cpu_pool(processes: int) -> Iterator[Executor | None]:
     if processes <= 1:
         yield None
         return
     try:
-        pool = ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"))
+        pool = ProcessPoolExecutor(
+            max_workers=processes,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_die_with_parent,
+            initargs=(os.getpid(),),
+        )
     except (OSError, NotImplementedError):
         yield None
         return
