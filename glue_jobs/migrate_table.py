@@ -155,6 +155,7 @@ def main(argv: list[str] | None = None) -> MigrationResult:
         dst=dst,
         runner=SparkRunner(spark.sparkContext),
         overwrite=args.overwrite,
+        lock_target=False,  # the workflow holds the table in its ledger (a killed job leaves no lock)
     )
     payload = result.model_dump_json()
     if args.result_uri:

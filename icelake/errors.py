@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 
 class IcelakeError(Exception):
     """Base class: a failure the user can act on (shown as a one-line reason by the CLI)."""
@@ -78,3 +80,17 @@ class InvalidMappingError(IcelakeError):
 
 class UnsupportedFileError(IcelakeError):
     """A file whose format icelake cannot rewrite safely."""
+
+
+class TargetLockedError(IcelakeError):
+    """Another migration is writing into the same target location."""
+
+    def __init__(self, lock_uri: str, holder: dict[str, object]) -> None:
+        since = holder.get("since")
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since)) if isinstance(since, int) else "?"
+        super().__init__(
+            f"another icelake run is writing into this target: table {holder.get('source')} since {when} "
+            f"(pid {holder.get('pid')} on {holder.get('host')}); wait for it to end, choose another "
+            f"target location, or delete {lock_uri} if that run is dead"
+        )
+        self.holder = holder

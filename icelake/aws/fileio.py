@@ -50,6 +50,10 @@ class FileIO(ABC):
     def write(self, uri: str, data: bytes) -> None: ...
 
     @abstractmethod
+    def create_exclusive(self, uri: str, data: bytes) -> bool:
+        """Write `uri` only if nothing is there, atomically; False when something was."""
+
+    @abstractmethod
     def list(self, prefix: str) -> Iterator[tuple[str, ObjectInfo]]: ...
 
     @abstractmethod
@@ -116,6 +120,17 @@ class LocalFileIO(FileIO):
             Path(tmp).unlink(missing_ok=True)
             raise
 
+    def create_exclusive(self, uri: str, data: bytes) -> bool:
+        path = local_path(uri)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        return True
+
     def list(self, prefix: str) -> Iterator[tuple[str, ObjectInfo]]:
         root = local_path(prefix)
         for dirpath, _dirs, files in os.walk(root):
@@ -176,6 +191,21 @@ class S3FileIO(FileIO):
         self.client.put_object(
             Bucket=bucket, Key=key, Body=data, ChecksumSHA256=sha256_b64(data), **self.encryption_args()
         )
+
+    def create_exclusive(self, uri: str, data: bytes) -> bool:
+        bucket, key = split_s3(uri)
+        try:  # S3 conditional write: If-None-Match "*" fails when the key exists
+            self.client.put_object(
+                Bucket=bucket, Key=key, Body=data, IfNoneMatch="*", **self.encryption_args()
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in (
+                "PreconditionFailed",
+                "ConditionalRequestConflict",
+            ):
+                return False
+            raise
+        return True
 
     def list(self, prefix: str) -> Iterator[tuple[str, ObjectInfo]]:
         bucket, key = split_s3(prefix)

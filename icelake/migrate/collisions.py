@@ -8,10 +8,67 @@ planning, before anything is written.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+import os
+import socket
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
-from icelake.errors import UnsafeTargetError
+from icelake.aws.fileio import FileIO
+from icelake.errors import TargetLockedError, UnsafeTargetError
 from icelake.uris import PrefixMap, canonical, is_under
+
+LOCK_NAME = "_icelake_lock.json"
+
+
+@contextmanager
+def target_lock(dst_io: FileIO, target_location: str, source_metadata: str) -> Iterator[None]:
+    """Hold the target location for one migration: a second one into it (of another table, or of
+    the same table at the same time) is refused naming the holder. The check that a target holds
+    no other table is a read, then writes follow; without this lock two runs could both pass it.
+    A lock left by a killed run on this host is taken over; one from another host is named."""
+    uri = f"{target_location.rstrip('/')}/{LOCK_NAME}"
+    mine = {
+        "source": source_metadata,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "since": int(time.time()),
+    }
+    if not dst_io.create_exclusive(uri, json.dumps(mine).encode()):
+        holder = _holder(dst_io, uri)
+        if not _dead_here(holder) or not _retake(dst_io, uri, mine):
+            raise TargetLockedError(uri, holder)
+    try:
+        yield
+    finally:
+        dst_io.delete(uri)
+
+
+def _holder(dst_io: FileIO, uri: str) -> dict[str, object]:
+    try:
+        found = json.loads(dst_io.read(uri))
+    except Exception:  # gone meanwhile, or not ours to parse: name what we know
+        return {"source": "unknown"}
+    return found if isinstance(found, dict) else {"source": "unknown"}
+
+
+def _dead_here(holder: dict[str, object]) -> bool:
+    pid = holder.get("pid")
+    if holder.get("host") != socket.gethostname() or not isinstance(pid, int):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def _retake(dst_io: FileIO, uri: str, mine: dict[str, object]) -> bool:
+    dst_io.delete(uri)
+    return dst_io.create_exclusive(uri, json.dumps(mine).encode())
 
 
 def refuse_overlapping_targets(prefix_map: PrefixMap) -> None:

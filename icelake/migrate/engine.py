@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Literal, Protocol, TypeVar
@@ -27,13 +27,21 @@ from icelake.aws.fileio import FileIO, FileIOSpec, ObjectInfo, remove_stale_temp
 from icelake.errors import TargetConflictError, UnsafeTargetError
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import DATA, DeleteRewrite, ManifestRef, rewrite_manifest_list
+from icelake.migrate.collisions import target_lock
 from icelake.migrate.copy import CopySettings, copy_file
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool, rewrite_manifest_job
 from icelake.migrate.delete_files import rewrite_delete_file
 from icelake.migrate.models import MigrationResult, PrefixMapping
-from icelake.migrate.plan import CopyTask, DeleteFileTask, TablePlan, build_plan, read_metadata
+from icelake.migrate.plan import (
+    CopyTask,
+    DeleteFileTask,
+    TablePlan,
+    build_plan,
+    read_metadata,
+    refuse_other_table,
+)
 from icelake.migrate.progress import NoProgress, ProgressSink
-from icelake.uris import PrefixMap, is_local
+from icelake.uris import PrefixMap, is_local, parent
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -162,6 +170,7 @@ def migrate_table(
     processes: int | None = None,
     progress: ProgressSink | None = None,
     copy_settings: CopySettings | None = None,
+    lock_target: bool = True,
 ) -> MigrationResult:
     """Make `target_location` hold the same table as `source_metadata`, with every path mapped."""
     progress = progress or NoProgress()
@@ -178,6 +187,7 @@ def migrate_table(
         workers=workers,
         progress=progress,
         copy_settings=copy_settings,
+        lock_target=lock_target,
     )
 
 
@@ -194,6 +204,7 @@ def run_migration(
     workers: int = 16,
     progress: ProgressSink | None = None,
     copy_settings: CopySettings | None = None,
+    lock_target: bool = True,
 ) -> MigrationResult:
     """`migrate_table` with the copies and rewrites spread by `runner`; planning, manifest lists
     and metadata.json files stay in this process (on `workers` threads)."""
@@ -211,11 +222,17 @@ def run_migration(
     )
     outcomes: list[Outcome] = []
     if not dry_run:
-        for mapping in plan.prefix_map.mappings:  # a killed run's half-written temp files
-            if is_local(mapping.target):
-                remove_stale_temp_files(mapping.target)
-        steps = Steps(src, dst, plan.prefix_map, overwrite, copy_settings or CopySettings())
-        outcomes = _execute(plan, steps, runner, ThreadRunner(workers, progress))
+        dst_io = open_io(dst)
+        # Planning only read; from here on the target is written, so hold it, and check again
+        # under the lock that no other table landed there since the plan looked.
+        lock = target_lock(dst_io, target_location, source_metadata) if lock_target else nullcontext()
+        with lock:
+            refuse_other_table(dst_io, parent(plan.target_metadata), mj.table_uuid(plan.meta))
+            for mapping in plan.prefix_map.mappings:  # a killed run's half-written temp files
+                if is_local(mapping.target):
+                    remove_stale_temp_files(mapping.target)
+            steps = Steps(src, dst, plan.prefix_map, overwrite, copy_settings or CopySettings())
+            outcomes = _execute(plan, steps, runner, ThreadRunner(workers, progress))
     if dry_run:  # what a run would copy
         files_copied, bytes_copied = len(plan.copies), sum(c.info.size for c in plan.copies)
     else:

@@ -152,7 +152,7 @@ def build_plan(
 
     target_metadata = prefix_map.map(source_metadata)
     assert target_metadata is not None
-    _refuse_other_table(dst_io, parent(target_metadata), mj.table_uuid(meta))
+    refuse_other_table(dst_io, parent(target_metadata), mj.table_uuid(meta))
 
     # 4. Source existence and target state of every file that is copied or rewritten.
     src_info = stat(src_io, list(files), workers, progress, "check source files")
@@ -292,7 +292,7 @@ def _is_metadata_name(name: str) -> bool:
     return name.endswith((".metadata.json", ".metadata.json.gz"))
 
 
-def _refuse_other_table(dst_io: FileIO, metadata_dir: str, source_uuid: str | None) -> None:
+def refuse_other_table(dst_io: FileIO, metadata_dir: str, source_uuid: str | None) -> None:
     """A target metadata directory may only hold this same table (a previous run of ours)."""
     try:
         existing = sorted(u for u, _ in dst_io.list(metadata_dir) if _is_metadata_name(u))

@@ -354,15 +354,13 @@ def _foreign_commit(dst_io: FileIO, synced: dict[str, Any] | None, current: str 
     A later commit by anyone else (an engine writing to the migrated table) moves the Glue
     pointer; syncing over it would silently revert that commit."""
     registered = synced.get("target_metadata") if synced else None
-    if not registered or current == registered:
-        return None
-    when = "at an unknown time"
-    if current:
-        try:
-            updated_ms = json.loads(dst_io.read(current)).get("last-updated-ms")
-            when = f"at {datetime.fromtimestamp(updated_ms / 1000, UTC).isoformat(timespec='seconds')}"
-        except Exception:  # the foreign metadata may be gzipped, gone or unreadable: say so, go on
-            when = "at a time its metadata does not tell"
+    if not registered or current is None or current == registered:
+        return None  # never synced, dropped (to migrate again), or still ours
+    try:
+        updated_ms = json.loads(dst_io.read(current)).get("last-updated-ms")
+        when = f"at {datetime.fromtimestamp(updated_ms / 1000, UTC).isoformat(timespec='seconds')}"
+    except Exception:  # the foreign metadata may be gzipped, gone or unreadable: say so, go on
+        when = "at a time its metadata does not tell"
     return (
         f"the target table was committed to by someone else {when}: its metadata is {current}, "
         f"icelake last registered {registered}; nothing was written. Keep the target's commits "
@@ -414,6 +412,7 @@ def copy(event: dict[str, Any], env: WorkflowEnv) -> MigrationResult:
         src_io=sessions.source_io(),
         dst_io=sessions.target_io(),
         processes=1,  # Lambda cannot start worker processes
+        lock_target=False,  # the table's lock is in the ledger: a timed-out Lambda leaves none behind
     )
     io_for(planned.copy_result_uri, sessions.orchestrator).write(
         planned.copy_result_uri, result.model_dump_json().encode()

@@ -143,8 +143,13 @@ def test_a_run_killed_mid_copy_is_resumed_by_running_it_again(
 
     lake, deployment = world
     add_source_table(lake, "orders", [[1], [2], [3], [4]])
-    # Given a run whose copy step died after two files (no rollback ran: the process was killed)
-    inv = steps.inventory(lake.request("killed-1"), lake.env)
+    # Given a run whose copy step died after two files (no rollback ran: the process was killed,
+    # and its execution then ended: failed, aborted or timed out)
+    killed = run_execution(deployment.state_machine_arn, {"not": "a request"}, timeout=60, name="killed-1")
+    assert killed.status == "FAILED"
+    listed = boto3.client("stepfunctions").list_executions(stateMachineArn=deployment.state_machine_arn)
+    killed_arn = next(e["executionArn"] for e in listed["executions"] if e["name"] == "killed-1")
+    inv = steps.inventory({"request": lake.request("killed-1"), "execution_arn": killed_arn}, lake.env)
     item = json.loads(
         lake.source.client("s3").get_object(Bucket=inv.worklist_bucket, Key=inv.worklist_key)["Body"].read()
     )[0]
