@@ -25,8 +25,8 @@ test-fast: setup
 	$(BIN)/pytest -m "not slow and not spark"
 
 lint: setup
-	$(BIN)/ruff check icelake tests benchmarks glue_jobs lambdas
-	$(BIN)/ruff format --check icelake tests benchmarks
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 bench: setup

@@ -231,7 +231,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     # Iceberg's procedure, in the JVM that built the table.
     iceberg_runs: list[dict[str, Any]] = []
-    jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())
+    jvm: Any = spark._jvm
+    jvm_pid = int(jvm.java.lang.ProcessHandle.current().pid())
     iceberg_target = str(work / "target_iceberg" / "db" / "t")
     for i in range(args.repeat):
         staging = work / f"staging_iceberg_{i}"

@@ -49,7 +49,7 @@ def _table(lake: Any, name: str, files: int) -> str:
     table = cat.create_table(f"bench.{name}", schema=schema)
     for i in range(files):
         table.append(pa.table({"id": pa.array([i], pa.int64()), "v": [f"v{i}"]}, schema=schema))
-    return lake.publish("bench", name, cat.load_table(f"bench.{name}").metadata_location)
+    return str(lake.publish("bench", name, cat.load_table(f"bench.{name}").metadata_location))
 
 
 def run_workflow(n_tables: int, files_per_table: int) -> dict[str, Any]:

@@ -38,9 +38,6 @@ from cdk.common import (
 from cdk.config import GLUE_ROLE_NAME, STEPS_ROLE_NAME, Settings
 from icelake.constants import (
     ARTIFACTS_BUCKET,
-    ENV_ARTIFACTS_BUCKET,
-    ENV_EVENT_BUS,
-    ENV_LEDGER_TABLE,
     EVENT_SOURCE,
     GLUE_MIGRATE_JOB,
     GLUE_MIGRATE_SCRIPT,
@@ -49,6 +46,7 @@ from icelake.constants import (
     MIGRATE_ASL,
     MIGRATE_STATE_MACHINE,
 )
+from icelake.workflow.wiring import migrate_lambda_environment, migrate_substitutions
 
 # Source of the events that start a migration (the Report step's own events use EVENT_SOURCE, so a
 # finished run can never start another one).
@@ -116,15 +114,7 @@ class OrchestratorStack(Stack):
             description="icelake step Lambdas: ledger, artifacts, events; cross-account only by AssumeRole",
         )
         layers = lambda_layers(self, s, build_dir)
-        env = {
-            ENV_LEDGER_TABLE: self.ledger.table_name,
-            ENV_ARTIFACTS_BUCKET: self.artifacts.bucket_name,
-            ENV_EVENT_BUS: "default",
-            "POWERTOOLS_SERVICE_NAME": "icelake-migrate",
-            "POWERTOOLS_METRICS_NAMESPACE": "icelake",
-            "POWERTOOLS_LOG_LEVEL": "INFO",
-            "AWS_RETRY_MODE": "standard",
-        }
+        env = migrate_lambda_environment(self.ledger.table_name, self.artifacts.bucket_name, embedded=False)
         self.functions: dict[str, lambda_.Function] = {}
         log_group_arns = []
         for step, (name, handler_path, _placeholder) in LAMBDA_STEPS.items():
@@ -149,10 +139,9 @@ class OrchestratorStack(Stack):
         self.glue_job = self._glue_job(build_dir)
 
         # -- state machine ---------------------------------------------------------------------------
-        substitutions = {ph: self.functions[step].function_arn for step, (_n, _h, ph) in LAMBDA_STEPS.items()}
-        substitutions["GlueJobName"] = GLUE_MIGRATE_JOB
-        substitutions["ArtifactsBucket"] = self.artifacts.bucket_name  # the Map's ResultWriter
-        self.substitutions = substitutions
+        self.substitutions = substitutions = migrate_substitutions(
+            {step: fn.function_arn for step, fn in self.functions.items()}, self.artifacts.bucket_name
+        )
         self.state_machine = asl_state_machine(
             self, "MigrateTables", name=MIGRATE_STATE_MACHINE, asl=MIGRATE_ASL, substitutions=substitutions
         )

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from icelake.aws.clients import client as aws_client
 from icelake.aws.fileio import io_for
 from icelake.aws.session import (
     DEFAULT_SESSION_SECONDS,
@@ -281,10 +282,9 @@ def migrate_status(
     as_json: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")] = False,
 ) -> None:
     """Show a run: per-table state from the ledger, and the report when it has ended."""
-    import boto3
 
     try:
-        arn = state_machine_arn or find_state_machine(boto3.client("stepfunctions"))
+        arn = state_machine_arn or find_state_machine(aws_client("stepfunctions"))
         status = run_status(_execution_arn(arn, run_id), run_id)
     except IcelakeError as exc:
         err.print(f"icelake: error: {exc}", highlight=False, soft_wrap=True)

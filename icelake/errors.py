@@ -16,13 +16,27 @@ class NotAMetadataFileError(IcelakeError):
 
 
 class MissingSourceFilesError(IcelakeError):
-    def __init__(self, missing: list[str]) -> None:
-        shown = ", ".join(missing[:20]) + (f" ... and {len(missing) - 20} more" if len(missing) > 20 else "")
+    """Live files the source metadata names that are gone, or whose size is not the recorded one."""
+
+    def __init__(self, missing: list[str], wrong_size: list[str] | None = None) -> None:
+        wrong_size = wrong_size or []
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} file(s) that do not exist: {_shown(missing)}")
+        if wrong_size:
+            parts.append(
+                f"{len(wrong_size)} file(s) whose size differs from the metadata: {_shown(wrong_size)}"
+            )
         super().__init__(
-            f"the source table references {len(missing)} file(s) that do not exist: {shown}; "
-            "the source table is damaged or being cleaned up concurrently; nothing was written"
+            f"the source table references {'; and '.join(parts)}; the source table is damaged or being "
+            "rewritten concurrently: retry when its writers are done, or repair it; nothing was written"
         )
         self.missing = missing
+        self.wrong_size = wrong_size
+
+
+def _shown(items: list[str], limit: int = 20) -> str:
+    return ", ".join(items[:limit]) + (f" ... and {len(items) - limit} more" if len(items) > limit else "")
 
 
 class UnmappedPrefixesError(IcelakeError):

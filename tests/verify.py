@@ -23,13 +23,15 @@ def load(meta: str, props: dict[str, str] | None = None) -> StaticTable:
     return StaticTable.from_metadata(meta, properties=props or {})
 
 
-def _rows(table: Any) -> list[tuple[Any, ...]]:
-    return sorted((tuple(r.values()) for r in table.to_pylist()), key=repr)
+# Rows as sorted repr strings: exact (repr of a float round-trips its value, so -0.0 != 0.0) and
+# NaN-safe (a tuple holding NaN is not == to itself), independent of icelake's own comparison.
+def _rows(table: Any) -> list[str]:
+    return sorted(repr(tuple(r.values())) for r in table.to_pylist())
 
 
-def _spark_rows(spark: Any, meta: str, snapshot_id: int) -> list[tuple[Any, ...]]:
+def _spark_rows(spark: Any, meta: str, snapshot_id: int) -> list[str]:
     df = spark.read.format("iceberg").option("snapshot-id", snapshot_id).load(meta)
-    return sorted((tuple(r) for r in df.collect()), key=repr)
+    return sorted(repr(tuple(r)) for r in df.collect())
 
 
 def assert_same_table(

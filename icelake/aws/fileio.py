@@ -12,7 +12,7 @@ import os
 import tempfile
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
+from icelake.aws.clients import new_session
 from icelake.aws.session import AssumedRole
 from icelake.uris import canonical, is_local, local_path
 
@@ -53,6 +54,12 @@ class FileIO(ABC):
 
     @abstractmethod
     def delete(self, uri: str) -> None: ...
+
+    def delete_many(self, uris: Sequence[str]) -> int:
+        """Delete every uri (a missing one is not an error); returns how many were asked for."""
+        for uri in uris:
+            self.delete(uri)
+        return len(uris)
 
 
 class LocalFileIO(FileIO):
@@ -96,6 +103,9 @@ def split_s3(uri: str) -> tuple[str, str]:
         raise ValueError(f"not an s3:// URI: {uri}")
     bucket, _, key = c[len("s3://") :].partition("/")
     return bucket, key
+
+
+DELETE_BATCH = 1000  # keys per DeleteObjects request
 
 
 class S3FileIO(FileIO):
@@ -151,13 +161,29 @@ class S3FileIO(FileIO):
         bucket, key = split_s3(uri)
         self.client.delete_object(Bucket=bucket, Key=key)
 
+    def delete_many(self, uris: Sequence[str]) -> int:
+        """DeleteObjects, 1,000 keys a request (S3's maximum); any key S3 could not delete fails."""
+        by_bucket: dict[str, list[str]] = {}
+        for uri in uris:
+            bucket, key = split_s3(uri)
+            by_bucket.setdefault(bucket, []).append(key)
+        for bucket, keys in by_bucket.items():
+            for start in range(0, len(keys), DELETE_BATCH):
+                batch = [{"Key": k} for k in keys[start : start + DELETE_BATCH]]
+                answer = self.client.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
+                errors = answer.get("Errors") or []
+                if errors:
+                    shown = ", ".join(f"s3://{bucket}/{e.get('Key')} ({e.get('Code')})" for e in errors[:5])
+                    raise OSError(f"S3 did not delete {len(errors)} object(s): {shown}")
+        return len(uris)
+
 
 def io_for(uri: str, session: boto3.Session | None = None, kms_key_id: str | None = None) -> FileIO:
     """The FileIO for a URI's scheme; S3 clients honour AWS_ENDPOINT_URL (moto locally)."""
     if is_local(uri):
         return LocalFileIO()
     if canonical(uri).startswith("s3://"):
-        session = session or boto3.Session()
+        session = session or new_session()
         return S3FileIO(session.client("s3"), kms_key_id=kms_key_id)
     raise ValueError(f"unsupported URI scheme in {uri}: use s3://, file:// or a local path")
 
@@ -206,13 +232,13 @@ class FileIOSpec:
         if session is not None:
             credentials = _session_kwargs(session)
         elif role is not None and endpoint_url:
-            credentials = _session_kwargs(boto3.Session())
+            credentials = _session_kwargs(new_session())
         return cls(
             "s3",
             credentials=credentials,
             kms_key_id=kms_key_id,
             endpoint_url=endpoint_url,
-            region=(session or boto3.Session()).region_name,
+            region=(session or new_session()).region_name,
             role=role,
         )
 
@@ -228,7 +254,7 @@ class FileIOSpec:
             return LocalFileIO()
         if self.scheme != "s3":
             raise ValueError(f"unsupported FileIO scheme {self.scheme!r}: use s3 or file")
-        session = boto3.Session(**(self.credentials or {}), region_name=self.region)
+        session = new_session(**(self.credentials or {}), region_name=self.region)
         if self.role is not None:
             session = self.role.session(session, self.endpoint_url)
         return S3FileIO(session.client("s3", endpoint_url=self.endpoint_url), kms_key_id=self.kms_key_id)

@@ -14,6 +14,7 @@ import boto3
 import botocore.session
 from botocore.credentials import CredentialProvider, CredentialResolver, RefreshableCredentials
 
+from icelake.aws.clients import new_session
 from icelake.errors import IcelakeError
 
 MIN_SESSION_SECONDS = 900  # STS's minimum DurationSeconds
@@ -71,7 +72,7 @@ def assume_role_session(
     `endpoint_url` is STS's (default: AWS_ENDPOINT_URL or the real service).
     """
     check_session_duration(duration_seconds)
-    base = base or boto3.Session()
+    base = base or new_session()
     if not role_arn:
         return base
     kwargs: dict[str, Any] = {
@@ -108,7 +109,7 @@ def assume_role_session(
     )
     core = botocore.session.Session()
     core.register_component("credential_provider", CredentialResolver([_Fixed(credentials)]))
-    return boto3.Session(botocore_session=core, region_name=base.region_name)
+    return new_session(botocore_session=core, region_name=base.region_name)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import boto3
 import requests
 from botocore.exceptions import ClientError
 
+from icelake.aws.clients import new_session
 from icelake.aws.fileio import FileIO, io_for
 from icelake.ingest.errors import (
     HTTPStatusError,
@@ -48,7 +49,7 @@ Sleep = Callable[[float], None]
 
 def resolve_auth_header(auth: AuthConfig, session: boto3.Session | None = None) -> str:
     """The header value for `auth`, read from Secrets Manager (never logged)."""
-    client = (session or boto3.Session()).client("secretsmanager")
+    client = (session or new_session()).client("secretsmanager")
     try:
         secret = client.get_secret_value(SecretId=auth.secret_id).get("SecretString")
     except ClientError as exc:

@@ -10,9 +10,6 @@ import boto3
 from icelake.aws.ledger import create_ledger_table
 from icelake.constants import (
     ARTIFACTS_BUCKET,
-    ENV_ARTIFACTS_BUCKET,
-    ENV_EVENT_BUS,
-    ENV_LEDGER_TABLE,
     GLUE_MIGRATE_JOB,
     GLUE_MIGRATE_SCRIPT,
     LEDGER_TABLE,
@@ -21,6 +18,7 @@ from icelake.constants import (
     ORCHESTRATOR_ACCOUNT_LOCAL,
 )
 from icelake.local.embedded import create_glue_job, create_state_machine, create_step_lambdas
+from icelake.workflow.wiring import migrate_lambda_environment, migrate_substitutions
 
 
 @dataclass(frozen=True)
@@ -35,21 +33,8 @@ def deploy_migration_workflow() -> LocalDeployment:
     artifacts = ARTIFACTS_BUCKET.format(account=ORCHESTRATOR_ACCOUNT_LOCAL)
     boto3.client("s3").create_bucket(Bucket=artifacts)
     create_ledger_table(boto3.client("dynamodb"), LEDGER_TABLE)
-    env = {
-        ENV_LEDGER_TABLE: LEDGER_TABLE,
-        ENV_ARTIFACTS_BUCKET: artifacts,
-        ENV_EVENT_BUS: "default",
-        "POWERTOOLS_SERVICE_NAME": "icelake-migrate",
-        "POWERTOOLS_METRICS_NAMESPACE": "icelake",
-        "POWERTOOLS_TRACE_DISABLED": "true",
-        # No CloudWatch here: EMF metric lines and INFO logs would only flood the terminal.
-        "POWERTOOLS_METRICS_DISABLED": "true",
-        "POWERTOOLS_LOG_LEVEL": "WARNING",
-        "AWS_RETRY_MODE": "standard",
-    }
-    substitutions = create_step_lambdas(env)
+    function_arns = create_step_lambdas(migrate_lambda_environment(LEDGER_TABLE, artifacts, embedded=True))
     create_glue_job(GLUE_MIGRATE_JOB, GLUE_MIGRATE_SCRIPT)
-    substitutions["GlueJobName"] = GLUE_MIGRATE_JOB
-    substitutions["ArtifactsBucket"] = artifacts  # where the Map's ResultWriter exports outcomes
+    substitutions = migrate_substitutions(function_arns, artifacts)
     arn = create_state_machine(MIGRATE_ASL, substitutions, MIGRATE_STATE_MACHINE)
     return LocalDeployment(state_machine_arn=arn, ledger_table=LEDGER_TABLE, artifacts_bucket=artifacts)

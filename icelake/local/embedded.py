@@ -394,11 +394,8 @@ def create_lambda(
 
 
 def create_step_lambdas(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The migration workflow's functions from constants.LAMBDA_STEPS; returns {ASL placeholder: ARN}."""
-    return {
-        placeholder: create_lambda(name, path, "handler", env)
-        for name, path, placeholder in LAMBDA_STEPS.values()
-    }
+    """The migration workflow's functions from constants.LAMBDA_STEPS; returns {step: function ARN}."""
+    return {step: create_lambda(name, path, "handler", env) for step, (name, path, _) in LAMBDA_STEPS.items()}
 
 
 def create_glue_job(

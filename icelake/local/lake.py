@@ -16,7 +16,7 @@ from icelake.aws.ledger import create_ledger_table
 from icelake.aws.session import assume_role_session
 from icelake.constants import ARTIFACTS_BUCKET, LEDGER_TABLE, ORCHESTRATOR_ACCOUNT_LOCAL
 from icelake.migrate import migrate_table
-from icelake.workflow.steps import WorkflowEnv
+from icelake.workflow.wiring import WorkflowEnv
 
 SOURCE_ACCOUNT = "111111111111"
 TARGET_ACCOUNT = "222222222222"

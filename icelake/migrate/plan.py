@@ -25,6 +25,7 @@ from icelake.errors import (
 )
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import POSITION_DELETES, ManifestRef, manifest_refs
+from icelake.migrate.collisions import refuse_duplicate_targets, refuse_overlapping_targets
 from icelake.migrate.copy import is_same_copy
 from icelake.migrate.plan_scan import entry_fields, entry_fields_fastavro, map_in_chunks
 from icelake.migrate.progress import ProgressSink
@@ -91,11 +92,12 @@ def build_plan(
     """`fast=False` is the reference path (every manifest entry decoded by fastavro, one pool task
     per object checked); both give the same plan, which tests assert."""
     read_entries = entry_fields if fast else entry_fields_fastavro
-    stat_all = functools.partial(_stat_all, each=not fast)
+    stat = functools.partial(stat_all, each=not fast)
     meta, gz = read_metadata(src_io, source_metadata)
     # The table location always maps to the target location; --map adds the other prefixes.
     prefix_map = PrefixMap([*maps, (meta["location"], target_location)])
     _refuse_targets_under_sources(prefix_map)
+    refuse_overlapping_targets(prefix_map)
 
     paths = Counter[str]()  # every referenced path -> how often; for the prefix check
 
@@ -104,7 +106,7 @@ def build_plan(
 
     # 1. The metadata chain: logged files that still exist are carried over.
     logged = mj.metadata_log(meta)
-    logged_exist = stat_all(src_io, logged, workers)
+    logged_exist = stat(src_io, logged, workers)
     metadata_files = [p for p in logged if logged_exist[p] is not None] + [source_metadata]
     see([source_metadata])
     for uri in metadata_files[:-1]:
@@ -146,13 +148,14 @@ def build_plan(
     unmapped = _unmapped_prefixes(paths, prefix_map)
     if unmapped:
         raise UnmappedPrefixesError(unmapped)
+    refuse_duplicate_targets(paths, prefix_map)
 
     target_metadata = prefix_map.map(source_metadata)
     assert target_metadata is not None
     _refuse_other_table(dst_io, parent(target_metadata), mj.table_uuid(meta))
 
     # 4. Source existence and target state of every file that is copied or rewritten.
-    src_info = stat_all(src_io, list(files), workers, progress, "check source files")
+    src_info = stat(src_io, list(files), workers, progress, "check source files")
     missing = sorted(p for p, (_s, live) in files.items() if live and src_info[p] is None)
     wrong_size = sorted(
         f"{p} (metadata says {files[p][0]} bytes, found {info.size})"
@@ -160,11 +163,11 @@ def build_plan(
         if info is not None and files[p][0] >= 0 and info.size != files[p][0]
     )
     if missing or wrong_size:
-        raise MissingSourceFilesError(missing + wrong_size)
+        raise MissingSourceFilesError(missing, wrong_size)
 
     copy_paths = [p for p in files if p not in delete_formats and src_info[p] is not None]
     targets = {p: prefix_map.map(p) or "" for p in copy_paths}
-    dst_info = stat_all(dst_io, list(targets.values()), workers, progress, "check target files")
+    dst_info = stat(dst_io, list(targets.values()), workers, progress, "check target files")
     copies: list[CopyTask] = []
     conflicts: list[str] = []
     skipped = 0
@@ -242,7 +245,7 @@ def _read_required(io: FileIO, uri: str) -> bytes:
         raise
 
 
-def _stat_all(
+def stat_all(
     io: FileIO,
     uris: list[str],
     workers: int,

@@ -15,6 +15,7 @@ from pyiceberg.table import StaticTable
 from icelake.aws.fileio import FileIO
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import manifest_entries, manifest_refs
+from icelake.migrate.values import compare_rows as diff_rows
 from icelake.uris import canonical, is_under
 
 
@@ -36,9 +37,8 @@ class ValidationReport(BaseModel):
     snapshots: list[SnapshotCheck]
 
 
-def _sorted_rows(table: StaticTable, snapshot_id: int) -> list[tuple[object, ...]]:
-    rows = table.scan(snapshot_id=snapshot_id).to_arrow().to_pylist()
-    return sorted((tuple(r.values()) for r in rows), key=repr)
+def _rows(table: StaticTable, snapshot_id: int) -> list[tuple[object, ...]]:
+    return [tuple(r.values()) for r in table.scan(snapshot_id=snapshot_id).to_arrow().to_pylist()]
 
 
 def validate_tables(
@@ -83,18 +83,22 @@ def validate_tables(
         ):
             problems.append(f"snapshot {s.snapshot_id}: lineage or summary differs")
         if compare_rows:
-            a, b = _sorted_rows(src, s.snapshot_id), _sorted_rows(dst, s.snapshot_id)
+            a, b = _rows(src, s.snapshot_id), _rows(dst, s.snapshot_id)
+            diff = diff_rows(a, b)
             checks.append(
                 SnapshotCheck(
                     snapshot_id=s.snapshot_id,
                     sequence_number=s.sequence_number,
                     source_rows=len(a),
                     target_rows=len(b),
-                    rows_equal=a == b,
+                    rows_equal=diff.equal,
                 )
             )
-            if a != b:
-                problems.append(f"snapshot {s.snapshot_id}: rows differ")
+            if not diff.equal:
+                problems.append(
+                    f"snapshot {s.snapshot_id}: rows differ ({diff.only_in_source} only in the source, "
+                    f"{diff.only_in_target} only in the target)"
+                )
     if len(target_snaps) != len(sm.snapshots):
         problems.append(f"target has {len(target_snaps)} snapshots, source {len(sm.snapshots)}")
     return ValidationReport(ok=not problems, problems=problems, snapshots=checks)

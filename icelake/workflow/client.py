@@ -8,8 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
-
+from icelake.aws.clients import client as aws_client
 from icelake.aws.ledger import Ledger
 from icelake.constants import LEDGER_TABLE, MIGRATE_STATE_MACHINE
 from icelake.errors import IcelakeError
@@ -41,7 +40,7 @@ def find_state_machine(sfn: Any, name: str = MIGRATE_STATE_MACHINE) -> str:
 
 def start_migration(request: dict[str, Any], state_machine_arn: str | None = None) -> tuple[str, str]:
     """Start an execution named after the run id; returns (execution ARN, run id)."""
-    sfn = boto3.client("stepfunctions")
+    sfn = aws_client("stepfunctions")
     arn = state_machine_arn or find_state_machine(sfn)
     run_id = str(request.get("run_id") or f"run-{time.strftime('%Y%m%d-%H%M%S')}")
     body = json.dumps({**request, "run_id": run_id})
@@ -50,9 +49,9 @@ def start_migration(request: dict[str, Any], state_machine_arn: str | None = Non
 
 
 def run_status(execution_arn: str, run_id: str, ledger_table: str = LEDGER_TABLE) -> RunStatus:
-    sfn = boto3.client("stepfunctions")
+    sfn = aws_client("stepfunctions")
     desc = sfn.describe_execution(executionArn=execution_arn)
-    rows = Ledger(boto3.client("dynamodb"), ledger_table).run_tables(run_id)
+    rows = Ledger(aws_client("dynamodb"), ledger_table).run_tables(run_id)
     status = RunStatus(
         run_id=run_id,
         execution_status=desc["status"],
@@ -70,7 +69,7 @@ def run_status(execution_arn: str, run_id: str, ledger_table: str = LEDGER_TABLE
 def read_report(report_uri: str) -> dict[str, Any]:
     """The RunReport (every table's outcome) that the Report step wrote to S3."""
     bucket, _, key = report_uri.removeprefix("s3://").partition("/")
-    body = boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+    body = aws_client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
     report: dict[str, Any] = json.loads(body)
     return report
 

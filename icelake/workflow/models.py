@@ -147,14 +147,17 @@ class PlanResult(_Frozen):
     previous_target_metadata: str | None  # Glue table's metadata_location before this run
     target_table_existed: bool
     target_metadata_location: str  # where the copy step will put the current metadata
-    before_listing_key: str  # artifacts key: target objects before this run (for rollback)
+    journal_key: str  # artifacts key: the target keys this run creates (all rollback may delete)
     copy_result_uri: str  # where the copy step (Lambda or Glue) writes its MigrationResult
+    diverged: str | None = None  # why the target is not ours to write any more (engine is "none")
 
 
 class TableOutcome(_Frozen):
     run_id: str
     table: str
-    status: Literal["migrated", "in_sync", "dry_run", "failed", "rolled_back"]
+    # diverged: someone else committed to the target table since icelake last registered it;
+    # nothing was written and nothing rolled back (see README "Outcome states").
+    status: Literal["migrated", "in_sync", "dry_run", "diverged", "failed", "rolled_back"]
     target_metadata_location: str | None = None
     files_copied: int = 0
     bytes_copied: int = 0

@@ -12,14 +12,17 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, Literal
 
 import boto3
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from icelake.aws import catalog
-from icelake.aws.fileio import FileIO, io_for
+from icelake.aws.clients import client as aws_client
+from icelake.aws.clients import new_session
+from icelake.aws.fileio import FileIO, S3FileIO, io_for
 from icelake.aws.ledger import Ledger
 from icelake.aws.session import AssumedRole
 from icelake.constants import EVENT_SOURCE
@@ -30,6 +33,7 @@ from icelake.migrate.plan import build_plan
 from icelake.migrate.progress import NoProgress
 from icelake.migrate.validate import check_target_files, validate_tables
 from icelake.uris import PrefixMap
+from icelake.workflow.journal import JOURNAL_NAME, new_target_keys, read_journal, write_journal
 from icelake.workflow.models import (
     InventoryResult,
     MigrationRequest,
@@ -40,6 +44,7 @@ from icelake.workflow.models import (
     TableOutcome,
     WorkItem,
 )
+from icelake.workflow.wiring import WorkflowEnv
 
 
 class InvalidRequestError(IcelakeError):
@@ -50,31 +55,13 @@ class ValidationFailedError(IcelakeError):
     pass
 
 
-class WorkflowEnv(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    ledger_table: str
-    artifacts_bucket: str
-    event_bus: str = "default"
-
-    @classmethod
-    def from_environ(cls) -> WorkflowEnv:
-        from icelake.constants import ENV_ARTIFACTS_BUCKET, ENV_EVENT_BUS, ENV_LEDGER_TABLE
-
-        return cls(
-            ledger_table=os.environ[ENV_LEDGER_TABLE],
-            artifacts_bucket=os.environ[ENV_ARTIFACTS_BUCKET],
-            event_bus=os.environ.get(ENV_EVENT_BUS, "default"),
-        )
-
-
 @dataclass
 class Sessions:
     request: MigrationRequest
 
     @cached_property
     def orchestrator(self) -> boto3.Session:
-        return boto3.Session()
+        return new_session()
 
     def role(self, side: Literal["src", "dst"]) -> AssumedRole | None:
         """The source (read) or target (write) role as this request assumes it, if it names one."""
@@ -112,15 +99,20 @@ def _artifact_key(run_id: str, table: str, name: str) -> str:
 
 
 def _put_json(env: WorkflowEnv, key: str, value: Any) -> None:
-    boto3.client("s3").put_object(Bucket=env.artifacts_bucket, Key=key, Body=json.dumps(value).encode())
+    aws_client("s3").put_object(Bucket=env.artifacts_bucket, Key=key, Body=json.dumps(value).encode())
 
 
 def _read_json(bucket: str, key: str) -> Any:
-    return json.loads(boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())
+    return json.loads(aws_client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())
 
 
-def _get_json(env: WorkflowEnv, key: str) -> Any:
-    return _read_json(env.artifacts_bucket, key)
+def _artifacts_io(env: WorkflowEnv) -> FileIO:
+    """The artifacts bucket, with the orchestrator's own credentials."""
+    return S3FileIO(aws_client("s3"))
+
+
+def _artifacts_uri(env: WorkflowEnv, key: str) -> str:
+    return f"s3://{env.artifacts_bucket}/{key}"
 
 
 def _record_outcome(ledger: Ledger, outcome: TableOutcome, state: str, **attrs: Any) -> None:
@@ -212,14 +204,6 @@ def _maps(item: WorkItem) -> list[tuple[str, str]]:
     return [(m.source, m.target) for m in item.request.target.prefix_maps]
 
 
-def _target_prefixes(item: WorkItem) -> list[str]:
-    return [item.target_location, *(m.target for m in item.request.target.prefix_maps)]
-
-
-def _listing(io: FileIO, prefixes: list[str]) -> dict[str, str]:
-    return {uri: info.etag or str(info.size) for p in prefixes for uri, info in io.list(p)}
-
-
 def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
     item = WorkItem.model_validate(event["item"])
     sessions = Sessions(item.request)
@@ -229,6 +213,10 @@ def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
     catalog.check_target_is_ours(existing, owner_of(item), target_name)
     previous = catalog.metadata_location(existing) if existing else None
     dst_io = sessions.target_io()
+    synced = ledger.last_synced(item.target_location)
+    diverged = _foreign_commit(dst_io, synced, previous)
+    if diverged:
+        return _diverged(item, env, ledger, diverged, previous, existing is not None)
     table_plan = build_plan(
         item.source_metadata_location,
         item.target_location,
@@ -239,11 +227,11 @@ def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
         workers=16,
         progress=NoProgress(),
     )
-    before_key = _artifact_key(item.run_id, item.name, "target-before.json")
     copy_key = _artifact_key(item.run_id, item.name, "copy-result.json")
-    _put_json(env, before_key, _listing(dst_io, _target_prefixes(item)))
+    # Written before the copy starts: what rollback may delete, should anything fail later.
+    journal_key = _artifact_key(item.run_id, item.name, JOURNAL_NAME)
+    write_journal(_artifacts_io(env), _artifacts_uri(env, journal_key), new_target_keys(table_plan, dst_io))
     to_copy = sum(t.info.size for t in table_plan.copies)
-    synced = ledger.last_synced(item.target_location)
     in_sync = (
         item.request.mode == "incremental"
         and synced is not None
@@ -277,8 +265,50 @@ def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
         previous_target_metadata=previous,
         target_table_existed=existing is not None,
         target_metadata_location=table_plan.target_metadata,
-        before_listing_key=before_key,
+        journal_key=journal_key,
         copy_result_uri=f"s3://{env.artifacts_bucket}/{copy_key}",
+    )
+
+
+def _foreign_commit(dst_io: FileIO, synced: dict[str, Any] | None, current: str | None) -> str | None:
+    """Why the target table is no longer what icelake last registered, or None if it still is.
+
+    A later commit by anyone else (an engine writing to the migrated table) moves the Glue
+    pointer; syncing over it would silently revert that commit."""
+    registered = synced.get("target_metadata") if synced else None
+    if not registered or current == registered:
+        return None
+    when = "at an unknown time"
+    if current:
+        try:
+            updated_ms = json.loads(dst_io.read(current)).get("last-updated-ms")
+            when = f"at {datetime.fromtimestamp(updated_ms / 1000, UTC).isoformat(timespec='seconds')}"
+        except Exception:  # the foreign metadata may be gzipped, gone or unreadable: say so, go on
+            when = "at a time its metadata does not tell"
+    return (
+        f"the target table was committed to by someone else {when}: its metadata is {current}, "
+        f"icelake last registered {registered}; nothing was written. Keep the target's commits "
+        "(stop syncing this table), or drop the target table to migrate it again"
+    )
+
+
+def _diverged(
+    item: WorkItem, env: WorkflowEnv, ledger: Ledger, why: str, current: str | None, existed: bool
+) -> PlanResult:
+    ledger.record_table(item.run_id, item.name, "DIVERGED", error=why, previous_target_metadata=current)
+    return PlanResult(
+        item=item,
+        engine="none",
+        files_planned=0,
+        bytes_planned=0,
+        files_to_copy=0,
+        bytes_to_copy=0,
+        previous_target_metadata=current,
+        target_table_existed=existed,
+        target_metadata_location=current or "",
+        journal_key=_artifact_key(item.run_id, item.name, JOURNAL_NAME),  # never written: nothing to undo
+        copy_result_uri="",
+        diverged=why,
     )
 
 
@@ -364,7 +394,7 @@ def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
     planned = PlanResult.model_validate(event["plan"])
     if planned.engine == "none":  # dry run, or already in sync: nothing was written to check
         outcome = skipped(event)
-        _record_outcome(Ledger(boto3.client("dynamodb"), env.ledger_table), outcome, outcome.status.upper())
+        _record_outcome(Ledger(aws_client("dynamodb"), env.ledger_table), outcome, outcome.status.upper())
         return outcome
     item = planned.item
     sessions = Sessions(item.request)
@@ -406,6 +436,14 @@ def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
 
 def skipped(event: dict[str, Any]) -> TableOutcome:
     planned = PlanResult.model_validate(event["plan"])
+    if planned.diverged:
+        return TableOutcome(
+            run_id=planned.item.run_id,
+            table=planned.item.name,
+            status="diverged",
+            target_metadata_location=planned.previous_target_metadata,
+            error=planned.diverged,
+        )
     status: Literal["dry_run", "in_sync"] = "dry_run" if planned.item.request.options.dry_run else "in_sync"
     return TableOutcome(
         run_id=planned.item.run_id,
@@ -430,13 +468,9 @@ def rollback(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
     planned = PlanResult.model_validate(event["plan"]) if event.get("plan") else None
     removed = 0
     if planned is not None:
-        dst_io = sessions.target_io()
-        before: dict[str, str] = _get_json(env, planned.before_listing_key)
-        source_prefixes = PrefixMap([(item.source_metadata_location, "s3://never/written")])
-        for uri, _info in list(_listing(dst_io, _target_prefixes(item)).items()):
-            if uri not in before and not source_prefixes.under_any_source(uri):
-                dst_io.delete(uri)
-                removed += 1
+        journaled = read_journal(_artifacts_io(env), _artifacts_uri(env, planned.journal_key))
+        source = PrefixMap([(p, "s3://never/written") for p in _source_prefixes(item)])
+        removed = sessions.target_io().delete_many([k for k in journaled if not source.under_any_source(k)])
         catalog.restore_table(
             sessions.target.client("glue"),
             item.target_database,
@@ -500,7 +534,7 @@ def _ledger_outcomes(run_id: str, tables: Iterable[str], env: WorkflowEnv) -> It
     ResultWriter's manifest but no result files: there every table comes from here.)"""
     rows = {
         str(r["sk"]).removeprefix("TABLE#"): r
-        for r in Ledger(boto3.client("dynamodb"), env.ledger_table).run_tables(run_id)
+        for r in Ledger(aws_client("dynamodb"), env.ledger_table).run_tables(run_id)
     }
     for table in tables:
         row = rows.get(table, {})
@@ -535,7 +569,7 @@ def report(event: dict[str, Any], env: WorkflowEnv) -> RunSummary:
     run_id = str(event["run_id"])
     outcomes = run_outcomes(event, env)
     counts = Counter(o.status for o in outcomes)
-    failed = counts["failed"] + counts["rolled_back"]
+    failed = counts["failed"] + counts["rolled_back"] + counts["diverged"]
     status: RunState = "succeeded" if failed == 0 else ("failed" if failed == len(outcomes) else "partial")
     key = f"runs/{run_id}/report.json"
     uri = f"s3://{env.artifacts_bucket}/{key}"
@@ -544,7 +578,7 @@ def report(event: dict[str, Any], env: WorkflowEnv) -> RunSummary:
         key,
         RunReport(run_id=run_id, status=status, tables=outcomes, report_uri=uri).model_dump(mode="json"),
     )
-    boto3.client("events").put_events(
+    aws_client("events").put_events(
         Entries=[
             {
                 "Source": EVENT_SOURCE,

@@ -4,20 +4,17 @@ repo's handlers: several tables across two accounts, incremental sync, failures 
 from __future__ import annotations
 
 import json
-from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 
 from icelake.constants import GLUE_MIGRATE_JOB
-from icelake.local.deploy import LocalDeployment, deploy_migration_workflow
-from icelake.local.embedded import run_execution, start_embedded_aws
+from icelake.local.deploy import LocalDeployment
+from icelake.local.embedded import run_execution
 from icelake.local.lake import SOURCE_ROLE, TARGET_ROLE
-from icelake.workflow.client import read_report
+from tests.e2e.conftest import run_workflow
 from tests.functional.moto_sts import assumed_roles
 from tests.lake import (
     SOURCE_BUCKET,
@@ -25,7 +22,6 @@ from tests.lake import (
     Lake,
     add_source_table,
     bucket_state,
-    build_lake,
     catalog_state,
     commit,
     s3_props,
@@ -33,25 +29,6 @@ from tests.lake import (
 from tests.verify import assert_same_table
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[tuple[Lake, LocalDeployment]]:
-    with start_embedded_aws(REPO):
-        deployment = deploy_migration_workflow()
-        yield build_lake(tmp_path / "local", orchestrator_resources=False), deployment
-
-
-def _run(deployment: LocalDeployment, request: dict[str, Any]) -> dict[str, Any]:
-    """The run's whole report: the execution returns a summary naming the report it wrote to S3."""
-    result = run_execution(deployment.state_machine_arn, request, timeout=300, name=request["run_id"])
-    assert result.status == "SUCCEEDED", result.failure()
-    summary = dict(result.output)
-    report = read_report(summary["report_uri"])
-    assert summary["status"] == report["status"] and summary["tables"] == len(report["tables"])
-    assert summary["counts"] == dict(Counter(t["status"] for t in report["tables"]))
-    return report
 
 
 def test_full_migration_then_incremental_sync(world: tuple[Lake, LocalDeployment]) -> None:
@@ -60,7 +37,7 @@ def test_full_migration_then_incremental_sync(world: tuple[Lake, LocalDeployment
     source_before = bucket_state(lake.source, SOURCE_BUCKET)
 
     # When the state machine migrates the database
-    report = _run(deployment, lake.request("full-1"))
+    report = run_workflow(deployment, lake.request("full-1"))
 
     # Then every table is migrated, registered and reads like its source in every snapshot
     assert report["status"] == "succeeded"
@@ -81,7 +58,7 @@ def test_full_migration_then_incremental_sync(world: tuple[Lake, LocalDeployment
 
     # When one table gets a new commit and an incremental run follows
     new_meta = commit(lake, "orders", [6, 7])
-    second = _run(deployment, lake.request("incr-1", mode="incremental"))
+    second = run_workflow(deployment, lake.request("incr-1", mode="incremental"))
 
     # Then only the new data file is copied; unchanged tables are reported in sync
     outcomes = {t["table"]: t for t in second["tables"]}
@@ -116,7 +93,7 @@ def test_a_failing_table_is_rolled_back_and_the_others_migrate(world: tuple[Lake
     source_before = bucket_state(lake.source, SOURCE_BUCKET)
     catalog_theirs = catalog_state(lake.target)["sales.theirs"]
 
-    report = _run(deployment, lake.request("mixed-1"))
+    report = run_workflow(deployment, lake.request("mixed-1"))
 
     outcomes = {t["table"]: t for t in report["tables"]}
     assert report["status"] == "partial"
@@ -187,7 +164,7 @@ def test_a_run_killed_mid_copy_is_resumed_by_running_it_again(
     assert 0 < len(bucket_state(lake.target, TARGET_BUCKET)) < 4
 
     # When the migration is simply run again
-    resumed = _run(deployment, lake.request("resume-1"))
+    resumed = run_workflow(deployment, lake.request("resume-1"))
     resumed_contents, resumed_catalog = _contents(lake), catalog_state(lake.target)
 
     # Then it ends exactly like an uninterrupted run
@@ -195,7 +172,7 @@ def test_a_run_killed_mid_copy_is_resumed_by_running_it_again(
     for key in bucket_state(lake.target, TARGET_BUCKET):
         lake.target.client("s3").delete_object(Bucket=TARGET_BUCKET, Key=key)
     lake.target.client("glue").delete_table(DatabaseName="sales", Name="orders")
-    clean = _run(deployment, lake.request("clean-1"))
+    clean = run_workflow(deployment, lake.request("clean-1"))
     assert clean["tables"][0]["files_copied"] == 4
     assert _contents(lake) == resumed_contents
     assert (
@@ -232,7 +209,7 @@ def test_a_source_commit_during_the_migration_is_picked_up_by_the_next_run(
         == 2
     )
     # and the next incremental run brings the new commit
-    report = _run(deployment, lake.request("pin-2", mode="incremental"))
+    report = run_workflow(deployment, lake.request("pin-2", mode="incremental"))
     latest = report["tables"][0]
     assert latest["status"] == "migrated" and latest["files_copied"] == 1
     assert (
@@ -253,7 +230,7 @@ def test_large_tables_go_through_the_glue_job(world: tuple[Lake, LocalDeployment
     request = lake.request("glue-1", options=options)
 
     started = datetime.now(UTC)
-    report = _run(deployment, request)
+    report = run_workflow(deployment, request)
     ended = datetime.now(UTC)
 
     # Then the Glue job copied them (its run is in Glue's history) and they read like their sources

@@ -99,6 +99,23 @@ def test_missing_source_files_are_listed_and_nothing_is_written(
     with pytest.raises(MissingSourceFilesError) as info:
         migrate_table(meta, str(tmp_path / "dst"), src_io=IO, dst_io=IO)
     assert info.value.missing == [data_files[0]]
+    assert "1 file(s) that do not exist" in str(info.value)
+    assert not (tmp_path / "dst").exists()
+
+
+def test_a_source_file_of_the_wrong_size_is_named_as_such(
+    source: tuple[SqlCatalog, str], tmp_path: Path
+) -> None:
+    catalog, meta = source
+    data_file = next(iter(catalog.load_table("db.t").scan().plan_files())).file.file_path
+    with open(data_file.removeprefix("file://"), "ab") as fh:
+        fh.write(b"x")
+    with pytest.raises(MissingSourceFilesError) as info:
+        migrate_table(meta, str(tmp_path / "dst"), src_io=IO, dst_io=IO)
+    message = str(info.value)
+    assert "1 file(s) whose size differs from the metadata" in message
+    assert "do not exist" not in message
+    assert info.value.missing == []
     assert not (tmp_path / "dst").exists()
 
 

@@ -149,6 +149,28 @@ def statistics(spark: Any) -> SourceTable:
     return _table(spark, "stats")
 
 
+def float_specials(spark: Any) -> SourceTable:
+    """NaN, +-infinity, -0.0 and NULL in a double column and in a double partition column."""
+    spark.sql(
+        "CREATE TABLE src.db.floats (id bigint, f double, p double) USING iceberg PARTITIONED BY (p) "
+        "TBLPROPERTIES ('format-version'='2')"
+    )
+    specials = [
+        "CAST('NaN' AS DOUBLE)",
+        "CAST('Infinity' AS DOUBLE)",
+        "CAST('-Infinity' AS DOUBLE)",
+        "CAST('-0.0' AS DOUBLE)",
+        "CAST(0.0 AS DOUBLE)",
+        "CAST(NULL AS DOUBLE)",
+        "CAST(1.5 AS DOUBLE)",
+    ]
+    rows = ", ".join(f"({i}, {v}, {specials[(i + 3) % len(specials)]})" for i, v in enumerate(specials))
+    spark.sql(f"INSERT INTO src.db.floats VALUES {rows}")
+    spark.sql("INSERT INTO src.db.floats VALUES (100, CAST('NaN' AS DOUBLE), CAST('NaN' AS DOUBLE))")
+    spark.sql("DELETE FROM src.db.floats WHERE id = 6")
+    return _table(spark, "floats")
+
+
 SPARK_CASES = {
     "v1_partitioned": v1_partitioned,
     "v2_merge_on_read": v2_merge_on_read,
@@ -156,6 +178,7 @@ SPARK_CASES = {
     "history": history,
     "v3_deletion_vectors": v3_deletion_vectors,
     "statistics": statistics,
+    "float_specials": float_specials,
 }
 
 

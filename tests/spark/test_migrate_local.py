@@ -24,6 +24,7 @@ CASES = [
     "statistics",
     "data_elsewhere",
     "pyiceberg",
+    "float_specials",
 ]
 
 
