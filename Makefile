@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast lint bench clean synth
+.PHONY: setup demo test test-fast lint bench bench-scd2 clean synth
 
 setup: $(STAMP)
 
@@ -34,6 +34,12 @@ bench: setup
 	$(BIN)/python -m benchmarks.workflow_bench
 	$(BIN)/python -m benchmarks.scd2_bench
 	$(BIN)/python -m benchmarks.scd2_bench --history 2
+
+# SCD2 merge against a naive rewrite: 1,000,000 wide rows, 1% changed (last line: JSON summary),
+# then with 5 earlier batches of history (at 200,000 rows: 6x the rows to build on a 2-core machine).
+bench-scd2: setup
+	$(BIN)/python -m benchmarks.scd2_bench --rows 1000000
+	$(BIN)/python -m benchmarks.scd2_bench --rows 200000 --history 5
 
 # The CDK cloud assembly in build/cdk.out (no AWS credentials, no CDK CLI needed; `cdk deploy` reads cdk.json).
 synth: setup
