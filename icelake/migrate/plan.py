@@ -145,7 +145,11 @@ def build_plan(
     for path, size in stats:
         files.setdefault(path, (size if size is not None else -1, True))
 
-    unmapped = _unmapped_prefixes(paths, prefix_map)
+    directories = {
+        meta["location"],
+        *(v for k in mj.PATH_PROPERTIES if (v := meta.get("properties", {}).get(k))),
+    }
+    unmapped = _unmapped_prefixes(paths, prefix_map, directories)
     if unmapped:
         raise UnmappedPrefixesError(unmapped)
     refuse_duplicate_targets(paths, prefix_map)
@@ -271,8 +275,11 @@ def stat_all(
         return dict(zip(uris, pool.map(one, uris), strict=True))
 
 
-def _unmapped_prefixes(paths: Counter[str], prefix_map: PrefixMap) -> dict[str, int]:
-    """Unmapped paths grouped by the longest directory they share per bucket (or file system)."""
+def _unmapped_prefixes(paths: Counter[str], prefix_map: PrefixMap, directories: set[str]) -> dict[str, int]:
+    """Unmapped paths grouped by the longest prefix they share per bucket (or file system).
+
+    `directories` are paths that name a directory (the table location, `write.*.path` values):
+    their own path is the prefix, where a file's prefix is its parent directory."""
     groups: dict[str, list[str]] = {}
     for p in paths:
         if prefix_map.match(p) is None:
@@ -280,9 +287,10 @@ def _unmapped_prefixes(paths: Counter[str], prefix_map: PrefixMap) -> dict[str, 
             scheme, rest = c.split("://", 1)
             authority = rest.split("/", 1)[0]
             groups.setdefault(f"{scheme}://{authority}", []).append(c)
+    dirs_canonical = {canonical(d) for d in directories}
     out: dict[str, int] = {}
     for root, members in groups.items():
-        dirs = [posixpath.dirname(m) if m != root else m for m in members]
+        dirs = [m if m in dirs_canonical or m == root else posixpath.dirname(m) for m in members]
         common = posixpath.commonpath([d.split("://", 1)[1] for d in dirs])
         out[f"{root.split('://', 1)[0]}://{common}"] = len(members)
     return out
