@@ -52,7 +52,15 @@ class DeleteRewrite:
     column_sizes: dict[int, int] | None = None
 
 
+AVRO_MAGIC = b"Obj\x01"
+
+
 def read_avro(uri: str, data: bytes) -> AvroFile:
+    if data[:4] != AVRO_MAGIC:  # fastavro reads past a damaged magic; a copy would "repair" it
+        raise UnsupportedFileError(
+            f"{uri} is not an Avro file (it starts with {data[:4]!r}, not {AVRO_MAGIC!r}): the source "
+            "file is damaged; restore it from a backup or expire the snapshots that use it"
+        )
     try:
         reader = fastavro.reader(io.BytesIO(data))
         records: list[dict[str, Any]] = list(reader)  # type: ignore[arg-type]
@@ -65,7 +73,7 @@ def read_avro(uri: str, data: bytes) -> AvroFile:
 
 def _header(metadata: dict[str, str], sync: bytes) -> bytes:
     """An Avro container header: magic, the metadata map (one block), the sync marker."""
-    parts = [b"Obj\x01", zigzag(len(metadata))]
+    parts = [AVRO_MAGIC, zigzag(len(metadata))]
     for key, value in metadata.items():
         k, v = key.encode(), value.encode()
         parts += [zigzag(len(k)), k, zigzag(len(v)), v]

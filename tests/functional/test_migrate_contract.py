@@ -21,6 +21,7 @@ from icelake.errors import (
     TargetHoldsOtherTableError,
     UnmappedPrefixesError,
     UnsafeTargetError,
+    UnsupportedFileError,
 )
 from icelake.migrate import migrate_table
 from tests.verify import assert_same_table
@@ -308,3 +309,17 @@ def test_target_file_check_finds_wrong_sizes_missing_files_and_source_paths(
     assert any("missing" in p and data[1].name in p for p in problems)
     flagged = check_target_files(IO, result.target_metadata_location, [str(tmp_path / "dst" / "t")])
     assert any("under a source prefix" in p for p in flagged)
+
+
+def test_a_manifest_with_a_damaged_magic_is_refused_not_repaired(
+    source: tuple[SqlCatalog, str], tmp_path: Path
+) -> None:
+    catalog, meta = source
+    snapshot = catalog.load_table("db.t").current_snapshot()
+    assert snapshot is not None
+    manifest = snapshot.manifests(catalog.load_table("db.t").io)[0].manifest_path.removeprefix("file://")
+    data = Path(manifest).read_bytes()
+    Path(manifest).write_bytes(b"Obj\x02" + data[4:])
+    with pytest.raises(UnsupportedFileError, match="is not an Avro file"):
+        migrate_table(meta, str(tmp_path / "dst"), src_io=IO, dst_io=IO)
+    assert not (tmp_path / "dst").exists()
