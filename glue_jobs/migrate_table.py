@@ -9,7 +9,7 @@ awsglue when present, else argparse (same names), so the same script runs in AWS
   --target-role-arn ARN      it and refresh it); without one, the job's own credentials
   --source-external-id ID    sts:ExternalId for the source / target role, when its trust needs one
   --target-external-id ID
-  --session-duration-seconds N  DurationSeconds of each assumed-role session, 900..43200 (3600)
+  --session-duration-seconds N  DurationSeconds of each assumed-role session, 900..3600 (3600)
   --target-kms-key KEY       KMS key for every object written to the target
   --overwrite [true|false]   replace target files that exist with different content
   --run-id ID                names the assumed-role sessions

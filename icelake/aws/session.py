@@ -18,7 +18,9 @@ from icelake.aws.clients import new_session
 from icelake.errors import IcelakeError
 
 MIN_SESSION_SECONDS = 900  # STS's minimum DurationSeconds
-MAX_SESSION_SECONDS = 43_200  # STS's maximum, and the source/target roles' MaxSessionDuration
+# Lambda and Glue already run with role credentials, so assuming the source or target role from them
+# is role chaining, and AWS caps a chained session at one hour whatever the role's MaxSessionDuration.
+MAX_SESSION_SECONDS = 3_600
 DEFAULT_SESSION_SECONDS = 3_600
 
 
@@ -31,7 +33,9 @@ def check_session_duration(seconds: int, option: str = "session_duration_seconds
     if not MIN_SESSION_SECONDS <= seconds <= MAX_SESSION_SECONDS:
         raise SessionDurationError(
             f"{option} must be between {MIN_SESSION_SECONDS} and {MAX_SESSION_SECONDS} seconds "
-            f"(15 minutes to 12 hours, the roles' maximum session duration), got {seconds}"
+            "(15 minutes to 1 hour: Lambda and Glue already run as a role, so assuming the source or "
+            "target role is role chaining, which AWS caps at 1 hour; sessions renew themselves, so "
+            f"long copies need no longer one), got {seconds}"
         )
     return seconds
 
