@@ -128,9 +128,7 @@ def test_glue_job_refuses_a_bad_duration_before_starting_spark(monkeypatch: pyte
     monkeypatch.setattr(glue_job, "build_session", no_spark)
     argv = ["--source-metadata", "s3://a/m.json", "--target-location", "s3://b/t"]
     argv += ["--target-role-arn", TARGET_ROLE, "--session-duration-seconds", "50000"]
-    with pytest.raises(
-        SessionDurationError, match="--session-duration-seconds must be between 900 and 3600"
-    ):
+    with pytest.raises(SessionDurationError, match="--session-duration-seconds must be between 900 and 3600"):
         glue_job.main(argv)
 
 
