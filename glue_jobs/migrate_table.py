@@ -30,6 +30,7 @@ from typing import Any
 
 from icelake.aws.fileio import io_for
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, AssumedRole, check_session_duration
+from icelake.glue_args import Resolver, resolve_options
 from icelake.migrate.distributed import SparkRunner, executor_spec
 from icelake.migrate.engine import run_migration
 from icelake.migrate.models import MigrationResult
@@ -55,29 +56,20 @@ REQUIRED = ("source_metadata", "target_location")
 IN_GLUE = importlib.util.find_spec("awsglue") is not None
 
 
-def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    if IN_GLUE:  # pragma: no cover - only inside AWS Glue
-        from awsglue.utils import getResolvedOptions
-
-        # Either spelling (argparse inside resolves both to the underscore name); the required
-        # ones always, so that a missing one fails there with its name.
-        spelled = {o: next((s for s in (o.replace("_", "-"), o) if f"--{s}" in argv), o) for o in OPTIONS}
-        given = [spelled[o] for o in OPTIONS if o in REQUIRED or f"--{spelled[o]}" in argv]
-        # getResolvedOptions skips its first argument (the script name in sys.argv).
-        resolved = getResolvedOptions(["migrate_table", *argv], given)
-        raw = {o: resolved.get(o) for o in OPTIONS}
+def parse_args(argv: Sequence[str], resolver: Resolver | None = None) -> argparse.Namespace:
+    """The job's arguments from `argv` without the script name (`sys.argv[1:]`)."""
+    parser = argparse.ArgumentParser(prog="migrate_table")
+    for o in OPTIONS:
+        names = [f"--{o.replace('_', '-')}", f"--{o}"]
+        if o == "map":
+            parser.add_argument(*names, dest=o, action="append", default=[])
+        elif o == "overwrite":
+            parser.add_argument(*names, dest=o, nargs="?", const="true", default="false")
+        else:
+            parser.add_argument(*names, dest=o, required=o in REQUIRED)
+    raw = resolve_options("migrate_table", argv, OPTIONS, parser, REQUIRED, resolver)
+    if not isinstance(raw["map"], list):  # getResolvedOptions keeps one value per name
         raw["map"] = [raw["map"]] if raw["map"] else []
-    else:
-        parser = argparse.ArgumentParser(prog="migrate_table")
-        for o in OPTIONS:
-            names = [f"--{o.replace('_', '-')}", f"--{o}"]
-            if o == "map":
-                parser.add_argument(*names, dest=o, action="append", default=[])
-            elif o == "overwrite":
-                parser.add_argument(*names, dest=o, nargs="?", const="true", default="false")
-            else:
-                parser.add_argument(*names, dest=o, required=o in REQUIRED)
-        raw = vars(parser.parse_known_args(list(argv))[0])  # Glue adds its own (--JOB_ID, ...)
     args = {**raw, "map": parse_maps(raw["map"]), "overwrite": _flag(raw["overwrite"])}
     if raw["work_item"]:
         for key, value in _work_item_args(raw["work_item"]).items():
