@@ -85,6 +85,28 @@ def notification_topic(scope: Construct, name: str, key: kms.IKey, emails: Seque
     from aws_cdk import aws_sns_subscriptions as subs
 
     topic = sns.Topic(scope, "Notifications", topic_name=name, master_key=key, enforce_ssl=True)
+    # enforce_ssl makes a topic policy, which then must name every publisher: CloudWatch alarms of
+    # this account (EventBridge rules add their own statement through targets.SnsTopic).
+    stack = Stack.of(scope)
+    topic.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="PublishFromCloudWatchAlarms",
+            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            actions=["sns:Publish"],
+            resources=[topic.topic_arn],
+            conditions={
+                "ArnLike": {
+                    "aws:SourceArn": stack.format_arn(
+                        service="cloudwatch",
+                        resource="alarm",
+                        resource_name="*",
+                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                    )
+                },
+                "StringEquals": {"aws:SourceAccount": stack.account},
+            },
+        )
+    )
     for email in emails:
         topic.add_subscription(subs.EmailSubscription(email))
     return topic
