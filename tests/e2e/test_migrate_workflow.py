@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 import boto3
 import pytest
 
-from icelake.constants import GLUE_MIGRATE_JOB
+from icelake.constants import GLUE_MIGRATE_JOB, GLUE_MIGRATE_SCRIPT
 from icelake.local.deploy import LocalDeployment
-from icelake.local.embedded import run_execution
+from icelake.local.embedded import create_glue_job, run_execution
 from icelake.local.lake import SOURCE_ROLE, TARGET_ROLE
 from tests.e2e.conftest import run_workflow
 from tests.functional.moto_sts import assumed_roles
@@ -256,3 +257,27 @@ def test_large_tables_go_through_the_glue_job(world: tuple[Lake, LocalDeployment
         for r in recorded:
             expires = r.expiration.replace(tzinfo=UTC)
             assert started + timedelta(seconds=1799) <= expires <= ended + timedelta(seconds=1801)
+
+
+@pytest.mark.spark
+def test_glue_tables_beyond_the_jobs_slots_wait_for_one(
+    world: tuple[Lake, LocalDeployment], spark: Any
+) -> None:
+    # Given a Glue job with one slot (Glue refuses a run beyond MaxConcurrentRuns, it queues nothing)
+    # and three tables the threshold sends to it, all at once
+    lake, deployment = world
+    create_glue_job(GLUE_MIGRATE_JOB, GLUE_MIGRATE_SCRIPT, max_concurrent_runs=1)
+    sources = {n: add_source_table(lake, n, [[1, 2]]) for n in ("orders", "customers", "items")}
+    request = lake.request("glue-slots", options={"glue_threshold_bytes": 0, "concurrency": 3})
+
+    # When the workflow runs
+    report = run_workflow(deployment, request)
+
+    # Then Glue refused runs while its slot was taken (moto's StartJobRun raises
+    # ConcurrentRunsExceededException as AWS does), each table waited for the slot, and all three migrated
+    outcomes = {t["table"]: t for t in report["tables"]}
+    assert {outcomes[f"sales.{n}"]["status"] for n in sources} == {"migrated"}
+    job_runs = boto3.client("glue").get_job_runs(JobName=GLUE_MIGRATE_JOB)["JobRuns"]
+    assert len(job_runs) == 3 and {r["JobRunState"] for r in job_runs} == {"SUCCEEDED"}
+    spans = sorted((r["StartedOn"], r["CompletedOn"]) for r in job_runs)
+    assert all(ended <= started for (_, ended), (started, _) in pairwise(spans)), spans
