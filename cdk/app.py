@@ -12,9 +12,11 @@ from aws_cdk import App, Aspects, Environment, Tags
 from cdk_nag import AwsSolutionsChecks
 
 from cdk.access import SourceAccessStack, TargetAccessStack
+from cdk.aspects import NoRedundantDependsOn
 from cdk.build import REPO
 from cdk.config import Settings
 
+S3_LOGS_BY_POLICY = "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"
 DEFAULT_OUTDIR = REPO / "build" / "cdk.out"  # under build/, which git ignores
 
 
@@ -33,6 +35,8 @@ def build_app(context: dict[str, Any] | None = None, outdir: str | Path | None =
     # The CDK CLI passes cdk.json's context itself; `python app.py` reads it here.
     ctx = {} if os.environ.get("CDK_CONTEXT_JSON") else _cdk_json_context()
     ctx.update(context or {})
+    # Access logs arrive by bucket policy, not the legacy LogDeliveryWrite ACL (cfn-lint W3045).
+    ctx[S3_LOGS_BY_POLICY] = True
     app = App(context=ctx, outdir=str(outdir) if outdir else None)
     settings = Settings.from_context(app.node)
     build_dir = Path(app.outdir).resolve().parent / "cdk-bundles"
@@ -70,5 +74,6 @@ def build_app(context: dict[str, Any] | None = None, outdir: str | Path | None =
             description="icelake: scheduled API ingestion into SCD2 Iceberg tables (Step Functions, Glue)",
         )
     Tags.of(app).add("project", "icelake")
+    Aspects.of(app).add(NoRedundantDependsOn())
     Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
     return app

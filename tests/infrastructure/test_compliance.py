@@ -6,6 +6,7 @@ import pytest
 
 from tests.infrastructure.conftest import Synth
 
+FAILING_WARNINGS = {"W3005", "W3045"}
 STACKS = ["IcelakeOrchestrator", "IcelakeSourceAccess", "IcelakeTargetAccess", "IcelakeIngest"]
 
 
@@ -35,7 +36,9 @@ def test_cfn_lint_reports_no_errors(synth: Synth, stack_id: str) -> None:
 
     path = synth.outdir / f"{stack_id}.template.json"
     matches = lint_file(path, config=ManualArgs(regions=["us-east-1"]))
-    errors = [m for m in matches if m.rule.id.startswith("E")]
+    # errors, and the warnings of things a deployment should not carry: DependsOn already implied by
+    # a reference (W3005) and legacy bucket ACLs (W3045)
+    errors = [m for m in matches if m.rule.id.startswith("E") or m.rule.id in FAILING_WARNINGS]
     assert not errors, "\n".join(str(m) for m in errors)
 
 
