@@ -147,6 +147,9 @@ class Settings:
     source_locations: tuple[BucketPrefix, ...] = (BucketPrefix("source-lake", "warehouse"),)
     source_databases: tuple[str, ...] = ("sales",)
     source_kms_key_arns: tuple[str, ...] = ()
+    # A cutover with options.mark_source sets icelake.promoted_to on the source tables: the one
+    # write icelake may ever make in the source account, granted only when this is true.
+    source_allow_mark: bool = False
     target_bucket: str = "target-lake"
     target_prefix: str = "warehouse"
     target_databases: tuple[str, ...] = ("sales",)
@@ -262,6 +265,7 @@ class Settings:
             ),
             source_databases=tuple(get("source_databases", d.source_databases)),
             source_kms_key_arns=tuple(get("source_kms_key_arns", d.source_kms_key_arns)),
+            source_allow_mark=bool(get("source_allow_mark", d.source_allow_mark)),
             target_bucket=get("target_bucket", d.target_bucket),
             target_prefix=get("target_prefix", d.target_prefix),
             target_databases=tuple(get("target_databases", d.target_databases)),

@@ -188,3 +188,18 @@ def test_map_exports_its_results_to_the_artifacts_bucket_and_report_reads_them(s
     assert migrate["ResultPath"] == "$.map_results" and migrate["ToleratedFailurePercentage"] == 100
     payload = definition["States"]["Report"]["Parameters"]["Payload"]
     assert payload["map_results.$"] == "$.map_results" and "outcomes.$" not in payload
+
+
+def test_the_dashboard_graphs_every_table_outcome_the_report_step_publishes(synth: Synth) -> None:
+    from icelake.workflow.models import FILES_PRUNED_METRIC, OUTCOME_METRICS, TableOutcome
+    from icelake.workflow.wiring import METRICS_NAMESPACE, MIGRATE_SERVICE
+
+    (dashboard,) = resources_of(synth.templates[ORCH], "AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])  # an Fn::Join of JSON fragments
+    # every status a table can end in has its metric on the dashboard, in the Lambdas' namespace
+    statuses = TableOutcome.model_fields["status"].annotation.__args__  # type: ignore[union-attr]
+    assert set(OUTCOME_METRICS) == set(statuses)
+    for metric in [*OUTCOME_METRICS.values(), FILES_PRUNED_METRIC]:
+        assert f'[\\"{METRICS_NAMESPACE}\\",\\"{metric}\\",\\"service\\",\\"{MIGRATE_SERVICE}\\"' in body, (
+            metric
+        )
