@@ -162,7 +162,7 @@ def python_function(
         runtime=lambda_.Runtime.PYTHON_3_11,
         architecture=lambda_.Architecture.X86_64,
         handler=handler,
-        code=lambda_.Code.from_asset(str(REPO / Path(handler_path).parent)),
+        code=lambda_.Code.from_asset(str(REPO / Path(handler_path).parent), exclude=["__pycache__", "*.pyc"]),
         layers=list(layers),
         environment=dict(environment),
         role=role,
