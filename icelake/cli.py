@@ -22,6 +22,7 @@ from icelake.aws.session import (
     check_session_duration,
 )
 from icelake.errors import IcelakeError
+from icelake.explain import explain
 from icelake.ingest.cli import ingest_app
 from icelake.migrate import MigrationResult, migrate_table
 from icelake.uris import parse_map_option
@@ -161,10 +162,13 @@ def migrate_path(
                 progress=progress,
             )
     except (IcelakeError, ValueError) as exc:
-        err.print(f"icelake: error: {exc}", highlight=False, soft_wrap=True)
+        err.print(f"icelake: error: {exc}", highlight=False, soft_wrap=True, markup=False)
         raise typer.Exit(2) from exc
-    except Exception as exc:  # an unexpected failure still ends in one line, not a traceback
-        err.print(f"icelake: unexpected error: {type(exc).__name__}: {exc}", highlight=False, soft_wrap=True)
+    except Exception as exc:  # the file system, AWS or the network: still one line, not a traceback
+        message = explain(exc)
+        if message is None:
+            message = f"unexpected error: {type(exc).__name__}: {exc}"
+        err.print(f"icelake: error: {message}", highlight=False, soft_wrap=True, markup=False)
         raise typer.Exit(1) from exc
     if as_json:
         sys.stdout.write(json.dumps(result.model_dump(mode="json")) + "\n")
@@ -264,7 +268,7 @@ def migrate_start(
             return
         status = _follow(execution_arn, rid)
     except (IcelakeError, ValueError) as exc:
-        err.print(f"icelake: error: {exc}", highlight=False, soft_wrap=True)
+        err.print(f"icelake: error: {exc}", highlight=False, soft_wrap=True, markup=False)
         raise typer.Exit(2) from exc
     _print_outcome(status, as_json)
     if status.output and status.output.get("tables") == 0 and not allow_empty:
@@ -307,7 +311,7 @@ def migrate_status(
             arn = state_machine_arn or find_state_machine(aws_client("stepfunctions"))
         status = run_status(_execution_arn(arn, run_id), run_id)
     except IcelakeError as exc:
-        err.print(f"icelake: error: {exc}", highlight=False, soft_wrap=True)
+        err.print(f"icelake: error: {exc}", highlight=False, soft_wrap=True, markup=False)
         raise typer.Exit(2) from exc
     if not status.done:
         Console().print(_run_table(status))

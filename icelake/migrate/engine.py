@@ -1,7 +1,9 @@
 """Run a migration: plan, copy unchanged files, rewrite files that hold paths, metadata.json last.
 
-Write order makes every intermediate state safe: data first, then delete files, manifests,
-manifest lists and finally the metadata.json files (current one last). Until that last write
+Write order makes every intermediate state safe: delete files and data first, then manifests,
+manifest lists and finally the metadata.json files (current one last). Delete files go before the
+bulk copy because they are read whole, so a damaged page is found before most bytes move (their
+footers were already checked by the plan). Until that last write
 the target has no metadata pointing at anything missing, so a run killed anywhere is resumed by
 running it again (identical files are recognised and skipped).
 
@@ -262,13 +264,14 @@ def run_migration(
 
 
 def _execute(plan: TablePlan, steps: Steps, runner: Runner, driver: ThreadRunner) -> list[Outcome]:
-    # 1. Unchanged files, server-side where possible.
-    outcomes = runner.map("copy files", steps.copy, plan.copies)
-
-    # 2. Delete files that name data files: rewritten, and what changed is remembered.
+    # 1. Delete files that name data files: rewritten, and what changed is remembered. First,
+    # because they are parsed whole: a damaged one stops the run before the bulk copy.
     deletes = runner.map("rewrite delete files", steps.rewrite_delete, plan.delete_files)
-    outcomes += [o for o, _ in deletes]
+    outcomes = [o for o, _ in deletes]
     delete_rewrites = {t.source: r for t, (_, r) in zip(plan.delete_files, deletes, strict=True)}
+
+    # 2. Unchanged files, server-side where possible.
+    outcomes += runner.map("copy files", steps.copy, plan.copies)
 
     # 3. Manifests, then (here) the manifest lists that record their new lengths.
     refs = list(plan.manifests.values())
