@@ -176,6 +176,19 @@ def _leaked_runtime_packages(python_dir: Path) -> list[str]:
     return sorted(names & (RUNTIME_PROVIDED | {"dateutil"}))
 
 
+def _intact(out: Path, manifest: Path) -> bool:
+    """The cached layer is complete and as built. Bytecode that an interpreter importing from it wrote
+    (as root, read-only directories do not stop it) is removed; any other change means a rebuild."""
+    if not (manifest.is_file() and (out / "python").is_dir()):
+        return False
+    trim(out / "python", ("**/__pycache__", "**/*.pyc"))
+    try:
+        built = int(json.loads(manifest.read_text())["bytes"])
+    except (ValueError, KeyError, TypeError):
+        return False
+    return tree_size(out) == built
+
+
 def deps_layer(requirements: Path = REQUIREMENTS, cache_root: Path = LAYERS_DIR) -> Path:
     """The layer directory (holding python/) for `requirements`, built once per key and then reused.
 
@@ -184,12 +197,12 @@ def deps_layer(requirements: Path = REQUIREMENTS, cache_root: Path = LAYERS_DIR)
     key = layer_key(requirements)
     out = cache_root / key
     manifest = cache_root / f"{key}.json"  # written last, beside the layer: its presence means complete
-    if manifest.is_file() and (out / "python").is_dir():
+    if _intact(out, manifest):
         return out
     cache_root.mkdir(parents=True, exist_ok=True)
     with (cache_root / f"{key}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if manifest.is_file() and (out / "python").is_dir():  # built by another synth meanwhile
+        if _intact(out, manifest):  # built by another synth meanwhile
             return out
         staging = cache_root / f"{key}.building-{os.getpid()}"
         shutil.rmtree(staging, ignore_errors=True)

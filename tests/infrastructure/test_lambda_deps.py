@@ -108,3 +108,23 @@ def test_synth_stops_with_one_line_instead_of_leaving_the_dependencies_out(
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert lines[-1].startswith(message), proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_cached_layer_is_reused_as_built_and_rebuilt_when_changed(tmp_path: Path) -> None:
+    req = tmp_path / "requirements-lambda.txt"
+    req.write_text("idna==3.20\n")
+    layer = deps_layer(req, tmp_path / "layers")
+    module = layer / "python" / "idna" / "core.py"
+    built = module.read_bytes()
+    assert (tmp_path / "layers" / f"{layer.name}.json").is_file()
+    assert not list(layer.rglob("__pycache__")) and not (layer / "python" / "bin").exists()
+    # When an interpreter importing from the cache wrote bytecode into it, the next synth drops it
+    (layer / "python" / "idna" / "__pycache__").mkdir()
+    (layer / "python" / "idna" / "__pycache__" / "core.cpython-311.pyc").write_bytes(b"x" * 100)
+    assert deps_layer(req, tmp_path / "layers") == layer
+    assert not list(layer.rglob("__pycache__"))
+    # When a file of the cached layer was changed, the layer is built again
+    module.write_bytes(built + b"\n# changed\n")
+    assert deps_layer(req, tmp_path / "layers") == layer
+    assert module.read_bytes() == built
