@@ -73,8 +73,16 @@ TRIM: tuple[str, ...] = (
     "zstandard/_cffi.*",
     "hive_metastore",
 )
+# The newest symbol versions the python3.11 runtime's Amazon Linux 2 provides (glibc 2.26, GCC 7's
+# libstdc++). A native library that needs a newer one fails to load there, whatever it does here.
+RUNTIME_SYMBOL_VERSIONS: dict[str, tuple[int, ...]] = {
+    "GLIBC": (2, 26),
+    "GLIBCXX": (3, 4, 24),
+    "CXXABI": (1, 3, 11),
+}
+_SYMBOL_VERSION = re.compile(rb"(GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)+)\x00")
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!-]+)$")
-_BUILD_FORMAT = 1  # bump when the build itself changes in a way the key would not see
+_BUILD_FORMAT = 2  # bump when the build itself changes in a way the key would not see
 
 
 class LayerBuildError(RuntimeError):
@@ -137,6 +145,28 @@ def trim(python_dir: Path, patterns: Sequence[str] = TRIM) -> int:
                 removed += tree_size(path)
                 shutil.rmtree(path)
     return removed
+
+
+def too_new_for_the_runtime(root: Path) -> list[str]:
+    """`file: GLIBC_2.28`-style lines for every ELF file under `root` that needs a symbol version
+    newer than the runtime's (read from the version strings in its dynamic string table)."""
+    problems = []
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or path.is_symlink():
+            continue
+        with path.open("rb") as f:
+            if f.read(4) != b"\x7fELF":
+                continue
+        needed: dict[str, tuple[int, ...]] = {}
+        for kind, version in _SYMBOL_VERSION.findall(path.read_bytes()):
+            name, parsed = kind.decode(), tuple(int(x) for x in version.split(b"."))
+            needed[name] = max(needed.get(name, parsed), parsed)
+        problems += [
+            f"{path.relative_to(root)}: {name}_{'.'.join(map(str, v))}"
+            for name, v in sorted(needed.items())
+            if v > RUNTIME_SYMBOL_VERSIONS[name]
+        ]
+    return problems
 
 
 def pip_target(requirements: Path, target: Path, *, no_deps: bool) -> None:
@@ -211,6 +241,12 @@ def deps_layer(requirements: Path = REQUIREMENTS, cache_root: Path = LAYERS_DIR)
             pip_target(requirements, python_dir, no_deps=True)
             installed = tree_size(python_dir)
             removed = trim(python_dir)
+            too_new = too_new_for_the_runtime(python_dir)
+            if too_new:
+                raise LayerBuildError(
+                    f"{len(too_new)} native file(s) need more than Amazon Linux 2 (glibc 2.26) has, e.g. "
+                    f"{too_new[0]}: pin a release with a manylinux2014 wheel in {requirements.name}"
+                )
             leaked = _leaked_runtime_packages(python_dir)
             if leaked:
                 raise LayerBuildError(

@@ -15,6 +15,7 @@ from cdk.lambda_deps import (
     deps_layer,
     layer_key,
     read_pins,
+    too_new_for_the_runtime,
 )
 from tests.infrastructure.conftest import run_app_py
 
@@ -128,3 +129,15 @@ def test_a_cached_layer_is_reused_as_built_and_rebuilt_when_changed(tmp_path: Pa
     module.write_bytes(built + b"\n# changed\n")
     assert deps_layer(req, tmp_path / "layers") == layer
     assert module.read_bytes() == built
+
+
+def test_a_native_library_needing_a_newer_glibc_than_amazon_linux_2_is_found(tmp_path: Path) -> None:
+    # Given ELF files whose dynamic string tables ask for these symbol versions
+    def elf(name: str, *versions: bytes) -> None:
+        (tmp_path / name).write_bytes(b"\x7fELF" + b"\x00" * 60 + b"\x00".join(versions) + b"\x00")
+
+    elf("ok.so", b"GLIBC_2.17", b"GLIBCXX_3.4.19", b"CXXABI_1.3.7", b"GLIBC_2.26")
+    elf("libarrow_s3.so.2600", b"GLIBC_2.2.5", b"GLIBC_2.28", b"GLIBCXX_3.4.22")  # as pyarrow 26's
+    elf("cxx.so", b"GLIBC_2.17", b"GLIBCXX_3.4.29")
+    (tmp_path / "notes.txt").write_bytes(b"GLIBC_2.99\x00")  # not an ELF file
+    assert too_new_for_the_runtime(tmp_path) == ["cxx.so: GLIBCXX_3.4.29", "libarrow_s3.so.2600: GLIBC_2.28"]

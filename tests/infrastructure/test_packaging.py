@@ -30,7 +30,14 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from cdk.lambda_deps import LAYERS_DIR, PLATFORM_ARGS, LayerBuildError, pip_target, tree_size
+from cdk.lambda_deps import (
+    LAYERS_DIR,
+    PLATFORM_ARGS,
+    LayerBuildError,
+    pip_target,
+    too_new_for_the_runtime,
+    tree_size,
+)
 from icelake.constants import ENV_ARTIFACTS_BUCKET, ENV_LEDGER_TABLE, LAMBDA_STEPS
 from icelake.local.moto_server import LOCAL_CREDENTIALS, embedded_aws
 from tests.infrastructure.conftest import Synth
@@ -231,6 +238,12 @@ def test_every_function_with_its_layers_fits_lambdas_unzipped_limit(
                     rel = str(p.relative_to(layer))
                     assert rel not in seen, f"{fn.name}: {rel} is in two layers ({seen[rel].name})"
                     seen[rel] = layer
+
+
+def test_every_native_library_deployed_loads_on_amazon_linux_2(functions: list[DeployedFunction]) -> None:
+    # (this machine's newer glibc would load a manylinux_2_28 library that the python3.11 runtime cannot)
+    for root in sorted({p for f in functions for p in (f.code, *f.layers)}):
+        assert not too_new_for_the_runtime(root), f"{root.name}: {too_new_for_the_runtime(root)[:5]}"
 
 
 def test_every_handler_imports_with_only_its_assets_and_the_runtime(
