@@ -23,7 +23,7 @@ from constructs import Construct
 
 from cdk.build import REPO, build_layer, build_wheel, pinned_requirements
 from cdk.config import Settings
-from cdk.lambda_deps import LayerBuildError, deps_layer
+from cdk.lambda_deps import LayerBuildError, check_layer, deps_layer
 
 LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 COLON = ArnFormat.COLON_RESOURCE_NAME
@@ -108,6 +108,7 @@ def lambda_layers(scope: Construct, settings: Settings, build_dir: Path) -> list
                 f"deps_layer_dir {settings.deps_layer_dir!r} has no python/ directory: point it at a layer "
                 "directory, or leave it empty to build requirements-lambda.txt"
             )
+        check_layer(deps / "python", f"deps_layer_dir {settings.deps_layer_dir!r}")
     else:
         deps = deps_layer()
     return [
@@ -126,7 +127,7 @@ def lambda_layers(scope: Construct, settings: Settings, build_dir: Path) -> list
             code=lambda_.Code.from_asset(str(deps)),
             compatible_runtimes=[lambda_.Runtime.PYTHON_3_11],
             compatible_architectures=[lambda_.Architecture.X86_64],
-            description="requirements-lambda.txt: pyarrow, pyiceberg, fastavro, pydantic, Powertools...",
+            description="icelake's dependencies for python3.11 x86_64, from requirements-lambda.txt",
         ),
     ]
 

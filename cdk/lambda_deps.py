@@ -206,6 +206,23 @@ def _leaked_runtime_packages(python_dir: Path) -> list[str]:
     return sorted(names & (RUNTIME_PROVIDED | {"dateutil"}))
 
 
+def check_layer(python_dir: Path, source: str) -> None:
+    """LayerBuildError unless every native file loads on Amazon Linux 2 and nothing shadows the
+    runtime's own packages; `source` names what to fix."""
+    too_new = too_new_for_the_runtime(python_dir)
+    if too_new:
+        raise LayerBuildError(
+            f"{len(too_new)} native file(s) need more than Amazon Linux 2 (glibc 2.26) has, e.g. "
+            f"{too_new[0]}: pin a release with a manylinux2014 wheel in {source}"
+        )
+    leaked = _leaked_runtime_packages(python_dir)
+    if leaked:
+        raise LayerBuildError(
+            f"the layer would shadow the runtime's {', '.join(leaked)}: remove what pulls them in "
+            f"from {source}"
+        )
+
+
 def _intact(out: Path, manifest: Path) -> bool:
     """The cached layer is complete and as built. Bytecode that an interpreter importing from it wrote
     (as root, read-only directories do not stop it) is removed; any other change means a rebuild."""
@@ -241,18 +258,7 @@ def deps_layer(requirements: Path = REQUIREMENTS, cache_root: Path = LAYERS_DIR)
             pip_target(requirements, python_dir, no_deps=True)
             installed = tree_size(python_dir)
             removed = trim(python_dir)
-            too_new = too_new_for_the_runtime(python_dir)
-            if too_new:
-                raise LayerBuildError(
-                    f"{len(too_new)} native file(s) need more than Amazon Linux 2 (glibc 2.26) has, e.g. "
-                    f"{too_new[0]}: pin a release with a manylinux2014 wheel in {requirements.name}"
-                )
-            leaked = _leaked_runtime_packages(python_dir)
-            if leaked:
-                raise LayerBuildError(
-                    f"the layer would shadow the runtime's {', '.join(leaked)}: remove what pulls them "
-                    f"in from {requirements.name}"
-                )
+            check_layer(python_dir, requirements.name)
             shutil.rmtree(out, ignore_errors=True)
             staging.rename(out)
         finally:

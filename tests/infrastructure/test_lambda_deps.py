@@ -97,6 +97,11 @@ def test_the_layer_key_changes_with_the_pins(tmp_path: Path) -> None:
             "synth stopped: context key pandas_layer_arn is no longer used",
         ),
         ({"deps_layer_dir": "build/nowhere"}, "synth stopped: deps_layer_dir 'build/nowhere' has no python/"),
+        (
+            {"deps_layer_dir": "tests/infrastructure/fixtures/layer_with_boto3"},
+            "synth stopped: the layer would shadow the runtime's boto3: remove what pulls them in from "
+            "deps_layer_dir 'tests/infrastructure/fixtures/layer_with_boto3'",
+        ),
     ],
 )
 def test_synth_stops_with_one_line_instead_of_leaving_the_dependencies_out(
