@@ -163,9 +163,7 @@ class Settings:
     glue_workers: int = 10
     glue_worker_type: str = "G.1X"
     glue_version: str = "5.1"
-    pandas_layer_arn: str = ""
-    powertools_layer_arn: str = ""
-    deps_layer_dir: str = ""
+    deps_layer_dir: str = ""  # a prebuilt layer directory instead of building requirements-lambda.txt
     # The ingestion workflow (stack IcelakeIngest, in the orchestrator account).
     ingest_enabled: bool = False
     ingest_sources: tuple[IngestSource, ...] = ()
@@ -279,8 +277,6 @@ class Settings:
             glue_workers=int(get("glue_workers", d.glue_workers)),
             glue_worker_type=get("glue_worker_type", d.glue_worker_type),
             glue_version=get("glue_version", d.glue_version),
-            pandas_layer_arn=get("pandas_layer_arn", d.pandas_layer_arn),
-            powertools_layer_arn=get("powertools_layer_arn", d.powertools_layer_arn),
             deps_layer_dir=get("deps_layer_dir", d.deps_layer_dir),
             ingest_enabled=bool(get("ingest_enabled", d.ingest_enabled)),
             ingest_sources=parse_ingest_sources(get("ingest_sources", [])),
