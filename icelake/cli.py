@@ -124,6 +124,8 @@ def _summary(result: MigrationResult) -> Table:
     table.add_row("files planned", f"{result.files_planned} ({_human_bytes(result.bytes_planned)})")
     verb = "to copy" if result.dry_run else "copied"
     table.add_row(f"files {verb}", f"{result.files_copied} ({_human_bytes(result.bytes_copied)})")
+    if not result.dry_run:
+        table.add_row("copies verified by checksum", str(result.files_verified))
     table.add_row("files rewritten", str(result.files_rewritten))
     table.add_row("files skipped (identical)", str(result.files_skipped))
     table.add_row("elapsed", f"{result.elapsed_seconds:.1f} s")
@@ -205,9 +207,11 @@ def _report_table(report: dict[str, object]) -> Table:
         "table",
         "status",
         "files copied",
+        "verified",
         "bytes copied",
         "rewritten",
         "skipped",
+        "pruned",
         "snapshots",
         "error",
     ):
@@ -217,9 +221,11 @@ def _report_table(report: dict[str, object]) -> Table:
             str(t["table"]),
             str(t["status"]),
             str(t["files_copied"]),
+            str(t.get("files_verified", 0)),
             _human_bytes(int(t["bytes_copied"])),
             str(t["files_rewritten"]),
             str(t["files_skipped"]),
+            str(t.get("files_pruned", 0)),
             str(t["snapshots_validated"]),
             (t.get("error") or "")[:80],
         )

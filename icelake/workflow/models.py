@@ -199,6 +199,7 @@ class TableOutcome(_Frozen):
     status: OutcomeStatus
     target_metadata_location: str | None = None
     files_copied: int = 0
+    files_verified: int = 0  # of the copies: checksum equal to the source's (end to end)
     bytes_copied: int = 0
     files_rewritten: int = 0
     files_skipped: int = 0

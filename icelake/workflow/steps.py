@@ -541,6 +541,7 @@ def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
         status="migrated",
         target_metadata_location=planned.target_metadata_location,
         files_copied=copied.files_copied,
+        files_verified=copied.files_verified,
         bytes_copied=copied.bytes_copied,
         files_rewritten=copied.files_rewritten,
         files_skipped=copied.files_skipped,
