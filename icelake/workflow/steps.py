@@ -34,6 +34,14 @@ from icelake.migrate.plan import build_plan
 from icelake.migrate.progress import NoProgress
 from icelake.migrate.validate import check_target_files, validate_tables
 from icelake.uris import PrefixMap
+from icelake.workflow.inputs import (
+    InventoryInput,
+    PlanInput,
+    PlannedInput,
+    RegisterResult,
+    ReportInput,
+    RollbackInput,
+)
 from icelake.workflow.journal import JOURNAL_NAME, new_target_keys, read_journal, write_journal
 from icelake.workflow.models import (
     InventoryResult,
@@ -144,9 +152,10 @@ def inventory(event: dict[str, Any], env: WorkflowEnv) -> InventoryResult:
     """`event` is the request, or {"request": ..., "execution_name": ...} from the state machine,
     where the execution name is the default run id."""
     if "request" in event and isinstance(event["request"], dict):
-        raw = dict(event["request"])
-        raw.setdefault("run_id", event.get("execution_name"))
-        execution_arn = event.get("execution_arn")
+        given = InventoryInput.model_validate(event)
+        raw = dict(given.request)
+        raw.setdefault("run_id", given.execution_name)
+        execution_arn = given.execution_arn
     else:
         raw, execution_arn = event, None
     request = parse_request(raw)
@@ -255,7 +264,7 @@ def _maps(item: WorkItem) -> list[tuple[str, str]]:
 
 
 def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
-    item = WorkItem.model_validate(event["item"])
+    item = PlanInput.model_validate(event).item
     sessions = Sessions(item.request)
     if item.request.mode == "cutover" and not item.source_dropped:
         item = _with_current_source(item, sessions)
@@ -422,7 +431,7 @@ def _stopped(
 
 
 def copy(event: dict[str, Any], env: WorkflowEnv) -> MigrationResult:
-    planned = PlanResult.model_validate(event["plan"])
+    planned = PlannedInput.model_validate(event).plan
     item = planned.item
     sessions = Sessions(item.request)
     Ledger(sessions.orchestrator.client("dynamodb"), env.ledger_table).record_table(
@@ -446,8 +455,8 @@ def copy(event: dict[str, Any], env: WorkflowEnv) -> MigrationResult:
 # --- Register ----------------------------------------------------------------------------------
 
 
-def register(event: dict[str, Any], env: WorkflowEnv) -> dict[str, str]:
-    planned = PlanResult.model_validate(event["plan"])
+def register(event: dict[str, Any], env: WorkflowEnv) -> RegisterResult:
+    planned = PlannedInput.model_validate(event).plan
     item = planned.item
     sessions = Sessions(item.request)
     glue = sessions.target.client("glue")
@@ -469,10 +478,10 @@ def register(event: dict[str, Any], env: WorkflowEnv) -> dict[str, str]:
     Ledger(sessions.orchestrator.client("dynamodb"), env.ledger_table).record_table(
         item.run_id, item.name, "REGISTERED"
     )
-    return {
-        "table": f"{item.target_database}.{item.target_table}",
-        "metadata_location": planned.target_metadata_location,
-    }
+    return RegisterResult(
+        table=f"{item.target_database}.{item.target_table}",
+        metadata_location=planned.target_metadata_location,
+    )
 
 
 # --- Validate ----------------------------------------------------------------------------------
@@ -498,7 +507,7 @@ def _source_prefixes(item: WorkItem) -> list[str]:
 
 
 def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
-    planned = PlanResult.model_validate(event["plan"])
+    planned = PlannedInput.model_validate(event).plan
     if planned.engine == "none":  # dry run, in sync, or left alone: nothing was written to check
         outcome = skipped(event)
         ledger = Ledger(aws_client("dynamodb"), env.ledger_table)
@@ -645,7 +654,7 @@ def _cutover(planned: PlanResult, sessions: Sessions, ledger: Ledger, synced: Ta
 
 
 def skipped(event: dict[str, Any]) -> TableOutcome:
-    planned = PlanResult.model_validate(event["plan"])
+    planned = PlannedInput.model_validate(event).plan
     if planned.stopped:
         return TableOutcome(
             run_id=planned.item.run_id,
@@ -670,12 +679,13 @@ def skipped(event: dict[str, Any]) -> TableOutcome:
 
 def rollback(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
     """Remove what this run wrote for the table and restore its Glue entry. Never writes the source."""
-    item = WorkItem.model_validate(event["item"])
-    error = event.get("error") or {}
+    given = RollbackInput.model_validate(event)
+    item = given.item
+    error = given.error or {}
     cause = str(error.get("Cause") or error.get("Error") or "unknown error")
     sessions = Sessions(item.request)
     ledger = Ledger(sessions.orchestrator.client("dynamodb"), env.ledger_table)
-    planned = PlanResult.model_validate(event["plan"]) if event.get("plan") else None
+    planned = given.plan
     removed = 0
     if planned is not None:
         journaled = read_journal(_artifacts_io(env), _artifacts_uri(env, planned.journal_key))
@@ -761,13 +771,14 @@ def run_outcomes(event: dict[str, Any], env: WorkflowEnv) -> list[TableOutcome]:
     """Every table's outcome: inline `outcomes`, the Map's exported results (`map_results`, its output
     with a ResultWriter), and for worklist tables neither covers (`worklist_bucket`/`worklist_key`),
     the ledger. So no table of the run is missing from its report."""
-    run_id = str(event["run_id"])
-    outcomes = [TableOutcome.model_validate(o) for o in event.get("outcomes") or []]
-    if event.get("map_results"):
-        outcomes.extend(map_outcomes(run_id, event["map_results"]["ResultWriterDetails"]))
-    if event.get("worklist_key"):
+    given = ReportInput.model_validate(event)
+    run_id = given.run_id
+    outcomes = list(given.outcomes)
+    if given.map_results:
+        outcomes.extend(map_outcomes(run_id, given.map_results["ResultWriterDetails"]))
+    if given.worklist_key:
         seen = {o.table for o in outcomes}
-        worklist = _read_json(event.get("worklist_bucket") or env.artifacts_bucket, event["worklist_key"])
+        worklist = _read_json(given.worklist_bucket or env.artifacts_bucket, given.worklist_key)
         missing = [name for name in map(_item_name, worklist) if name not in seen]
         if missing:
             outcomes.extend(_ledger_outcomes(run_id, missing, env))
