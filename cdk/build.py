@@ -30,12 +30,32 @@ def project_version() -> str:
     return str(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"])
 
 
+# What runs only on a laptop (the embedded AWS, the demo, the CLIs and their local API): never
+# imported by a handler, so it stays out of the Lambda layer (the Glue wheel keeps it: the Glue
+# scripts start local Spark from icelake.local when they run outside Glue).
+LOCAL_ONLY = (
+    "local",
+    "demo.py",
+    "cli.py",
+    "console.py",
+    "ingest/cli.py",
+    "ingest/deploy.py",
+    "ingest/local_api.py",
+    "ingest/local_run.py",
+)
+
+
+def _deployed(src: Path) -> bool:
+    relative = src.relative_to(PACKAGE)
+    return not any(relative == Path(p) or Path(p) in relative.parents for p in LOCAL_ONLY)
+
+
 def build_layer(build_dir: Path) -> Path:
     """<build_dir>/icelake-layer/python/icelake: Lambda puts /opt/python on sys.path."""
     layer = build_dir / "icelake-layer"
     if layer.exists():
         shutil.rmtree(layer)
-    for src in _sources(PACKAGE):
+    for src in filter(_deployed, _sources(PACKAGE)):
         dst = layer / "python" / src.relative_to(REPO)
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dst)

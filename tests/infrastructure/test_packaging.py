@@ -375,3 +375,16 @@ def test_migrate_steps_run_from_the_deployed_packages_on_zstd_tables(
 
 def lake_object(bucket: str, key: str) -> bytes:
     return bytes(boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())
+
+
+def test_the_laptop_harness_is_not_deployed(functions: list[DeployedFunction]) -> None:
+    from cdk.build import LOCAL_ONLY
+
+    for fn in functions:
+        for root in (fn.code, *fn.layers):
+            package = root / "python" / "icelake"
+            if not package.is_dir():
+                continue
+            shipped = [p for p in LOCAL_ONLY if (package / p).exists()]
+            assert not shipped, f"{fn.name} ships the local harness: {shipped}"
+            assert (package / "workflow" / "steps.py").is_file()  # ... and what the handlers need
