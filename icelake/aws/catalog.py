@@ -6,7 +6,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from icelake.errors import IcelakeError
+from icelake.errors import ConcurrentCatalogChangeError, TargetNotOursError
 
 ICEBERG = "ICEBERG"
 OWNER_PARAMETER = "icelake.source"  # marks a target table as ours: "<account>:<db>.<table>"
@@ -24,14 +24,6 @@ _TABLE_INPUT_FIELDS = (
     "Parameters",
     "TargetTable",
 )
-
-
-class ConcurrentCatalogChangeError(IcelakeError):
-    """The target table moved on while we worked: never overwrite, report."""
-
-
-class TargetNotOursError(IcelakeError):
-    pass
 
 
 def _is_not_found(exc: ClientError) -> bool:

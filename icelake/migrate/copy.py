@@ -25,7 +25,7 @@ from icelake.aws.fileio import (
     S3FileIO,
     split_s3,
 )
-from icelake.errors import IcelakeError
+from icelake.errors import CopyVerificationError
 from icelake.uris import local_path
 
 GiB = 1024**3
@@ -37,10 +37,6 @@ class CopySettings:
     multipart_threshold: int = 5 * GiB  # the CopyObject limit
     part_size: int = 512 * MiB
     part_workers: int = 8
-
-
-class CopyVerificationError(IcelakeError):
-    pass
 
 
 DEFAULT_CHECKSUM = "CRC64NVME"  # S3's default for new objects: what a copy of an unchecksummed source gets

@@ -26,7 +26,7 @@ from icelake.aws.fileio import FileIO, S3FileIO, io_for
 from icelake.aws.ledger import Ledger
 from icelake.aws.session import AssumedRole
 from icelake.constants import EVENT_SOURCE
-from icelake.errors import IcelakeError
+from icelake.errors import InvalidRequestError, ValidationFailedError
 from icelake.migrate.engine import migrate_table
 from icelake.migrate.metadata_json import parse_metadata
 from icelake.migrate.models import MigrationResult
@@ -58,14 +58,6 @@ from icelake.workflow.wiring import WorkflowEnv
 
 # Outcomes that mean the table is not where the request wanted it (README "Outcome states").
 FAILED_STATUSES = ("failed", "rolled_back", "diverged", "source_dropped", "busy")
-
-
-class InvalidRequestError(IcelakeError):
-    """The request cannot be run as given (fails the execution before any copy)."""
-
-
-class ValidationFailedError(IcelakeError):
-    pass
 
 
 @dataclass

@@ -17,11 +17,12 @@ from botocore.credentials import RefreshableCredentials
 
 from icelake.aws.fileio import FileIOSpec, S3FileIO
 from icelake.aws.session import AssumedRole, SessionDurationError, assume_role_session
+from icelake.errors import InvalidRequestError
 from icelake.local.lake import TARGET_ROLE
 from icelake.local.moto_server import embedded_aws
 from icelake.migrate.distributed import executor_spec
 from icelake.workflow import steps
-from icelake.workflow.steps import InvalidRequestError, Sessions
+from icelake.workflow.steps import Sessions
 from tests.functional.moto_sts import assumed_roles
 from tests.lake import TARGET_BUCKET, Lake, build_lake
 

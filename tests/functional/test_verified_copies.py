@@ -17,9 +17,10 @@ import pytest
 from awscrt import checksums
 
 from icelake.aws.fileio import S3FileIO
+from icelake.errors import CopyVerificationError
 from icelake.local.moto_server import embedded_aws
 from icelake.migrate import migrate_table
-from icelake.migrate.copy import CopySettings, CopyVerificationError, copy_file
+from icelake.migrate.copy import CopySettings, copy_file
 from tests.lake import SOURCE_BUCKET, TARGET_BUCKET, Lake, add_source_table, bucket_state, build_lake
 from tests.moto_keys import damage_recorded_checksum
 
