@@ -86,8 +86,8 @@ class Options(_Frozen):
     # (15-minute limit). See benchmarks/WORKFLOW_RESULTS.md for the measurement behind the defaults.
     glue_threshold_bytes: int = Field(default=100 * 1024**3, ge=0)
     glue_threshold_files: int = Field(default=20_000, ge=0)
-    # DurationSeconds of each assumed-role session (900..43200). Sessions refresh themselves before
-    # they expire either way; longer ones mean fewer AssumeRole calls in long Glue copies.
+    # DurationSeconds of each assumed-role session (900..3600: role chaining). Sessions refresh before
+    # they expire either way, so long Glue copies never run out of credentials.
     session_duration_seconds: int = DEFAULT_SESSION_SECONDS
     # After a validated sync, delete target objects that icelake wrote for the table in any run and
     # that the table's current metadata no longer reaches (the source expired their snapshots).

@@ -231,7 +231,7 @@ def test_large_tables_go_through_the_glue_job(world: tuple[Lake, LocalDeployment
     lake, deployment = world
     sources = {n: add_source_table(lake, n, [[1, 2], [3]]) for n in ("orders", "customers")}
     # and sessions of two hours
-    options = {"glue_threshold_bytes": 0, "concurrency": 2, "session_duration_seconds": 7200}
+    options = {"glue_threshold_bytes": 0, "concurrency": 2, "session_duration_seconds": 2700}
     request = lake.request("glue-1", options=options)
 
     started = datetime.now(UTC)
