@@ -255,4 +255,4 @@ def test_large_tables_go_through_the_glue_job(world: tuple[Lake, LocalDeployment
         assert recorded
         for r in recorded:
             expires = r.expiration.replace(tzinfo=UTC)
-            assert started + timedelta(seconds=7199) <= expires <= ended + timedelta(seconds=7201)
+            assert started + timedelta(seconds=2699) <= expires <= ended + timedelta(seconds=2701)
