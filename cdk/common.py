@@ -86,6 +86,22 @@ def notification_topic(scope: Construct, name: str, key: kms.IKey, emails: Seque
     from aws_cdk import aws_sns_subscriptions as subs
 
     topic = sns.Topic(scope, "Notifications", topic_name=name, master_key=key, enforce_ssl=True)
+    # enforce_ssl gives the topic a policy of its own, which replaces SNS's default one: CloudWatch
+    # alarms may then publish only if the policy says so (EventBridge targets add their own grant).
+    stack = Stack.of(scope)
+    alarms = f"arn:{stack.partition}:cloudwatch:{stack.region}:{stack.account}:alarm:*"
+    topic.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="AlarmsPublish",
+            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            actions=["sns:Publish"],
+            resources=[topic.topic_arn],
+            conditions={
+                "ArnLike": {"aws:SourceArn": alarms},
+                "StringEquals": {"aws:SourceAccount": stack.account},
+            },
+        )
+    )
     for email in emails:
         topic.add_subscription(subs.EmailSubscription(email))
     return topic

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from aws_cdk.assertions import Match, Template
 
 from icelake.constants import (
@@ -211,3 +212,26 @@ def test_the_dashboard_graphs_every_table_outcome_the_report_step_publishes(synt
         assert f'[\\"{METRICS_NAMESPACE}\\",\\"{metric}\\",\\"service\\",\\"{MIGRATE_SERVICE}\\"' in body, (
             metric
         )
+
+
+@pytest.mark.parametrize("stack_id", [ORCH, "IcelakeIngest"])
+def test_alarms_may_publish_to_their_topic(synth: Synth, stack_id: str) -> None:
+    """enforce_ssl replaces SNS's default topic policy: without a grant, CloudWatch could not
+    publish a single alarm. The grant is limited to this account's alarms."""
+    template = synth.templates[stack_id]
+    (topic_id,) = resources_of(template, "AWS::SNS::Topic")
+    alarms = resources_of(template, "AWS::CloudWatch::Alarm")
+    assert alarms and all(a["Properties"]["AlarmActions"] == [{"Ref": topic_id}] for a in alarms.values()), (
+        "every alarm notifies the topic"
+    )
+    (policy,) = resources_of(template, "AWS::SNS::TopicPolicy").values()
+    assert policy["Properties"]["Topics"] == [{"Ref": topic_id}]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    (grant,) = [s for s in statements if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
+    assert grant["Effect"] == "Allow" and grant["Action"] == "sns:Publish"
+    assert grant["Resource"] == {"Ref": topic_id}
+    source_arn = json.dumps(grant["Condition"]["ArnLike"]["aws:SourceArn"])
+    assert ":cloudwatch:" in source_arn and ":alarm:*" in source_arn
+    assert grant["Condition"]["StringEquals"]["aws:SourceAccount"] == "123456789012"  # the orchestrator
+    # and TLS is still enforced
+    assert any(s["Effect"] == "Deny" and "aws:SecureTransport" in json.dumps(s) for s in statements)
