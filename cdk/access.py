@@ -201,6 +201,9 @@ class TargetAccessStack(Stack):
                 sid="Catalog",
                 actions=[
                     "glue:GetDatabase",
+                    # Register creates the target database when it is missing (ensure_database); IAM
+                    # is checked before existence, so without it Register is denied for every table.
+                    "glue:CreateDatabase",
                     "glue:GetTable",
                     "glue:GetTables",
                     "glue:CreateTable",
