@@ -278,9 +278,11 @@ def glue_spark_job(
     wheel: s3_assets.Asset,
     pip_modules: Sequence[str],
     arguments: Mapping[str, Any],
+    run_queuing: bool = False,
 ) -> glue.CfnJob:
     """A Glue Spark job with Iceberg, the icelake wheel, metrics and continuous logs, no bookmarks and
-    no retries (the state machine retries); `arguments` are added to the default arguments."""
+    no retries (the state machine retries); `arguments` are added to the default arguments.
+    `run_queuing` (JobRunQueuingEnabled): a run beyond MaxConcurrentRuns waits for a slot."""
     return glue.CfnJob(
         scope,
         cid,
@@ -291,6 +293,7 @@ def glue_spark_job(
         number_of_workers=workers,
         timeout=timeout_minutes,
         max_retries=0,
+        job_run_queuing_enabled=run_queuing,
         security_configuration=security.name,
         execution_property=glue.CfnJob.ExecutionPropertyProperty(max_concurrent_runs=max_concurrent_runs),
         command=glue.CfnJob.JobCommandProperty(

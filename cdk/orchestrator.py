@@ -261,8 +261,11 @@ class OrchestratorStack(Stack):
             workers=s.glue_workers,
             timeout_minutes=24 * 60,
             security=security,
-            # One run per table: as many as the Map runs at once, so that no table waits for a slot.
+            # One run per table of the Map's default concurrency; a request may ask for up to 1,000
+            # tables at once, and those beyond the slots queue for one (instead of failing after the
+            # task's retries and being rolled back).
             max_concurrent_runs=s.map_concurrency,
+            run_queuing=True,
             script=script,
             wheel=wheel,
             pip_modules=GLUE_PIP_MODULES,

@@ -97,6 +97,8 @@ def test_glue_job_runs_iceberg_with_the_icelake_wheel_sized_for_the_map(synth: S
     assert (synth.outdir / f"asset.{wheel_url.rsplit('/', 1)[1]}").is_file()
     assert "pyiceberg" in args["--additional-python-modules"]
     assert props["ExecutionProperty"]["MaxConcurrentRuns"] == 10  # cdk.json map_concurrency
+    # a request may run up to 1,000 tables at once: those beyond the slots wait for one
+    assert props["JobRunQueuingEnabled"] is True
     assert props["SecurityConfiguration"] == "icelake-migrate"
 
 
