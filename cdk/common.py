@@ -21,7 +21,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from cdk_nag import NagSuppressions
 from constructs import Construct
 
-from cdk.build import REPO, build_layer, build_wheel, pinned_requirements
+from cdk.build import REPO, build_glue_package, build_layer, pinned_requirements
 from cdk.config import Settings
 from cdk.lambda_deps import LayerBuildError, check_layer, deps_layer
 
@@ -201,7 +201,7 @@ def glue_assets(scope: Construct, script: str, build_dir: Path) -> tuple[s3_asse
     """The job's script (a repo path) and the icelake wheel, as S3 assets."""
     return (
         s3_assets.Asset(scope, "GlueScript", path=str(REPO / script)),
-        s3_assets.Asset(scope, "IcelakeWheel", path=str(build_wheel(build_dir))),
+        s3_assets.Asset(scope, "IcelakeWheel", path=str(build_glue_package(build_dir))),
     )
 
 

@@ -93,7 +93,7 @@ def test_glue_job_runs_iceberg_with_the_icelake_wheel_sized_for_the_map(synth: S
     args = props["DefaultArguments"]
     assert args["--datalake-formats"] == "iceberg"
     wheel_url = args["--extra-py-files"]
-    assert wheel_url.startswith("s3://") and wheel_url.endswith(".whl")
+    assert wheel_url.startswith("s3://") and wheel_url.endswith(".zip")  # a .whl misses the executors
     assert (synth.outdir / f"asset.{wheel_url.rsplit('/', 1)[1]}").is_file()
     assert "pyiceberg" in args["--additional-python-modules"]
     assert props["ExecutionProperty"]["MaxConcurrentRuns"] == 10  # cdk.json map_concurrency
