@@ -9,10 +9,11 @@ from __future__ import annotations
 import sys
 
 from cdk.app import build_app
+from cdk.config import ContextError
 from cdk.lambda_deps import LayerBuildError
 
 if __name__ == "__main__":
     try:
         build_app().synth()
-    except LayerBuildError as exc:  # one line that says why, not a jsii traceback
+    except (LayerBuildError, ContextError) as exc:  # one line that says why, not a jsii traceback
         sys.exit(f"synth stopped: {exc}")

@@ -62,7 +62,7 @@ class SourceAccessStack(Stack):
             "SourceRole",
             role_name=SOURCE_ROLE_NAME,
             assumed_by=orchestrator_principal(s),
-            max_session_duration=Duration.hours(12),
+            max_session_duration=Duration.hours(1),  # assumed by role sessions: chaining caps it at 1 h
             description="icelake: read-only access to the source Iceberg tables (S3, Glue, KMS)",
         )
         statements = [
@@ -173,7 +173,7 @@ class TargetAccessStack(Stack):
             "TargetRole",
             role_name=TARGET_ROLE_NAME,
             assumed_by=orchestrator_principal(s),
-            max_session_duration=Duration.hours(12),
+            max_session_duration=Duration.hours(1),  # assumed by role sessions: chaining caps it at 1 h
             description="icelake: writes only under the target prefix and to the target Glue databases",
         )
         objects = self.bucket.arn_for_objects(location.object_pattern)

@@ -31,6 +31,21 @@ _SECRET_ARN = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secr
 _SOURCE_KEYS = {"name", "schedule", "fetch", "table", "enabled"}
 
 
+class ContextError(ValueError):
+    """A context key the deployment cannot do without, or cannot use (one line, from `app.py`)."""
+
+
+# Where a deployment reads and writes, and which accounts: never defaulted, because a default would
+# be someone else's (bucket names are global) or another account's.
+REQUIRED_CONTEXT = (
+    "orchestrator_account",
+    "source_account",
+    "target_account",
+    "source_locations",
+    "target_bucket",
+)
+
+
 class IngestConfigError(ValueError):
     """The ingestion settings of the CDK context are wrong; the message names the key and the field."""
 
@@ -246,6 +261,13 @@ class Settings:
                 value = json.loads(value)
             return value
 
+        missing = [k for k in REQUIRED_CONTEXT if node.try_get_context(k) in (None, "", [])]
+        if missing:
+            raise ContextError(
+                f"context {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} required: set "
+                f"{'it' if len(missing) == 1 else 'them'} in cdk.json or pass -c KEY=VALUE (your accounts "
+                "and buckets; bucket names are global, so an example's would be someone else's)"
+            )
         d = cls()
         locations = get("source_locations", None)
         settings = cls(

@@ -441,7 +441,19 @@ def test_sources_from_the_command_line_are_parsed_and_disabled_sources_keep_thei
 
 
 def _ingest_context() -> dict[str, Any]:
-    return {k: v for k, v in CONTEXT.items() if k.startswith("ingest_") and k != "ingest_sources"}
+    """The ingest keys of cdk.json, and the accounts and buckets every synth requires."""
+    required = (
+        "orchestrator_account",
+        "source_account",
+        "target_account",
+        "source_locations",
+        "target_bucket",
+    )
+    return {
+        k: v
+        for k, v in CONTEXT.items()
+        if (k.startswith("ingest_") and k != "ingest_sources") or k in required
+    }
 
 
 def test_no_ingest_stack_when_disabled(tmp_path: Path) -> None:
