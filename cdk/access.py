@@ -79,6 +79,14 @@ class SourceAccessStack(Stack):
                     sid="Decrypt", actions=["kms:Decrypt"], resources=list(s.source_kms_key_arns)
                 )
             )
+        if s.source_allow_mark:  # cutover's options.mark_source: a parameter on the source table
+            statements.append(
+                iam.PolicyStatement(
+                    sid="MarkPromoted",
+                    actions=["glue:UpdateTable"],
+                    resources=glue_catalog_arns(self, s.source_databases),
+                )
+            )
         self.policy = iam.Policy(self, "ReadOnly", roles=[self.role], statements=statements)
         NagSuppressions.add_resource_suppressions(
             [self.role, self.policy],
@@ -193,6 +201,9 @@ class TargetAccessStack(Stack):
                 sid="Catalog",
                 actions=[
                     "glue:GetDatabase",
+                    # Register creates the target database when it is missing (ensure_database); IAM
+                    # is checked before existence, so without it Register is denied for every table.
+                    "glue:CreateDatabase",
                     "glue:GetTable",
                     "glue:GetTables",
                     "glue:CreateTable",

@@ -147,6 +147,9 @@ class Settings:
     source_locations: tuple[BucketPrefix, ...] = (BucketPrefix("source-lake", "warehouse"),)
     source_databases: tuple[str, ...] = ("sales",)
     source_kms_key_arns: tuple[str, ...] = ()
+    # A cutover with options.mark_source sets icelake.promoted_to on the source tables: the one
+    # write icelake may ever make in the source account, granted only when this is true.
+    source_allow_mark: bool = False
     target_bucket: str = "target-lake"
     target_prefix: str = "warehouse"
     target_databases: tuple[str, ...] = ("sales",)
@@ -160,9 +163,7 @@ class Settings:
     glue_workers: int = 10
     glue_worker_type: str = "G.1X"
     glue_version: str = "5.1"
-    pandas_layer_arn: str = ""
-    powertools_layer_arn: str = ""
-    deps_layer_dir: str = ""
+    deps_layer_dir: str = ""  # a prebuilt layer directory instead of building requirements-lambda.txt
     # The ingestion workflow (stack IcelakeIngest, in the orchestrator account).
     ingest_enabled: bool = False
     ingest_sources: tuple[IngestSource, ...] = ()
@@ -262,6 +263,7 @@ class Settings:
             ),
             source_databases=tuple(get("source_databases", d.source_databases)),
             source_kms_key_arns=tuple(get("source_kms_key_arns", d.source_kms_key_arns)),
+            source_allow_mark=bool(get("source_allow_mark", d.source_allow_mark)),
             target_bucket=get("target_bucket", d.target_bucket),
             target_prefix=get("target_prefix", d.target_prefix),
             target_databases=tuple(get("target_databases", d.target_databases)),
@@ -275,8 +277,6 @@ class Settings:
             glue_workers=int(get("glue_workers", d.glue_workers)),
             glue_worker_type=get("glue_worker_type", d.glue_worker_type),
             glue_version=get("glue_version", d.glue_version),
-            pandas_layer_arn=get("pandas_layer_arn", d.pandas_layer_arn),
-            powertools_layer_arn=get("powertools_layer_arn", d.powertools_layer_arn),
             deps_layer_dir=get("deps_layer_dir", d.deps_layer_dir),
             ingest_enabled=bool(get("ingest_enabled", d.ingest_enabled)),
             ingest_sources=parse_ingest_sources(get("ingest_sources", [])),

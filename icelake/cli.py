@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from typing import Annotated
 
 import typer
@@ -21,7 +22,9 @@ from icelake.aws.session import (
     assume_role_session,
     check_session_duration,
 )
+from icelake.console import stdout_console
 from icelake.errors import IcelakeError
+from icelake.explain import explain
 from icelake.ingest.cli import ingest_app
 from icelake.migrate import MigrationResult, migrate_table
 from icelake.uris import parse_map_option
@@ -45,6 +48,23 @@ app.add_typer(migrate_app, name="migrate")
 app.add_typer(ingest_app, name="ingest")
 
 err = Console(stderr=True, soft_wrap=True)  # one line per message, never hard-wrapped in logs
+
+
+@contextlib.contextmanager
+def one_line_errors() -> Iterator[None]:
+    """Every failure of a command ends in one line on stderr, never a traceback: exit 2 for bad
+    input (icelake's own refusals), 1 for the environment (file system, AWS, network)."""
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except (IcelakeError, ValueError) as exc:
+        err.print(f"icelake: error: {exc}", highlight=False, soft_wrap=True, markup=False)
+        raise typer.Exit(2) from exc
+    except Exception as exc:
+        message = explain(exc) or f"unexpected error: {type(exc).__name__}: {exc}"
+        err.print(f"icelake: error: {message}", highlight=False, soft_wrap=True, markup=False)
+        raise typer.Exit(1) from exc
 
 
 class RichProgress:
@@ -104,6 +124,8 @@ def _summary(result: MigrationResult) -> Table:
     table.add_row("files planned", f"{result.files_planned} ({_human_bytes(result.bytes_planned)})")
     verb = "to copy" if result.dry_run else "copied"
     table.add_row(f"files {verb}", f"{result.files_copied} ({_human_bytes(result.bytes_copied)})")
+    if not result.dry_run:
+        table.add_row("copies verified by checksum", str(result.files_verified))
     table.add_row("files rewritten", str(result.files_rewritten))
     table.add_row("files skipped (identical)", str(result.files_skipped))
     table.add_row("elapsed", f"{result.elapsed_seconds:.1f} s")
@@ -137,7 +159,7 @@ def migrate_path(
     workers: Annotated[int, typer.Option(min=1, max=256, help="Parallel file operations.")] = 16,
 ) -> None:
     """Migrate one table, given its metadata file, to a new location (S3 or local)."""
-    try:
+    with one_line_errors():
         maps = [parse_map_option(m) for m in map_ or []]
         check_session_duration(session_duration, "--session-duration")
         src_session = assume_role_session(
@@ -160,16 +182,10 @@ def migrate_path(
                 workers=workers,
                 progress=progress,
             )
-    except (IcelakeError, ValueError) as exc:
-        err.print(f"icelake: error: {exc}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from exc
-    except Exception as exc:  # an unexpected failure still ends in one line, not a traceback
-        err.print(f"icelake: unexpected error: {type(exc).__name__}: {exc}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from exc
     if as_json:
         sys.stdout.write(json.dumps(result.model_dump(mode="json")) + "\n")
     else:
-        Console().print(_summary(result))
+        stdout_console().print(_summary(result))
 
 
 def _execution_arn(state_machine_arn: str, run_id: str) -> str:
@@ -191,9 +207,11 @@ def _report_table(report: dict[str, object]) -> Table:
         "table",
         "status",
         "files copied",
+        "verified",
         "bytes copied",
         "rewritten",
         "skipped",
+        "pruned",
         "snapshots",
         "error",
     ):
@@ -203,9 +221,11 @@ def _report_table(report: dict[str, object]) -> Table:
             str(t["table"]),
             str(t["status"]),
             str(t["files_copied"]),
+            str(t.get("files_verified", 0)),
             _human_bytes(int(t["bytes_copied"])),
             str(t["files_rewritten"]),
             str(t["files_skipped"]),
+            str(t.get("files_pruned", 0)),
             str(t["snapshots_validated"]),
             (t.get("error") or "")[:80],
         )
@@ -253,19 +273,51 @@ def migrate_start(
     ] = False,
 ) -> None:
     """Start a migration through the Step Functions workflow and follow it until it ends."""
-    try:
+    _start(request, run_id, state_machine_arn, no_follow, as_json, allow_empty)
+
+
+@migrate_app.command("cutover")
+def migrate_cutover(
+    request: Annotated[
+        typer.FileText, typer.Option("--request", help="Migration request JSON; its mode becomes cutover.")
+    ],
+    run_id: Annotated[
+        str | None, typer.Option(help="Run id (execution name); default: from the request or time.")
+    ] = None,
+    state_machine_arn: Annotated[
+        str | None, typer.Option(help="Default: the deployed icelake state machine.")
+    ] = None,
+    no_follow: Annotated[bool, typer.Option("--no-follow", help="Start and return at once.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")] = False,
+) -> None:
+    """The last sync: catch up with the source, prove it did not move, promote the target.
+
+    Stop the source's writers first. A promoted table is the target's from then on: every later
+    run reports it `promoted` and writes nothing (README "Cutover")."""
+    _start(request, run_id, state_machine_arn, no_follow, as_json, allow_empty=False, mode="cutover")
+
+
+def _start(
+    request: typer.FileText,
+    run_id: str | None,
+    state_machine_arn: str | None,
+    no_follow: bool,
+    as_json: bool,
+    allow_empty: bool,
+    mode: str | None = None,
+) -> None:
+    with one_line_errors():
         try:
             body = json.loads(request.read())
         except json.JSONDecodeError as exc:
             raise IcelakeError(f"{request.name} is not JSON ({exc}): fix the request file") from exc
+        if mode and isinstance(body, dict):
+            body["mode"] = mode
         execution_arn, rid = start_migration(body, state_machine_arn, run_id)
         err.print(f"started {execution_arn}", highlight=False, markup=False)
         if no_follow:
             return
         status = _follow(execution_arn, rid)
-    except (IcelakeError, ValueError) as exc:
-        err.print(f"icelake: error: {exc}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from exc
     _print_outcome(status, as_json)
     if status.output and status.output.get("tables") == 0 and not allow_empty:
         err.print(
@@ -282,9 +334,9 @@ def _print_outcome(status: RunStatus, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps(report or {"run_id": status.run_id, "error": status.error}) + "\n")
     elif report:
-        Console().print(_report_table(report))
+        stdout_console().print(_report_table(report))
     else:
-        Console().print(_run_table(status))
+        stdout_console().print(_run_table(status))
     if status.execution_status != "SUCCEEDED":
         err.print(f"icelake: run {status.run_id} {status.execution_status}: {status.error}", highlight=False)
         raise typer.Exit(1)
@@ -302,15 +354,12 @@ def migrate_status(
 ) -> None:
     """Show a run: per-table state from the ledger, and the report when it has ended."""
 
-    try:
+    with one_line_errors():
         with aws_errors(f"read run {run_id}"):
             arn = state_machine_arn or find_state_machine(aws_client("stepfunctions"))
         status = run_status(_execution_arn(arn, run_id), run_id)
-    except IcelakeError as exc:
-        err.print(f"icelake: error: {exc}", highlight=False, soft_wrap=True)
-        raise typer.Exit(2) from exc
     if not status.done:
-        Console().print(_run_table(status))
+        stdout_console().print(_run_table(status))
         return
     _print_outcome(status, as_json)
 
@@ -325,7 +374,12 @@ app.add_typer(local_app, name="local")
 def local_up(
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 5055,
     with_lake: Annotated[
-        bool, typer.Option("--with-lake", help="Also create the two demo accounts' buckets and KMS key.")
+        bool,
+        typer.Option(
+            "--with-lake",
+            help="Also create the two demo accounts' buckets and KMS key, and publish sample tables "
+            "(database sales) in the source account.",
+        ),
     ] = False,
 ) -> None:
     """Start embedded AWS with the migration workflow deployed; stop with Ctrl-C."""
@@ -335,20 +389,26 @@ def local_up(
 
     from icelake.local.deploy import deploy_migration_workflow
     from icelake.local.embedded import start_embedded_aws
-    from icelake.local.lake import build_lake
+    from icelake.local.lake import build_lake, publish_sample_tables
 
     repo = Path(__file__).resolve().parents[1]
     with start_embedded_aws(repo, port=port) as aws:
         deployment = deploy_migration_workflow()
-        if with_lake:
-            build_lake(Path(tempfile.mkdtemp(prefix="icelake-lake-")), orchestrator_resources=False)
         console = Console()
+        if with_lake:
+            lake = build_lake(Path(tempfile.mkdtemp(prefix="icelake-lake-")), orchestrator_resources=False)
+            tables = publish_sample_tables(lake)
+            console.print(
+                f"source tables: {', '.join(f'sales.{t}' for t in sorted(tables))}", highlight=False
+            )
         console.print(
             f"embedded AWS on [bold]{aws.endpoint}[/bold]; state machine {deployment.state_machine_arn}"
         )
         console.print("In another shell:", highlight=False)
         exports = f"AWS_ENDPOINT_URL={aws.endpoint} AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing"
-        console.print(f"  export {exports} AWS_DEFAULT_REGION=us-east-1", highlight=False, markup=False)
+        console.print(
+            f"  export {exports} AWS_DEFAULT_REGION=us-east-1", highlight=False, markup=False, soft_wrap=True
+        )
         console.print("  icelake migrate start --request tests/events/migrate_request.json", highlight=False)
         console.print("Ctrl-C stops it.")
         with contextlib.suppress(KeyboardInterrupt):

@@ -94,3 +94,41 @@ class TargetLockedError(IcelakeError):
             f"target location, or delete {lock_uri} if that run is dead"
         )
         self.holder = holder
+
+
+class DamagedSourceFileError(IcelakeError):
+    """A source file icelake must read (not just copy) cannot be parsed."""
+
+    def __init__(self, uri: str, what: str, *, before_writing: bool) -> None:
+        written = (
+            "nothing was written"
+            if before_writing
+            else "no metadata was written, so the target table is not visible"
+        )
+        super().__init__(
+            f"the source file {uri} is damaged ({what}); {written}; readers of the source fail on it "
+            "too: restore the file or repair the table at the source (e.g. rewrite_position_delete_files), "
+            "then retry"
+        )
+        self.uri = uri
+
+
+class ConcurrentCatalogChangeError(IcelakeError):
+    """The target table moved on while we worked: never overwrite, report."""
+
+
+class TargetNotOursError(IcelakeError):
+    """A target table that icelake did not create for this source."""
+
+
+class CopyVerificationError(IcelakeError):
+    """A copy whose size or checksum is not the source's."""
+
+
+class InvalidRequestError(IcelakeError):
+    """The request cannot be run as given (fails the execution before any copy). The state
+    machine catches it by this class name."""
+
+
+class ValidationFailedError(IcelakeError):
+    """The target does not read like the source: the table is rolled back."""

@@ -12,16 +12,17 @@ import os
 import tempfile
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import boto3
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from icelake.aws.clients import new_session
 from icelake.aws.session import AssumedRole
+from icelake.explain import about
 from icelake.uris import canonical, is_local, local_path
 
 SOURCE_ETAG_KEY = "icelake-source-etag"
@@ -33,6 +34,26 @@ class ObjectInfo:
     etag: str | None = None
     sha256: str | None = None  # base64, as S3 reports it; a '-N' suffix marks a composite checksum
     source_etag: str | None = None  # ETag of the source object this one was copied from by icelake
+    # (algorithm, base64 value) of a full-object checksum S3 keeps for the object, if it has one:
+    # what a server-side copy is verified against end to end.
+    checksum: tuple[str, str] | None = None
+
+
+# Full-object checksum algorithms, in the order icelake prefers them (CRC64NVME is what S3 computes
+# for every new object since 2025; the others come from writers that asked for them).
+CHECKSUM_ALGORITHMS = ("CRC64NVME", "CRC32C", "CRC32", "SHA256", "SHA1")
+
+
+def full_checksum(head: dict[str, Any]) -> tuple[str, str] | None:
+    """The object's full-object checksum from a HeadObject (ChecksumMode=ENABLED) answer; a
+    composite one (a multipart upload's checksum of part checksums, 'value-N') cannot verify a copy."""
+    if head.get("ChecksumType", "FULL_OBJECT") != "FULL_OBJECT":
+        return None
+    for algorithm in CHECKSUM_ALGORITHMS:
+        value = head.get(f"Checksum{algorithm}")
+        if value and "-" not in value:
+            return algorithm, value
+    return None
 
 
 def sha256_b64(data: bytes) -> str:
@@ -45,6 +66,10 @@ class FileIO(ABC):
 
     @abstractmethod
     def read(self, uri: str) -> bytes: ...
+
+    def read_tail(self, uri: str, nbytes: int) -> bytes:
+        """The last `nbytes` bytes (all of them if the object is smaller): file footers."""
+        return self.read(uri)[-nbytes:]
 
     @abstractmethod
     def write(self, uri: str, data: bytes) -> None: ...
@@ -105,6 +130,11 @@ class LocalFileIO(FileIO):
     def read(self, uri: str) -> bytes:
         return Path(local_path(uri)).read_bytes()
 
+    def read_tail(self, uri: str, nbytes: int) -> bytes:
+        with open(local_path(uri), "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - nbytes))
+            return fh.read()
+
     def write(self, uri: str, data: bytes) -> None:
         path = local_path(uri)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -152,6 +182,22 @@ def split_s3(uri: str) -> tuple[str, str]:
 
 DELETE_BATCH = 1000  # keys per DeleteObjects request
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _names_uri(fn: Callable[Concatenate[S3FileIO, str, P], R]) -> Callable[Concatenate[S3FileIO, str, P], R]:
+    """An AWS failure carries the object it was about, so its one-line message can name it."""
+
+    def call(self: S3FileIO, uri: str, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(self, uri, *args, **kwargs)
+        except (BotoCoreError, ClientError) as exc:
+            about(exc, uri)
+            raise
+
+    return call
+
 
 class S3FileIO(FileIO):
     """S3 through one boto3 client. `kms_key_id` encrypts every object this IO writes."""
@@ -165,6 +211,7 @@ class S3FileIO(FileIO):
             return {}
         return {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": self.kms_key_id}
 
+    @_names_uri
     def stat(self, uri: str) -> ObjectInfo | None:
         bucket, key = split_s3(uri)
         try:
@@ -178,20 +225,35 @@ class S3FileIO(FileIO):
             etag=head.get("ETag", "").strip('"') or None,
             sha256=head.get("ChecksumSHA256"),
             source_etag=head.get("Metadata", {}).get(SOURCE_ETAG_KEY),
+            checksum=full_checksum(head),
         )
 
+    @_names_uri
     def read(self, uri: str) -> bytes:
         bucket, key = split_s3(uri)
         body: bytes = self.client.get_object(Bucket=bucket, Key=key)["Body"].read()
         return body
 
+    @_names_uri
+    def read_tail(self, uri: str, nbytes: int) -> bytes:
+        bucket, key = split_s3(uri)
+        body: bytes = self.client.get_object(Bucket=bucket, Key=key, Range=f"bytes=-{nbytes}")["Body"].read()
+        return body
+
+    @_names_uri
     def write(self, uri: str, data: bytes) -> None:
         bucket, key = split_s3(uri)
         # S3 verifies the SHA-256 on arrival and keeps it, which later makes identity checks cheap.
         self.client.put_object(
-            Bucket=bucket, Key=key, Body=data, ChecksumSHA256=sha256_b64(data), **self.encryption_args()
+            Bucket=bucket,
+            Key=key,
+            Body=data,
+            ChecksumAlgorithm="SHA256",
+            ChecksumSHA256=sha256_b64(data),
+            **self.encryption_args(),
         )
 
+    @_names_uri
     def create_exclusive(self, uri: str, data: bytes) -> bool:
         bucket, key = split_s3(uri)
         try:  # S3 conditional write: If-None-Match "*" fails when the key exists
@@ -210,13 +272,18 @@ class S3FileIO(FileIO):
     def list(self, prefix: str) -> Iterator[tuple[str, ObjectInfo]]:
         bucket, key = split_s3(prefix)
         key = key.rstrip("/") + "/" if key else ""
-        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
-            for obj in page.get("Contents", []):
-                yield (
-                    f"s3://{bucket}/{obj['Key']}",
-                    ObjectInfo(size=obj["Size"], etag=obj.get("ETag", "").strip('"') or None),
-                )
+        try:
+            for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
+                for obj in page.get("Contents", []):
+                    yield (
+                        f"s3://{bucket}/{obj['Key']}",
+                        ObjectInfo(size=obj["Size"], etag=obj.get("ETag", "").strip('"') or None),
+                    )
+        except (BotoCoreError, ClientError) as exc:
+            about(exc, prefix)
+            raise
 
+    @_names_uri
     def delete(self, uri: str) -> None:
         bucket, key = split_s3(uri)
         self.client.delete_object(Bucket=bucket, Key=key)

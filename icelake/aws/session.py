@@ -18,7 +18,11 @@ from icelake.aws.clients import ROLE_ATTR, new_session
 from icelake.errors import IcelakeError
 
 MIN_SESSION_SECONDS = 900  # STS's minimum DurationSeconds
-MAX_SESSION_SECONDS = 43_200  # STS's maximum, and the source/target roles' MaxSessionDuration
+# icelake assumes the source and target roles from credentials that are themselves a role session
+# (a Lambda's or Glue job's role, an SSO login): that is role chaining, which AWS caps at one hour
+# whatever the role's MaxSessionDuration, and AssumeRole fails for anything longer. Sessions renew
+# themselves before they expire, so a long copy never needs more.
+MAX_SESSION_SECONDS = 3_600
 DEFAULT_SESSION_SECONDS = 3_600
 
 
@@ -30,8 +34,9 @@ def check_session_duration(seconds: int, option: str = "session_duration_seconds
     """`seconds` if STS accepts it as DurationSeconds for the icelake roles, else a clear error."""
     if not MIN_SESSION_SECONDS <= seconds <= MAX_SESSION_SECONDS:
         raise SessionDurationError(
-            f"{option} must be between {MIN_SESSION_SECONDS} and {MAX_SESSION_SECONDS} seconds "
-            f"(15 minutes to 12 hours, the roles' maximum session duration), got {seconds}"
+            f"{option} must be between {MIN_SESSION_SECONDS} and {MAX_SESSION_SECONDS} seconds, got "
+            f"{seconds}: icelake assumes its roles from a role session (Lambda, Glue, SSO), and AWS caps "
+            "such chained sessions at one hour; sessions renew themselves, so long copies need no more"
         )
     return seconds
 

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from icelake.console import stdout_console
 from icelake.ingest.local_run import RunSummary
 
 ingest_app = typer.Typer(no_args_is_help=True, help="Ingest HTTP APIs into SCD2 Iceberg tables.")
@@ -97,7 +98,7 @@ def ingest_run(
         sys.stdout.write(json.dumps([s.as_dict() for s in summaries]) + "\n")
     else:
         # Rich falls back to 80 columns off a terminal (CI logs, pipes): too narrow for this table.
-        Console(width=None if sys.stdout.isatty() else 120).print(summary_table(summaries, table))
+        stdout_console().print(summary_table(summaries, table))
     failed = [s for s in summaries if s.status != "SUCCEEDED"]
     if failed:
         err.print(f"icelake: run {failed[0].run} {failed[0].status}: {failed[0].error}", highlight=False)

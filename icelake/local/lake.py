@@ -104,3 +104,49 @@ def catalog_state(session: boto3.Session) -> dict[str, Any]:
         for t in catalog.list_tables(glue, db["Name"]):
             out[f"{db['Name']}.{t['Name']}"] = t.get("Parameters", {})
     return out
+
+
+def publish_sample_tables(lake: Lake) -> dict[str, str]:
+    """Two small tables with history in the source account's `sales` database, written by
+    pyiceberg (no Spark needed), so the README's request has something to migrate; returns
+    name -> source metadata location."""
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.types import StringType
+
+    root = lake.local_root / "samples"
+    root.mkdir(parents=True, exist_ok=True)
+    local = SqlCatalog("samples", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}")
+    local.create_namespace_if_not_exists("sales")
+    published: dict[str, str] = {}
+
+    orders = local.create_table(
+        "sales.orders",
+        schema=pa.schema([("id", pa.int64()), ("customer", pa.string()), ("amount", pa.float64())]),
+    )
+    for start in (0, 100, 200):
+        ids = range(start, start + 100)
+        orders.append(
+            pa.table(
+                {
+                    "id": pa.array(ids, pa.int64()),
+                    "customer": [f"c{i % 17}" for i in ids],
+                    "amount": [i * 1.25 for i in ids],
+                }
+            )
+        )
+    orders.delete("id < 10")  # a copy-on-write delete: one more snapshot, files replaced
+    published["orders"] = lake.publish("sales", "orders", local.load_table("sales.orders").metadata_location)
+
+    customers = local.create_table(
+        "sales.customers", schema=pa.schema([("id", pa.int64()), ("name", pa.string())])
+    )
+    customers.append(
+        pa.table({"id": pa.array(range(17), pa.int64()), "name": [f"name-{i}" for i in range(17)]})
+    )
+    with customers.update_schema() as update:
+        update.add_column("tier", StringType())
+    published["customers"] = lake.publish(
+        "sales", "customers", local.load_table("sales.customers").metadata_location
+    )
+    return published

@@ -10,29 +10,93 @@ import io
 import json
 import struct
 from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icelake.errors import UnsupportedFileError
+from icelake.aws.fileio import FileIO
+from icelake.errors import DamagedSourceFileError, UnsupportedFileError
 from icelake.migrate.avro_files import DeleteRewrite, read_avro, write_avro
 
 PUFFIN_MAGIC = b"PFA1"
 _FOOTER_COMPRESSED_FLAG = 0x1
 
 
+PARQUET_MAGIC = b"PAR1"
+_TAIL_GUESS = 64 * 1024  # one ranged read covers the footer of almost every delete file
+# What a damaged file makes pyarrow (or the JSON/struct parsing) raise.
+_PARSE_ERRORS = (pa.ArrowException, OSError, ValueError, KeyError, IndexError, struct.error)
+
+
+def check_delete_file(io: FileIO, uri: str, file_format: str, size: int) -> None:
+    """Read a delete file's footer, not its data, and refuse a damaged one before anything is
+    written: Parquet footers (and that they name `file_path`), Puffin footers (and that every
+    blob lies inside the file). Avro has no footer; it is checked when it is rewritten."""
+    fmt = file_format.upper()
+    try:
+        if fmt == "PARQUET":
+            _check_parquet_footer(uri, _tail(io, uri, size, PARQUET_MAGIC, _parquet_tail_length), size)
+        elif fmt == "PUFFIN":
+            _puffin_footer(uri, _tail(io, uri, size, PUFFIN_MAGIC, _puffin_tail_length), size)
+    except (UnsupportedFileError, DamagedSourceFileError):
+        raise
+    except _PARSE_ERRORS as exc:
+        raise DamagedSourceFileError(uri, f"unreadable footer: {exc}", before_writing=True) from exc
+
+
+def _tail(io: FileIO, uri: str, size: int, magic: bytes, tail_length: Callable[[bytes], int]) -> bytes:
+    """The footer and what follows it: one ranged read, a second only for a very large footer."""
+    tail = io.read_tail(uri, min(size, _TAIL_GUESS))
+    if len(tail) < 12 or tail[-4:] != magic:
+        raise DamagedSourceFileError(uri, f"no {magic.decode()} magic at its end", before_writing=True)
+    needed = tail_length(tail)
+    if needed < 12 or needed + len(magic) > size:  # the file also starts with the magic
+        raise DamagedSourceFileError(
+            uri, f"its footer claims {needed} bytes of a {size}-byte file", before_writing=True
+        )
+    return tail if needed <= len(tail) else io.read_tail(uri, needed)
+
+
+def _parquet_tail_length(tail: bytes) -> int:
+    """Footer metadata + its length (int32 LE) + magic."""
+    return int.from_bytes(tail[-8:-4], "little", signed=True) + 8
+
+
+def _check_parquet_footer(uri: str, tail: bytes, size: int) -> None:
+    footer = tail[-_parquet_tail_length(tail) :]
+    meta = pq.read_metadata(pa.BufferReader(PARQUET_MAGIC + footer))
+    if "file_path" not in meta.schema.names:
+        raise UnsupportedFileError(f"{uri} is a position-delete file without a file_path column")
+    data_end = size - len(footer)
+    for rg in range(meta.num_row_groups):
+        group = meta.row_group(rg)
+        for c in range(group.num_columns):
+            col = group.column(c)
+            start = col.dictionary_page_offset or col.data_page_offset
+            if start < len(PARQUET_MAGIC) or start + col.total_compressed_size > data_end:
+                raise DamagedSourceFileError(
+                    uri, f"column chunk {col.path_in_schema} lies outside the file", before_writing=True
+                )
+
+
 def rewrite_delete_file(
     uri: str, data: bytes, file_format: str, map_path: Callable[[str], str]
 ) -> tuple[bytes, DeleteRewrite]:
     fmt = file_format.upper()
-    if fmt == "PARQUET":
-        return _rewrite_parquet_position_deletes(uri, data, map_path)
-    if fmt == "AVRO":
-        return _rewrite_avro_position_deletes(uri, data, map_path)
-    if fmt == "PUFFIN":
-        out = rewrite_puffin(uri, data, map_path)
-        return out, DeleteRewrite(size=len(out))
+    try:
+        if fmt == "PARQUET":
+            return _rewrite_parquet_position_deletes(uri, data, map_path)
+        if fmt == "AVRO":
+            return _rewrite_avro_position_deletes(uri, data, map_path)
+        if fmt == "PUFFIN":
+            out = rewrite_puffin(uri, data, map_path)
+            return out, DeleteRewrite(size=len(out))
+    except (UnsupportedFileError, DamagedSourceFileError):
+        raise
+    except _PARSE_ERRORS as exc:  # a damaged page: the footer was fine, the data is not
+        raise DamagedSourceFileError(uri, str(exc), before_writing=False) from exc
     raise UnsupportedFileError(
         f"{uri}: position deletes in {file_format} cannot be rewritten yet; "
         "rewrite them to Parquet at the source (rewrite_position_delete_files) and retry"
@@ -127,16 +191,12 @@ def rewrite_puffin(uri: str, data: bytes, map_path: Callable[[str], str]) -> byt
 
     Layout: magic | blobs | magic | footer JSON | footer length (int32 LE) | flags (4 bytes) | magic.
     """
-    if len(data) < 20 or data[:4] != PUFFIN_MAGIC or data[-4:] != PUFFIN_MAGIC:
+    if len(data) < 20 or data[:4] != PUFFIN_MAGIC:
         raise UnsupportedFileError(f"{uri} is not a Puffin file")
-    (payload_size,) = struct.unpack("<i", data[-12:-8])
+    footer = _puffin_footer(uri, data, len(data), before_writing=False)
+    payload_size = _puffin_tail_length(data) - 16
     flags = data[-8:-4]
-    if flags[0] & _FOOTER_COMPRESSED_FLAG:
-        raise UnsupportedFileError(f"{uri}: compressed Puffin footers are not supported")
     footer_start = len(data) - 12 - payload_size - 4
-    if data[footer_start : footer_start + 4] != PUFFIN_MAGIC:
-        raise UnsupportedFileError(f"{uri}: Puffin footer is damaged")
-    footer = json.loads(data[footer_start + 4 : footer_start + 4 + payload_size])
     for blob in footer.get("blobs", []):
         props = blob.get("properties") or {}
         if "referenced-data-file" in props:
@@ -145,3 +205,37 @@ def rewrite_puffin(uri: str, data: bytes, map_path: Callable[[str], str]) -> byt
     return (
         data[:footer_start] + PUFFIN_MAGIC + payload + struct.pack("<i", len(payload)) + flags + PUFFIN_MAGIC
     )
+
+
+def _puffin_tail_length(tail: bytes) -> int:
+    """Footer magic + footer JSON + its length (int32 LE) + flags + magic."""
+    return int(struct.unpack("<i", tail[-12:-8])[0]) + 16
+
+
+def _puffin_footer(uri: str, tail: bytes, size: int, *, before_writing: bool = True) -> dict[str, Any]:
+    """The footer JSON of a Puffin file from the bytes that end it, checked against the file size.
+
+    Layout: magic | blobs | magic | footer JSON | footer length (int32 LE) | flags (4 bytes) | magic.
+    """
+    if tail[-4:] != PUFFIN_MAGIC:
+        raise DamagedSourceFileError(uri, "no PFA1 magic at its end", before_writing=before_writing)
+    if tail[-8] & _FOOTER_COMPRESSED_FLAG:
+        raise UnsupportedFileError(f"{uri}: compressed Puffin footers are not supported")
+    length = _puffin_tail_length(tail)
+    start = len(tail) - length
+    if start < 0 or tail[start : start + 4] != PUFFIN_MAGIC:
+        raise DamagedSourceFileError(
+            uri, "its Puffin footer does not start with the magic", before_writing=before_writing
+        )
+    footer = json.loads(tail[start + 4 : len(tail) - 12])
+    if not isinstance(footer, dict):
+        raise DamagedSourceFileError(
+            uri, "its Puffin footer is not a JSON object", before_writing=before_writing
+        )
+    blobs_end = size - length
+    for blob in footer.get("blobs", []):
+        if int(blob["offset"]) < 4 or int(blob["offset"]) + int(blob["length"]) > blobs_end:
+            raise DamagedSourceFileError(
+                uri, "a Puffin blob lies outside the file", before_writing=before_writing
+            )
+    return footer

@@ -1,7 +1,9 @@
 """Run a migration: plan, copy unchanged files, rewrite files that hold paths, metadata.json last.
 
-Write order makes every intermediate state safe: data first, then delete files, manifests,
-manifest lists and finally the metadata.json files (current one last). Until that last write
+Write order makes every intermediate state safe: delete files and data first, then manifests,
+manifest lists and finally the metadata.json files (current one last). Delete files go before the
+bulk copy because they are read whole, so a damaged page is found before most bytes move (their
+footers were already checked by the plan). Until that last write
 the target has no metadata pointing at anything missing, so a run killed anywhere is resumed by
 running it again (identical files are recognised and skipped).
 
@@ -60,6 +62,7 @@ class Outcome:
     target: str
     status: Literal["copied", "written", "skipped", "conflict"]
     size: int  # bytes copied, or bytes of the rewritten file (whether written or not)
+    verified: bool = False  # a copy whose bytes S3 checksummed equal to the source's
 
 
 @dataclass(frozen=True)
@@ -97,8 +100,10 @@ class Steps:
     def copy(self, task: CopyTask) -> Outcome:
         """An unchanged file, server-side where possible."""
         self.guard(task.target)
-        copy_file(open_io(self.src), task.source, task.info, open_io(self.dst), task.target, self.settings)
-        return Outcome(task.target, "copied", task.info.size)
+        verified = copy_file(
+            open_io(self.src), task.source, task.info, open_io(self.dst), task.target, self.settings
+        )
+        return Outcome(task.target, "copied", task.info.size, verified)
 
     def rewrite_delete(self, task: DeleteFileTask) -> tuple[Outcome, DeleteRewrite]:
         """A delete file that names data files; what changed goes back into its manifest entries."""
@@ -238,6 +243,7 @@ def run_migration(
     else:
         copied = [o for o in outcomes if o.status == "copied"]
         files_copied, bytes_copied = len(copied), sum(o.size for o in copied)
+    files_verified = sum(o.verified for o in outcomes)
     meta = plan.meta
     return MigrationResult(
         source_metadata_location=source_metadata,
@@ -254,6 +260,7 @@ def run_migration(
         files_planned=plan.files_planned,
         bytes_planned=plan.bytes_planned,
         files_copied=files_copied,
+        files_verified=files_verified,
         bytes_copied=bytes_copied,
         files_rewritten=sum(o.status == "written" for o in outcomes),
         files_skipped=plan.skipped_copies + sum(o.status == "skipped" for o in outcomes),
@@ -262,13 +269,14 @@ def run_migration(
 
 
 def _execute(plan: TablePlan, steps: Steps, runner: Runner, driver: ThreadRunner) -> list[Outcome]:
-    # 1. Unchanged files, server-side where possible.
-    outcomes = runner.map("copy files", steps.copy, plan.copies)
-
-    # 2. Delete files that name data files: rewritten, and what changed is remembered.
+    # 1. Delete files that name data files: rewritten, and what changed is remembered. First,
+    # because they are parsed whole: a damaged one stops the run before the bulk copy.
     deletes = runner.map("rewrite delete files", steps.rewrite_delete, plan.delete_files)
-    outcomes += [o for o, _ in deletes]
+    outcomes = [o for o, _ in deletes]
     delete_rewrites = {t.source: r for t, (_, r) in zip(plan.delete_files, deletes, strict=True)}
+
+    # 2. Unchanged files, server-side where possible.
+    outcomes += runner.map("copy files", steps.copy, plan.copies)
 
     # 3. Manifests, then (here) the manifest lists that record their new lengths.
     refs = list(plan.manifests.values())

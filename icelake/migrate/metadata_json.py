@@ -7,6 +7,8 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from icelake.errors import NotAMetadataFileError
 
 # Table properties whose values are locations the table writes to.
@@ -32,7 +34,47 @@ def parse_metadata(uri: str, raw: bytes) -> tuple[Metadata, bool]:
         raise NotAMetadataFileError(uri, "no 'format-version' and 'location' fields")
     if meta["format-version"] not in (1, 2, 3):
         raise NotAMetadataFileError(uri, f"unsupported format-version {meta['format-version']}")
+    try:
+        _Shape.model_validate(meta)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"]).lstrip(".")
+        found = type(first["input"]).__name__ if first["type"] != "missing" else "nothing"
+        raise NotAMetadataFileError(uri, f"field '{where}': {first['msg'].lower()}, found {found}") from exc
     return meta, gz
+
+
+# The fields icelake reads paths from, with the types the spec gives them: a damaged or
+# hand-edited file is refused with the field named, not met later as a TypeError.
+_STRICT = ConfigDict(strict=True, extra="allow", populate_by_name=True)
+
+
+class _Snapshot(BaseModel):
+    model_config = _STRICT
+    manifest_list: str | None = Field(None, alias="manifest-list")
+    manifests: list[str] | None = None
+
+
+class _LogEntry(BaseModel):
+    model_config = _STRICT
+    metadata_file: str = Field(alias="metadata-file")
+
+
+class _Statistics(BaseModel):
+    model_config = _STRICT
+    statistics_path: str = Field(alias="statistics-path")
+    file_size_in_bytes: int | None = Field(None, alias="file-size-in-bytes")
+
+
+class _Shape(BaseModel):
+    model_config = _STRICT
+    location: str
+    table_uuid: str | None = Field(None, alias="table-uuid")
+    properties: dict[str, str] = {}
+    snapshots: list[_Snapshot] = []
+    metadata_log: list[_LogEntry] = Field([], alias="metadata-log")
+    statistics: list[_Statistics] = []
+    partition_statistics: list[_Statistics] = Field([], alias="partition-statistics")
 
 
 def serialize_metadata(meta: Metadata, gz: bool) -> bytes:

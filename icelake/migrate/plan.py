@@ -8,6 +8,7 @@ already at the target. Writes nothing.
 from __future__ import annotations
 
 import functools
+import os
 import posixpath
 from collections import Counter
 from collections.abc import Iterable
@@ -27,9 +28,10 @@ from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import POSITION_DELETES, ManifestRef, manifest_refs
 from icelake.migrate.collisions import refuse_duplicate_targets, refuse_overlapping_targets
 from icelake.migrate.copy import is_same_copy
+from icelake.migrate.delete_files import check_delete_file
 from icelake.migrate.plan_scan import entry_fields, entry_fields_fastavro, map_in_chunks
 from icelake.migrate.progress import ProgressSink
-from icelake.uris import PrefixMap, canonical, is_under, parent
+from icelake.uris import PrefixMap, canonical, is_local, is_under, local_path, parent
 
 DELETED = 2  # manifest entry status
 
@@ -73,8 +75,17 @@ def read_metadata(io: FileIO, uri: str) -> tuple[mj.Metadata, bool]:
     try:
         raw = io.read(uri)
     except Exception as exc:
-        raise NotAMetadataFileError(uri, f"cannot read it: {exc}") from exc
+        # Only absence means "not a metadata file"; denied, throttled or unreachable reads keep
+        # their own cause, which the CLI explains.
+        if isinstance(exc, FileNotFoundError) or _not_found(exc):
+            raise NotAMetadataFileError(uri, "it does not exist") from exc
+        raise
     return mj.parse_metadata(uri, raw)
+
+
+def _not_found(exc: Exception) -> bool:
+    code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+    return code in ("NoSuchKey", "404", "NotFound")
 
 
 def build_plan(
@@ -98,6 +109,7 @@ def build_plan(
     prefix_map = PrefixMap([*maps, (meta["location"], target_location)])
     _refuse_targets_under_sources(prefix_map)
     refuse_overlapping_targets(prefix_map)
+    _refuse_files_in_the_way(prefix_map)
 
     paths = Counter[str]()  # every referenced path -> how often; for the prefix check
 
@@ -168,6 +180,9 @@ def build_plan(
     )
     if missing or wrong_size:
         raise MissingSourceFilesError(missing, wrong_size)
+    # Delete files are parsed, not just copied: a damaged footer is refused before any write.
+    footers = [(p, fmt, info.size) for p, fmt in delete_formats.items() if (info := src_info[p])]
+    map_in_chunks(lambda f: check_delete_file(src_io, *f), footers, workers)
 
     copy_paths = [p for p in files if p not in delete_formats and src_info[p] is not None]
     targets = {p: prefix_map.map(p) or "" for p in copy_paths}
@@ -238,6 +253,22 @@ def _refuse_targets_under_sources(prefix_map: PrefixMap) -> None:
                     f"target {m.target} overlaps the source prefix {other.source}; the source is never "
                     "written: choose a target location outside every source prefix"
                 )
+
+
+def _refuse_files_in_the_way(prefix_map: PrefixMap) -> None:
+    """A local target that is, or lies under, a regular file cannot be created: say so now,
+    not when the first write fails deep inside it."""
+    for m in prefix_map.mappings:
+        if not is_local(m.target):
+            continue
+        path = local_path(m.target)
+        while path and not os.path.exists(path):
+            path = os.path.dirname(path)
+        if path and not os.path.isdir(path):
+            raise UnsafeTargetError(
+                f"the target {m.target} cannot be created: {path} is a file, not a directory; "
+                "choose a target location that is a directory or does not exist yet"
+            )
 
 
 def _read_required(io: FileIO, uri: str) -> bytes:

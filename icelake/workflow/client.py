@@ -10,7 +10,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, NoCredentialsError
+from botocore.exceptions import (
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    PartialCredentialsError,
+)
 
 from icelake.aws.clients import client as aws_client
 from icelake.aws.ledger import Ledger
@@ -93,7 +99,7 @@ def aws_errors(doing: str) -> Iterator[None]:
             f"cannot {doing}: {where} does not answer ({exc}); check the network, AWS_ENDPOINT_URL, "
             "or start the embedded AWS with `icelake local up`"
         ) from exc
-    except NoCredentialsError as exc:
+    except (NoCredentialsError, PartialCredentialsError) as exc:
         raise IcelakeError(
             f"cannot {doing}: no AWS credentials found; set AWS_PROFILE or run `aws sso login`"
         ) from exc

@@ -230,8 +230,8 @@ def test_large_tables_go_through_the_glue_job(world: tuple[Lake, LocalDeployment
     # Given a threshold that sends every table to the Glue Spark job
     lake, deployment = world
     sources = {n: add_source_table(lake, n, [[1, 2], [3]]) for n in ("orders", "customers")}
-    # and sessions of two hours
-    options = {"glue_threshold_bytes": 0, "concurrency": 2, "session_duration_seconds": 7200}
+    # and sessions of 45 minutes
+    options = {"glue_threshold_bytes": 0, "concurrency": 2, "session_duration_seconds": 2700}
     request = lake.request("glue-1", options=options)
 
     started = datetime.now(UTC)
@@ -249,10 +249,10 @@ def test_large_tables_go_through_the_glue_job(world: tuple[Lake, LocalDeployment
             meta, outcome["target_metadata_location"], source_props=s3_props(), target_props=s3_props()
         )
     # and every role it assumed for the run (in the Lambdas, the Glue driver and the executors, which
-    # assume the roles themselves) was asked for two hours
+    # assume the roles themselves) was asked for 45 minutes
     for role, side in ((SOURCE_ROLE, "src"), (TARGET_ROLE, "dst")):
         recorded = assumed_roles(role, f"icelake-{side}-glue-1")
         assert recorded
         for r in recorded:
             expires = r.expiration.replace(tzinfo=UTC)
-            assert started + timedelta(seconds=7199) <= expires <= ended + timedelta(seconds=7201)
+            assert started + timedelta(seconds=2699) <= expires <= ended + timedelta(seconds=2701)

@@ -113,6 +113,30 @@ def test_external_id_from_context_is_required_in_the_trust_policy() -> None:
     assert trust["Condition"]["StringEquals"] == {"sts:ExternalId": "s3cr3t-ext-id"}
 
 
+def test_the_source_role_may_mark_promoted_tables_only_when_the_context_allows_it() -> None:
+    from aws_cdk import App, Environment
+    from aws_cdk.assertions import Template
+
+    from cdk.access import SourceAccessStack
+    from cdk.config import Settings
+
+    granted = {}
+    for allow in (False, True):
+        stack = SourceAccessStack(
+            App(),
+            "Source",
+            settings=Settings(source_allow_mark=allow),
+            env=Environment(account="111111111111", region="us-east-1"),
+        )
+        template = Template.from_stack(stack).to_json()
+        statements = identity_statements(template, role_logical_id(template, "icelake-source-read"))
+        granted[allow] = [s for s in statements if "glue:UpdateTable" in as_list(s["Action"])]
+    assert granted[False] == []
+    (mark,) = granted[True]  # one write, on the source databases' tables, and nothing else
+    assert as_list(mark["Action"]) == ["glue:UpdateTable"]
+    assert all(":glue:" in flat(r) for r in as_list(mark["Resource"]))
+
+
 def test_target_role_writes_only_under_its_prefix_and_databases(synth: Synth) -> None:
     template = synth.templates["IcelakeTargetAccess"]
     role = role_logical_id(template, "icelake-target-write")

@@ -309,7 +309,7 @@ def test_merge_job_is_the_scd2_script_with_iceberg_on_the_glue_catalog_one_run_a
     args = props["DefaultArguments"]
     assert args["--datalake-formats"] == "iceberg"
     assert args["--job-bookmark-option"] == "job-bookmark-disable"
-    assert args["--extra-py-files"].endswith(".whl")
+    assert args["--extra-py-files"].endswith(".zip")  # a .whl would not reach the executors
     warehouse = _logical_id(template, "AWS::S3::Bucket", "Warehouse")
     catalog = SOURCE["table"]["table"].split(".")[0]
     conf = dict(

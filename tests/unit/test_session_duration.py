@@ -45,19 +45,21 @@ def _request(**options: object) -> MigrationRequest:
     return MigrationRequest.model_validate({"run_id": "r1", **body})
 
 
-@pytest.mark.parametrize("seconds", [900, 3600, 43200])
+@pytest.mark.parametrize("seconds", [900, 1800, 3600])
 def test_durations_sts_accepts_pass(seconds: int) -> None:
     assert check_session_duration(seconds) == seconds
     assert Options(session_duration_seconds=seconds).session_duration_seconds == seconds
 
 
-@pytest.mark.parametrize("seconds", [-1, 0, 899, 43201, 86400])
+@pytest.mark.parametrize("seconds", [-1, 0, 899, 3601, 43200, 86400])
 def test_durations_sts_refuses_are_named_with_their_option(seconds: int) -> None:
+    # 3601..43200 is what a role's MaxSessionDuration allows, but not a chained role session
     with pytest.raises(
-        SessionDurationError, match=rf"^--session-duration must be between 900 and 43200 .*{seconds}$"
+        SessionDurationError,
+        match=rf"^--session-duration must be between 900 and 3600 seconds, got {seconds}: .*chained",
     ):
         check_session_duration(seconds, "--session-duration")
-    with pytest.raises(ValueError, match=r"session_duration_seconds must be between 900 and 43200"):
+    with pytest.raises(ValueError, match=r"session_duration_seconds must be between 900 and 3600"):
         Options(session_duration_seconds=seconds)
 
 
@@ -65,7 +67,7 @@ def test_default_duration_is_one_hour() -> None:
     assert DEFAULT_SESSION_SECONDS == Options().session_duration_seconds == 3600
 
 
-@pytest.mark.parametrize("seconds", [900, 1800, 3600, 43200])
+@pytest.mark.parametrize("seconds", [900, 1800, 3600])
 def test_credentials_are_renewed_well_before_they_expire_but_not_at_once(seconds: int) -> None:
     advisory, mandatory = refresh_windows(seconds)
     # renewal starts before the forced window, and a fresh session is used for most of its life
@@ -74,12 +76,12 @@ def test_credentials_are_renewed_well_before_they_expire_but_not_at_once(seconds
 
 
 def test_workflow_steps_assume_each_role_with_the_requested_duration() -> None:
-    sessions = Sessions(_request(session_duration_seconds=7200))
+    sessions = Sessions(_request(session_duration_seconds=1800))
     assert sessions.role("src") == AssumedRole(
-        SOURCE_ROLE, external_id="src-ext", session_name="icelake-src-r1", duration_seconds=7200
+        SOURCE_ROLE, external_id="src-ext", session_name="icelake-src-r1", duration_seconds=1800
     )
     assert sessions.role("dst") == AssumedRole(
-        TARGET_ROLE, external_id="dst-ext", session_name="icelake-dst-r1", duration_seconds=7200
+        TARGET_ROLE, external_id="dst-ext", session_name="icelake-dst-r1", duration_seconds=1800
     )
 
 
@@ -97,13 +99,13 @@ def _work_item(request: MigrationRequest) -> str:
 
 
 def test_glue_job_takes_duration_and_external_ids_from_the_work_item() -> None:
-    item = _work_item(_request(session_duration_seconds=14400))
+    item = _work_item(_request(session_duration_seconds=2400))
     base = ["--source-metadata", "s3://source-lake/db/t/metadata/00001.metadata.json"]
     base += ["--target-location", "s3://target-lake/db/t", "--work-item", item]
 
     args = glue_job.parse_args(base)
     assert (args.source_external_id, args.target_external_id) == ("src-ext", "dst-ext")
-    assert args.session_duration_seconds == "14400"
+    assert args.session_duration_seconds == "2400"
     # an explicit argument wins over the work item
     assert (
         glue_job.parse_args([*base, "--session-duration-seconds", "1800"]).session_duration_seconds == "1800"
@@ -117,9 +119,7 @@ def test_glue_job_refuses_a_bad_duration_before_starting_spark(monkeypatch: pyte
     monkeypatch.setattr(glue_job, "build_session", no_spark)
     argv = ["--source-metadata", "s3://a/m.json", "--target-location", "s3://b/t"]
     argv += ["--target-role-arn", TARGET_ROLE, "--session-duration-seconds", "50000"]
-    with pytest.raises(
-        SessionDurationError, match="--session-duration-seconds must be between 900 and 43200"
-    ):
+    with pytest.raises(SessionDurationError, match="--session-duration-seconds must be between 900 and 3600"):
         glue_job.main(argv)
 
 
@@ -140,14 +140,14 @@ def test_cli_refuses_a_bad_duration_in_one_line_naming_the_flag() -> None:
         ],
     )
     assert result.exit_code == 2
-    assert "--session-duration must be between 900 and 43200 seconds" in result.output
+    assert "--session-duration must be between 900 and 3600 seconds" in result.output
     assert "got 60" in result.output and "cannot assume role" not in result.output
 
 
 def test_executor_spec_in_aws_carries_the_role_and_no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     # Given a driver talking to AWS itself (no endpoint override)
     monkeypatch.delenv("AWS_ENDPOINT_URL")
-    role = AssumedRole(TARGET_ROLE, external_id="x", session_name="icelake-dst-r1", duration_seconds=7200)
+    role = AssumedRole(TARGET_ROLE, external_id="x", session_name="icelake-dst-r1", duration_seconds=1800)
 
     # When it builds the spec it ships to executors
     spec = executor_spec("s3://target-lake/db/t", role, kms_key_id="k")
