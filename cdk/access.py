@@ -212,20 +212,6 @@ class TargetAccessStack(Stack):
                 ],
                 resources=glue_catalog_arns(self, s.target_databases),
             ),
-            # Register ensures the table's database exists (create_database, AlreadyExists ignored):
-            # IAM is checked before existence, so the call needs the permission even though this
-            # stack creates the databases. Only the catalog and the target databases.
-            iam.PolicyStatement(
-                sid="EnsureDatabase",
-                actions=["glue:CreateDatabase"],
-                resources=[
-                    self.format_arn(service="glue", resource="catalog"),
-                    *(
-                        self.format_arn(service="glue", resource="database", resource_name=db)
-                        for db in s.target_databases
-                    ),
-                ],
-            ),
         ]
         if s.source_kms_key_arns:
             statements.append(

@@ -15,7 +15,7 @@ from typing import Any
 from icelake.aws import clients
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "tools" / "iam_simulate.mjs"
+SCRIPT = REPO / "tools" / "iam_eval.mjs"  # @cloud-copilot/iam-simulate, one process for all
 REGION = "us-east-1"
 
 # One request to evaluate: action on resource ARN (with the request's condition keys, if any).
@@ -245,14 +245,14 @@ class Request:
     context: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
+        """The request as tools/iam_eval.mjs reads it."""
         return {
-            "id": self.id,
             "principal": self.principal,
             "action": self.action,
             "resource": self.resource,
-            "resource_account": self.resource_account,
-            "identity_policies": self.identity_policies,
-            "resource_policy": self.resource_policy,
+            "accountId": self.resource_account,
+            "identityPolicies": [p["policy"] for p in self.identity_policies],
+            "resourcePolicy": self.resource_policy,
             "context": {
                 "aws:PrincipalArn": self.principal,
                 "aws:PrincipalAccount": self.principal.split(":")[4],
@@ -269,7 +269,7 @@ def simulate(requests: list[Request]) -> dict[str, str]:
         raise AssertionError("node_modules/@cloud-copilot/iam-simulate is missing: run `make setup`")
     proc = subprocess.run(
         ["node", str(SCRIPT)],
-        input=json.dumps({"requests": [r.as_json() for r in requests]}),
+        input=json.dumps([r.as_json() for r in requests]),
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -277,7 +277,8 @@ def simulate(requests: list[Request]) -> dict[str, str]:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    answers = json.loads(proc.stdout)
     return {
-        r["id"]: r["decision"] if r["decision"] != "Error" else f"Error: {r['errors']}"
-        for r in json.loads(proc.stdout)["results"]
+        r.id: a["decision"] if a["decision"] != "Error" else f"Error: {json.dumps(a['errors'])}"
+        for r, a in zip(requests, answers, strict=True)
     }
