@@ -15,9 +15,9 @@ import pytest
 from cdk.app import build_app
 from icelake.constants import ORCHESTRATOR_ACCOUNT_LOCAL
 from icelake.local.deploy import LocalDeployment
+from icelake.local.embedded import run_execution
 from icelake.local.lake import SOURCE_ACCOUNT, SOURCE_BUCKET, TARGET_ACCOUNT, TARGET_BUCKET
-from tests.e2e.conftest import run_workflow
-from tests.iam.evaluator import OPERATIONS, Call, Recorder, Request, simulate
+from tests.iam.evaluator import OPERATIONS, Call, Recorder, Request, simulate, state_machine_calls
 from tests.iam.templates import Deployed, Resolver, deployed
 from tests.lake import Lake, add_source_table, commit
 
@@ -126,6 +126,12 @@ def requests_of(calls: list[Call], d: Deployed, aliases: dict[str, str]) -> list
     return out
 
 
+def _state_machine_role(templates: dict[str, dict[str, Any]]) -> str:
+    t = templates["IcelakeOrchestrator"]
+    (machine,) = [v for v in t["Resources"].values() if v["Type"] == "AWS::StepFunctions::StateMachine"]
+    return str(Resolver(t, ORCHESTRATOR_ACCOUNT_LOCAL).resolve(machine["Properties"]["RoleArn"]))
+
+
 def _target_key_arn(templates: dict[str, dict[str, Any]]) -> str:
     t = templates["IcelakeTargetAccess"]
     (key,) = [k for k, v in t["Resources"].items() if v["Type"] == "AWS::KMS::Key"]
@@ -155,11 +161,16 @@ def test_every_call_of_a_migration_is_allowed_by_the_synthesized_policies(
         add_source_table(lake, name, [[1, 2], [3]])
     recorder = Recorder(default_principal(_function_roles(templates), _glue_roles(templates)))
 
-    with recorder.recording():
-        run_workflow(deployment, lake.request("iam-full"))
-    commit(lake, "orders", [4])  # the test's own writes are not the workflow's
-    with recorder.recording():
-        run_workflow(deployment, lake.request("iam-incr", mode="incremental"))
+    machine_role = _state_machine_role(templates)
+    for run_id, mode in (("iam-full", "full"), ("iam-incr", "incremental")):
+        if mode == "incremental":
+            commit(lake, "orders", [4])  # the test's own writes are not the workflow's
+        with recorder.recording():
+            result = run_execution(
+                deployment.state_machine_arn, lake.request(run_id, mode=mode), timeout=300, name=run_id
+            )
+        assert result.status == "SUCCEEDED", result.failure()
+        recorder.calls.extend(state_machine_calls(result.events, machine_role))
 
     pairs = requests_of(recorder.calls, d, {lake.kms_key: _target_key_arn(templates)})
     decisions = simulate([r for _c, r in pairs])

@@ -175,6 +175,19 @@ OPERATIONS: dict[tuple[str, str], Callable[[dict[str, Any], str], list[Need]]] =
         ("events:PutEvents", f"arn:aws:events:{REGION}:{a}:event-bus/{e.get('EventBusName', 'default')}")
         for e in p["Entries"]
     ],
+    # Step Functions service integrations (from the execution history; signed by the state machine role)
+    ("lambda", "Invoke"): lambda p, a: [
+        (
+            "lambda:InvokeFunction",
+            p["FunctionName"]
+            if p["FunctionName"].startswith("arn:")
+            else f"arn:aws:lambda:{REGION}:{a}:function:{p['FunctionName']}",
+        )
+    ],
+    ("glue", "StartJobRun.sync"): lambda p, a: [
+        (action, f"arn:aws:glue:{REGION}:{a}:job/{p['JobName']}")
+        for action in ("glue:StartJobRun", "glue:GetJobRun", "glue:GetJobRuns", "glue:BatchStopJobRun")
+    ],
     ("lakeformation", "GrantPermissions"): lambda p, a: [("lakeformation:GrantPermissions", "*")],
 }
 
@@ -198,6 +211,29 @@ class Call:
                 "tests/iam/evaluator.py OPERATIONS"
             )
         return mapper(self.params, self.account)
+
+
+_SFN_OPERATIONS = {
+    ("lambda", "invoke"): "Invoke",
+    ("glue", "startJobRun.sync"): "StartJobRun.sync",
+    ("s3", "getObject"): "GetObject",
+    ("s3", "putObject"): "PutObject",
+}
+
+
+def state_machine_calls(events: list[dict[str, Any]], principal: str) -> list[Call]:
+    """The service calls a state machine's tasks made, from its execution history."""
+    calls = []
+    for event in events:
+        details = event.get("taskScheduledEventDetails")
+        if details is None:
+            continue
+        key = (details["resourceType"], details["resource"])
+        operation = _SFN_OPERATIONS.get(key)
+        if operation is None:
+            raise AssertionError(f"task {key} has no IAM mapping: add it to tests/iam/evaluator.py")
+        calls.append(Call(principal, key[0], operation, json.loads(details["parameters"])))
+    return calls
 
 
 @dataclass
