@@ -22,7 +22,6 @@ awsglue when present, else argparse (same names), so the same script runs in AWS
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from collections.abc import Sequence
@@ -30,6 +29,7 @@ from typing import Any
 
 from icelake.aws.fileio import io_for
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, AssumedRole, check_session_duration
+from icelake.glue_args import in_glue, resolve_options
 from icelake.migrate.distributed import SparkRunner, executor_spec
 from icelake.migrate.engine import run_migration
 from icelake.migrate.models import MigrationResult
@@ -52,35 +52,27 @@ OPTIONS = (
     "work_item",
 )
 REQUIRED = ("source_metadata", "target_location")
-IN_GLUE = importlib.util.find_spec("awsglue") is not None
+IN_GLUE = in_glue()
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    if IN_GLUE:  # pragma: no cover - only inside AWS Glue
-        from awsglue.utils import getResolvedOptions
-
-        # Either spelling (argparse inside resolves both to the underscore name); the required
-        # ones always, so that a missing one fails there with its name.
-        spelled = {o: next((s for s in (o.replace("_", "-"), o) if f"--{s}" in argv), o) for o in OPTIONS}
-        given = [spelled[o] for o in OPTIONS if o in REQUIRED or f"--{spelled[o]}" in argv]
-        # getResolvedOptions skips its first argument (the script name in sys.argv).
-        resolved = getResolvedOptions(["migrate_table", *argv], given)
-        raw = {o: resolved.get(o) for o in OPTIONS}
-        raw["map"] = [raw["map"]] if raw["map"] else []
-    else:
-        parser = argparse.ArgumentParser(prog="migrate_table")
-        for o in OPTIONS:
-            names = [f"--{o.replace('_', '-')}", f"--{o}"]
-            if o == "map":
-                parser.add_argument(*names, dest=o, action="append", default=[])
-            elif o == "overwrite":
-                parser.add_argument(*names, dest=o, nargs="?", const="true", default="false")
-            else:
-                parser.add_argument(*names, dest=o, required=o in REQUIRED)
-        raw = vars(parser.parse_known_args(list(argv))[0])  # Glue adds its own (--JOB_ID, ...)
-    args = {**raw, "map": parse_maps(raw["map"]), "overwrite": _flag(raw["overwrite"])}
+    raw = resolve_options(
+        argv,
+        OPTIONS,
+        prog="migrate_table",
+        required=REQUIRED,
+        repeatable=("map",),
+        flags=("overwrite",),
+        defaults={"overwrite": "false"},
+    )
+    maps = raw["map"]
+    args: dict[str, Any] = {
+        **raw,
+        "map": parse_maps(maps if isinstance(maps, list) else []),
+        "overwrite": _flag(str(raw["overwrite"])),
+    }
     if raw["work_item"]:
-        for key, value in _work_item_args(raw["work_item"]).items():
+        for key, value in _work_item_args(str(raw["work_item"])).items():
             args[key] = args[key] or value  # explicit arguments win
     return argparse.Namespace(**args)
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from icelake.aws.fileio import io_for
+from icelake.glue_args import resolve_options
 from icelake.ingest.landing import read_manifest
 from icelake.ingest.models import MaintenanceConfig, PendingBatch, Scd2Spec
 from icelake.ingest.scd2 import maintain, merge_pending
@@ -34,27 +35,16 @@ OPTIONS = ("mode", "spec", "batch_uris", *MAINTENANCE_OPTIONS)
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    try:  # pragma: no cover - only inside AWS Glue
-        from awsglue.utils import getResolvedOptions
-
-        resolved = getResolvedOptions(list(argv), [o for o in OPTIONS if f"--{o}" in argv])
-        return argparse.Namespace(local_warehouse=None, **{o: resolved.get(o) for o in OPTIONS})
-    except ImportError:
-        pass
-    parser = argparse.ArgumentParser(prog="scd2_merge")
-    parser.add_argument("--mode", choices=("merge", "maintain"), required=True)
-    parser.add_argument("--spec", required=True, help="Scd2Spec as JSON")
-    parser.add_argument("--batch-uris", "--batch_uris", dest="batch_uris", default="[]")
-    parser.add_argument("--expire-older-than-days", "--expire_older_than_days", dest="expire_older_than_days")
-    parser.add_argument("--retain-last", "--retain_last", dest="retain_last")
-    parser.add_argument(
-        "--orphan-older-than-hours", "--orphan_older_than_hours", dest="orphan_older_than_hours"
+    raw = resolve_options(
+        argv,
+        (*OPTIONS, "local_warehouse"),
+        prog="scd2_merge",
+        required=("mode", "spec"),
+        defaults={"batch_uris": "[]"},
     )
-    for option in ("delete_file_threshold", "target_file_size_bytes"):
-        parser.add_argument(f"--{option.replace('_', '-')}", f"--{option}", dest=option)
-    parser.add_argument("--local-warehouse", dest="local_warehouse")
-    args, _unknown = parser.parse_known_args(list(argv))  # Glue adds its own (--JOB_ID, ...)
-    return args
+    if raw["mode"] not in ("merge", "maintain"):
+        raise SystemExit(f"scd2_merge: --mode must be merge or maintain, got {raw['mode']!r}")
+    return argparse.Namespace(**raw)
 
 
 def build_session(spec: Scd2Spec, local_warehouse: str | None) -> Any:
