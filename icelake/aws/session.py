@@ -14,7 +14,7 @@ import boto3
 import botocore.session
 from botocore.credentials import CredentialProvider, CredentialResolver, RefreshableCredentials
 
-from icelake.aws.clients import new_session
+from icelake.aws.clients import ROLE_ATTR, new_session
 from icelake.errors import IcelakeError
 
 MIN_SESSION_SECONDS = 900  # STS's minimum DurationSeconds
@@ -114,6 +114,7 @@ def assume_role_session(
     )
     core = botocore.session.Session()
     core.register_component("credential_provider", CredentialResolver([_Fixed(credentials)]))
+    setattr(core, ROLE_ATTR, role_arn)  # who signs this session's calls (read by call hooks)
     return new_session(botocore_session=core, region_name=base.region_name)
 
 

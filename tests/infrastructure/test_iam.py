@@ -166,7 +166,7 @@ def test_target_role_writes_only_under_its_prefix_and_databases(synth: Synth) ->
     assert writes == {
         "s3:PutObject",
         "s3:DeleteObject",
-        "glue:CreateDatabase",  # Register creates a missing target database
+        "glue:CreateDatabase",  # Register ensures the database (IAM is checked before existence)
         "glue:CreateTable",
         "glue:UpdateTable",
         "glue:DeleteTable",
