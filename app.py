@@ -6,7 +6,14 @@ with the CDK CLI deploys it (see README, "Deploying to AWS")."""
 
 from __future__ import annotations
 
+import sys
+
 from cdk.app import build_app
+from cdk.config import ContextError
+from cdk.lambda_deps import LayerBuildError
 
 if __name__ == "__main__":
-    build_app().synth()
+    try:
+        build_app().synth()
+    except (LayerBuildError, ContextError) as exc:  # one line that says why, not a jsii traceback
+        sys.exit(f"synth stopped: {exc}")

@@ -62,7 +62,7 @@ class SourceAccessStack(Stack):
             "SourceRole",
             role_name=SOURCE_ROLE_NAME,
             assumed_by=orchestrator_principal(s),
-            max_session_duration=Duration.hours(12),
+            max_session_duration=Duration.hours(1),  # assumed by role sessions: chaining caps it at 1 h
             description="icelake: read-only access to the source Iceberg tables (S3, Glue, KMS)",
         )
         statements = [
@@ -77,6 +77,14 @@ class SourceAccessStack(Stack):
             statements.append(
                 iam.PolicyStatement(
                     sid="Decrypt", actions=["kms:Decrypt"], resources=list(s.source_kms_key_arns)
+                )
+            )
+        if s.source_allow_mark:  # cutover's options.mark_source: a parameter on the source table
+            statements.append(
+                iam.PolicyStatement(
+                    sid="MarkPromoted",
+                    actions=["glue:UpdateTable"],
+                    resources=glue_catalog_arns(self, s.source_databases),
                 )
             )
         self.policy = iam.Policy(self, "ReadOnly", roles=[self.role], statements=statements)
@@ -165,7 +173,7 @@ class TargetAccessStack(Stack):
             "TargetRole",
             role_name=TARGET_ROLE_NAME,
             assumed_by=orchestrator_principal(s),
-            max_session_duration=Duration.hours(12),
+            max_session_duration=Duration.hours(1),  # assumed by role sessions: chaining caps it at 1 h
             description="icelake: writes only under the target prefix and to the target Glue databases",
         )
         objects = self.bucket.arn_for_objects(location.object_pattern)
@@ -193,6 +201,9 @@ class TargetAccessStack(Stack):
                 sid="Catalog",
                 actions=[
                     "glue:GetDatabase",
+                    # Register creates the target database when it is missing (ensure_database); IAM
+                    # is checked before existence, so without it Register is denied for every table.
+                    "glue:CreateDatabase",
                     "glue:GetTable",
                     "glue:GetTables",
                     "glue:CreateTable",

@@ -21,14 +21,15 @@ from aws_cdk import aws_stepfunctions as sfn
 from cdk_nag import NagSuppressions
 from constructs import Construct
 
-from cdk.build import REPO, build_layer, build_wheel, pinned_requirements
+from cdk.build import REPO, build_glue_package, build_layer, pinned_requirements
 from cdk.config import Settings
+from cdk.lambda_deps import LayerBuildError, check_layer, deps_layer
 
 LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 COLON = ArnFormat.COLON_RESOURCE_NAME
 PYTHON_RUNTIME_REASON = (
-    "Python 3.11 on purpose: the same interpreter as Glue 5 (which runs the same icelake wheel) and the "
-    "managed layers pinned here (AWS SDK for pandas, Powertools)."
+    "Python 3.11 on purpose: the same interpreter as Glue 5 (which runs the same icelake wheel); the "
+    "dependencies layer is built and tested for it (manylinux2014 wheels, requirements-lambda.txt)."
 )
 
 
@@ -85,24 +86,18 @@ def notification_topic(scope: Construct, name: str, key: kms.IKey, emails: Seque
     from aws_cdk import aws_sns_subscriptions as subs
 
     topic = sns.Topic(scope, "Notifications", topic_name=name, master_key=key, enforce_ssl=True)
-    # enforce_ssl makes a topic policy, which then must name every publisher: CloudWatch alarms of
-    # this account (EventBridge rules add their own statement through targets.SnsTopic).
+    # enforce_ssl gives the topic a policy of its own, which replaces SNS's default one: CloudWatch
+    # alarms may then publish only if the policy says so (EventBridge targets add their own grant).
     stack = Stack.of(scope)
+    alarms = f"arn:{stack.partition}:cloudwatch:{stack.region}:{stack.account}:alarm:*"
     topic.add_to_resource_policy(
         iam.PolicyStatement(
-            sid="PublishFromCloudWatchAlarms",
+            sid="AlarmsPublish",
             principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
             actions=["sns:Publish"],
             resources=[topic.topic_arn],
             conditions={
-                "ArnLike": {
-                    "aws:SourceArn": stack.format_arn(
-                        service="cloudwatch",
-                        resource="alarm",
-                        resource_name="*",
-                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                    )
-                },
+                "ArnLike": {"aws:SourceArn": alarms},
                 "StringEquals": {"aws:SourceAccount": stack.account},
             },
         )
@@ -112,14 +107,27 @@ def notification_topic(scope: Construct, name: str, key: kms.IKey, emails: Seque
     return topic
 
 
-def lambda_layers(
-    scope: Construct, settings: Settings, build_dir: Path, *, pandas: bool = True
-) -> list[lambda_.ILayerVersion]:
-    """The icelake layer (built from this repo), the managed Powertools layer (and AWS SDK for pandas for
-    pyarrow when `pandas`), and the dependencies directory of `deps_layer_dir` when set."""
-    s = settings
-    region = Stack.of(scope).region
-    layers: list[lambda_.ILayerVersion] = [
+def lambda_layers(scope: Construct, settings: Settings, build_dir: Path) -> list[lambda_.ILayerVersion]:
+    """The icelake layer (built from this repo) and the dependencies layer: requirements-lambda.txt
+    built by pip for the Lambda platform (cached under build/layers/), or the prebuilt directory
+    named by `deps_layer_dir`. No managed layer: what the handlers import is built and tested here."""
+    for retired in ("pandas_layer_arn", "powertools_layer_arn"):
+        if scope.node.try_get_context(retired):
+            raise LayerBuildError(
+                f"context key {retired} is no longer used: the dependencies layer is built from "
+                "requirements-lambda.txt at synth (or set deps_layer_dir to a prebuilt one); remove the key"
+            )
+    if settings.deps_layer_dir:
+        deps = (REPO / settings.deps_layer_dir).resolve()
+        if not (deps / "python").is_dir():
+            raise LayerBuildError(
+                f"deps_layer_dir {settings.deps_layer_dir!r} has no python/ directory: point it at a layer "
+                "directory, or leave it empty to build requirements-lambda.txt"
+            )
+        check_layer(deps / "python", f"deps_layer_dir {settings.deps_layer_dir!r}")
+    else:
+        deps = deps_layer()
+    return [
         lambda_.LayerVersion(
             scope,
             "IcelakeLayer",
@@ -127,33 +135,17 @@ def lambda_layers(
             code=lambda_.Code.from_asset(str(build_layer(build_dir))),
             compatible_runtimes=[lambda_.Runtime.PYTHON_3_11],
             description="The icelake package (built from this repo at synth time)",
-        )
+        ),
+        lambda_.LayerVersion(
+            scope,
+            "DepsLayer",
+            layer_version_name="icelake-deps",
+            code=lambda_.Code.from_asset(str(deps)),
+            compatible_runtimes=[lambda_.Runtime.PYTHON_3_11],
+            compatible_architectures=[lambda_.Architecture.X86_64],
+            description="icelake's dependencies for python3.11 x86_64, from requirements-lambda.txt",
+        ),
     ]
-    # Third-party dependencies. pyarrow does not fit a layer of our own (250 MB unzipped limit
-    # across all layers), so it comes from the AWS SDK for pandas managed layer; Powertools from
-    # its managed layer; pyiceberg, fastavro, pydantic-settings from a directory filled by pip
-    # for manylinux x86_64 (see README, "Deploying to AWS").
-    if pandas:
-        pandas_arn = (
-            s.pandas_layer_arn or f"arn:aws:lambda:{region}:336392948345:layer:AWSSDKPandas-Python311:22"
-        )
-        layers.append(lambda_.LayerVersion.from_layer_version_arn(scope, "PandasLayer", pandas_arn))
-    powertools_arn = s.powertools_layer_arn or (
-        f"arn:aws:lambda:{region}:017000801446:layer:AWSLambdaPowertoolsPythonV3-python311-x86_64:18"
-    )
-    layers.append(lambda_.LayerVersion.from_layer_version_arn(scope, "PowertoolsLayer", powertools_arn))
-    if s.deps_layer_dir:
-        layers.append(
-            lambda_.LayerVersion(
-                scope,
-                "DepsLayer",
-                layer_version_name="icelake-deps",
-                code=lambda_.Code.from_asset(str((REPO / s.deps_layer_dir).resolve())),
-                compatible_runtimes=[lambda_.Runtime.PYTHON_3_11],
-                description="pyiceberg, fastavro, pydantic-settings (pip, manylinux x86_64)",
-            )
-        )
-    return layers
 
 
 def python_function(
@@ -187,7 +179,7 @@ def python_function(
         runtime=lambda_.Runtime.PYTHON_3_11,
         architecture=lambda_.Architecture.X86_64,
         handler=handler,
-        code=lambda_.Code.from_asset(str(REPO / Path(handler_path).parent)),
+        code=lambda_.Code.from_asset(str(REPO / Path(handler_path).parent), exclude=["__pycache__", "*.pyc"]),
         layers=list(layers),
         environment=dict(environment),
         role=role,
@@ -209,7 +201,7 @@ def glue_assets(scope: Construct, script: str, build_dir: Path) -> tuple[s3_asse
     """The job's script (a repo path) and the icelake wheel, as S3 assets."""
     return (
         s3_assets.Asset(scope, "GlueScript", path=str(REPO / script)),
-        s3_assets.Asset(scope, "IcelakeWheel", path=str(build_wheel(build_dir))),
+        s3_assets.Asset(scope, "IcelakeWheel", path=str(build_glue_package(build_dir))),
     )
 
 
@@ -286,9 +278,11 @@ def glue_spark_job(
     wheel: s3_assets.Asset,
     pip_modules: Sequence[str],
     arguments: Mapping[str, Any],
+    run_queuing: bool = False,
 ) -> glue.CfnJob:
     """A Glue Spark job with Iceberg, the icelake wheel, metrics and continuous logs, no bookmarks and
-    no retries (the state machine retries); `arguments` are added to the default arguments."""
+    no retries (the state machine retries); `arguments` are added to the default arguments.
+    `run_queuing` (JobRunQueuingEnabled): a run beyond MaxConcurrentRuns waits for a slot."""
     return glue.CfnJob(
         scope,
         cid,
@@ -299,6 +293,7 @@ def glue_spark_job(
         number_of_workers=workers,
         timeout=timeout_minutes,
         max_retries=0,
+        job_run_queuing_enabled=run_queuing,
         security_configuration=security.name,
         execution_property=glue.CfnJob.ExecutionPropertyProperty(max_concurrent_runs=max_concurrent_runs),
         command=glue.CfnJob.JobCommandProperty(

@@ -31,6 +31,21 @@ _SECRET_ARN = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secr
 _SOURCE_KEYS = {"name", "schedule", "fetch", "table", "enabled"}
 
 
+class ContextError(ValueError):
+    """A context key the deployment cannot do without, or cannot use (one line, from `app.py`)."""
+
+
+# Where a deployment reads and writes, and which accounts: never defaulted, because a default would
+# be someone else's (bucket names are global) or another account's.
+REQUIRED_CONTEXT = (
+    "orchestrator_account",
+    "source_account",
+    "target_account",
+    "source_locations",
+    "target_bucket",
+)
+
+
 class IngestConfigError(ValueError):
     """The ingestion settings of the CDK context are wrong; the message names the key and the field."""
 
@@ -147,6 +162,9 @@ class Settings:
     source_locations: tuple[BucketPrefix, ...] = (BucketPrefix("source-lake", "warehouse"),)
     source_databases: tuple[str, ...] = ("sales",)
     source_kms_key_arns: tuple[str, ...] = ()
+    # A cutover with options.mark_source sets icelake.promoted_to on the source tables: the one
+    # write icelake may ever make in the source account, granted only when this is true.
+    source_allow_mark: bool = False
     target_bucket: str = "target-lake"
     target_prefix: str = "warehouse"
     target_databases: tuple[str, ...] = ("sales",)
@@ -160,9 +178,7 @@ class Settings:
     glue_workers: int = 10
     glue_worker_type: str = "G.1X"
     glue_version: str = "5.1"
-    pandas_layer_arn: str = ""
-    powertools_layer_arn: str = ""
-    deps_layer_dir: str = ""
+    deps_layer_dir: str = ""  # a prebuilt layer directory instead of building requirements-lambda.txt
     # The ingestion workflow (stack IcelakeIngest, in the orchestrator account).
     ingest_enabled: bool = False
     ingest_sources: tuple[IngestSource, ...] = ()
@@ -245,6 +261,13 @@ class Settings:
                 value = json.loads(value)
             return value
 
+        missing = [k for k in REQUIRED_CONTEXT if node.try_get_context(k) in (None, "", [])]
+        if missing:
+            raise ContextError(
+                f"context {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} required: set "
+                f"{'it' if len(missing) == 1 else 'them'} in cdk.json or pass -c KEY=VALUE (your accounts "
+                "and buckets; bucket names are global, so an example's would be someone else's)"
+            )
         d = cls()
         locations = get("source_locations", None)
         settings = cls(
@@ -262,6 +285,7 @@ class Settings:
             ),
             source_databases=tuple(get("source_databases", d.source_databases)),
             source_kms_key_arns=tuple(get("source_kms_key_arns", d.source_kms_key_arns)),
+            source_allow_mark=bool(get("source_allow_mark", d.source_allow_mark)),
             target_bucket=get("target_bucket", d.target_bucket),
             target_prefix=get("target_prefix", d.target_prefix),
             target_databases=tuple(get("target_databases", d.target_databases)),
@@ -275,8 +299,6 @@ class Settings:
             glue_workers=int(get("glue_workers", d.glue_workers)),
             glue_worker_type=get("glue_worker_type", d.glue_worker_type),
             glue_version=get("glue_version", d.glue_version),
-            pandas_layer_arn=get("pandas_layer_arn", d.pandas_layer_arn),
-            powertools_layer_arn=get("powertools_layer_arn", d.powertools_layer_arn),
             deps_layer_dir=get("deps_layer_dir", d.deps_layer_dir),
             ingest_enabled=bool(get("ingest_enabled", d.ingest_enabled)),
             ingest_sources=parse_ingest_sources(get("ingest_sources", [])),

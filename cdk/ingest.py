@@ -135,7 +135,7 @@ class IngestStack(Stack):
             glue_databases(self, self.databases, self.warehouse_uri, "icelake ingest: SCD2 tables")
 
         # -- Lambdas: fetch and complete, each with its own role ------------------------------------
-        self.layers = lambda_layers(self, s, build_dir, pandas=False)
+        self.layers = lambda_layers(self, s, build_dir)
         self.fetch_fn, self.fetch_role, fetch_logs = self._function(
             "Fetch", FETCH_FUNCTION, "handler.handler", INGEST_FETCH_ROLE_NAME, "fetches the APIs into raw/"
         )

@@ -46,7 +46,13 @@ from icelake.constants import (
     MIGRATE_ASL,
     MIGRATE_STATE_MACHINE,
 )
-from icelake.workflow.wiring import migrate_lambda_environment, migrate_substitutions
+from icelake.workflow.models import FILES_PRUNED_METRIC, OUTCOME_METRICS
+from icelake.workflow.wiring import (
+    METRICS_NAMESPACE,
+    MIGRATE_SERVICE,
+    migrate_lambda_environment,
+    migrate_substitutions,
+)
 
 # Source of the events that start a migration (the Report step's own events use EVENT_SOURCE, so a
 # finished run can never start another one).
@@ -255,8 +261,11 @@ class OrchestratorStack(Stack):
             workers=s.glue_workers,
             timeout_minutes=24 * 60,
             security=security,
-            # One run per table: as many as the Map runs at once, so that no table waits for a slot.
+            # One run per table of the Map's default concurrency; a request may ask for up to 1,000
+            # tables at once, and those beyond the slots queue for one (instead of failing after the
+            # task's retries and being rolled back).
             max_concurrent_runs=s.map_concurrency,
+            run_queuing=True,
             script=script,
             wheel=wheel,
             pip_modules=GLUE_PIP_MODULES,
@@ -475,7 +484,39 @@ class OrchestratorStack(Stack):
                 width=8,
             ),
         )
+        dashboard.add_widgets(*self._outcome_widgets(period))
         dashboard.add_widgets(cw.AlarmStatusWidget(alarms=self.alarms, title="Alarms", width=24))
+
+    @staticmethod
+    def _outcome_widgets(period: Duration) -> list[cw.IWidget]:
+        """Per-table outcomes of finished runs, as the Report step publishes them (EMF)."""
+
+        def metric(name: str, label: str) -> cw.Metric:
+            return cw.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name=name,
+                dimensions_map={"service": MIGRATE_SERVICE},
+                period=period,
+                statistic="Sum",
+                label=label,
+            )
+
+        good = ("migrated", "in_sync", "promoted", "dry_run")
+        return [
+            cw.GraphWidget(
+                title="Tables that ended well",
+                left=[metric(OUTCOME_METRICS[s], s) for s in good],
+                width=8,
+            ),
+            cw.GraphWidget(
+                title="Tables left alone or failed",
+                left=[metric(m, s) for s, m in OUTCOME_METRICS.items() if s not in good],
+                width=8,
+            ),
+            cw.GraphWidget(
+                title="Target files pruned", left=[metric(FILES_PRUNED_METRIC, "pruned")], width=8
+            ),
+        ]
 
     def _suppressions(self) -> None:
         suppress_python_runtime(list(self.functions.values()))

@@ -9,7 +9,7 @@ awsglue when present, else argparse (same names), so the same script runs in AWS
   --target-role-arn ARN      it and refresh it); without one, the job's own credentials
   --source-external-id ID    sts:ExternalId for the source / target role, when its trust needs one
   --target-external-id ID
-  --session-duration-seconds N  DurationSeconds of each assumed-role session, 900..3600 (3600)
+  --session-duration-seconds N  DurationSeconds of each assumed-role session, 900..43200 (3600)
   --target-kms-key KEY       KMS key for every object written to the target
   --overwrite [true|false]   replace target files that exist with different content
   --run-id ID                names the assumed-role sessions
@@ -22,7 +22,6 @@ awsglue when present, else argparse (same names), so the same script runs in AWS
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from collections.abc import Sequence
@@ -30,7 +29,7 @@ from typing import Any
 
 from icelake.aws.fileio import io_for
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, AssumedRole, check_session_duration
-from icelake.glue_args import Resolver, resolve_options
+from icelake.glue_args import in_glue, resolve_options
 from icelake.migrate.distributed import SparkRunner, executor_spec
 from icelake.migrate.engine import run_migration
 from icelake.migrate.models import MigrationResult
@@ -53,26 +52,27 @@ OPTIONS = (
     "work_item",
 )
 REQUIRED = ("source_metadata", "target_location")
-IN_GLUE = importlib.util.find_spec("awsglue") is not None
+IN_GLUE = in_glue()
 
 
-def parse_args(argv: Sequence[str], resolver: Resolver | None = None) -> argparse.Namespace:
-    """The job's arguments from `argv` without the script name (`sys.argv[1:]`)."""
-    parser = argparse.ArgumentParser(prog="migrate_table")
-    for o in OPTIONS:
-        names = [f"--{o.replace('_', '-')}", f"--{o}"]
-        if o == "map":
-            parser.add_argument(*names, dest=o, action="append", default=[])
-        elif o == "overwrite":
-            parser.add_argument(*names, dest=o, nargs="?", const="true", default="false")
-        else:
-            parser.add_argument(*names, dest=o, required=o in REQUIRED)
-    raw = resolve_options("migrate_table", argv, OPTIONS, parser, REQUIRED, resolver)
-    if not isinstance(raw["map"], list):  # getResolvedOptions keeps one value per name
-        raw["map"] = [raw["map"]] if raw["map"] else []
-    args = {**raw, "map": parse_maps(raw["map"]), "overwrite": _flag(raw["overwrite"])}
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    raw = resolve_options(
+        argv,
+        OPTIONS,
+        prog="migrate_table",
+        required=REQUIRED,
+        repeatable=("map",),
+        flags=("overwrite",),
+        defaults={"overwrite": "false"},
+    )
+    maps = raw["map"]
+    args: dict[str, Any] = {
+        **raw,
+        "map": parse_maps(maps if isinstance(maps, list) else []),
+        "overwrite": _flag(str(raw["overwrite"])),
+    }
     if raw["work_item"]:
-        for key, value in _work_item_args(raw["work_item"]).items():
+        for key, value in _work_item_args(str(raw["work_item"])).items():
             args[key] = args[key] or value  # explicit arguments win
     return argparse.Namespace(**args)
 

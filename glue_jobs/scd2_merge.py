@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from icelake.aws.fileio import io_for
-from icelake.glue_args import Resolver, resolve_options
+from icelake.glue_args import resolve_options
 from icelake.ingest.landing import read_manifest
 from icelake.ingest.models import MaintenanceConfig, PendingBatch, Scd2Spec
 from icelake.ingest.scd2 import maintain, merge_pending
@@ -31,21 +31,20 @@ MAINTENANCE_OPTIONS = (
     "delete_file_threshold",
     "target_file_size_bytes",
 )
-OPTIONS = ("mode", "spec", "batch_uris", *MAINTENANCE_OPTIONS, "local_warehouse")
+OPTIONS = ("mode", "spec", "batch_uris", *MAINTENANCE_OPTIONS)
 
 
-def parse_args(argv: Sequence[str], resolver: Resolver | None = None) -> argparse.Namespace:
-    """The job's arguments from `argv` without the script name (`sys.argv[1:]`)."""
-    parser = argparse.ArgumentParser(prog="scd2_merge")
-    parser.add_argument("--mode", choices=("merge", "maintain"), required=True)
-    parser.add_argument("--spec", required=True, help="Scd2Spec as JSON")
-    parser.add_argument("--batch-uris", "--batch_uris", dest="batch_uris", default="[]")
-    for option in (*MAINTENANCE_OPTIONS, "local_warehouse"):
-        parser.add_argument(f"--{option.replace('_', '-')}", f"--{option}", dest=option)
-    raw = resolve_options("scd2_merge", argv, OPTIONS, parser, ("mode", "spec"), resolver)
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    raw = resolve_options(
+        argv,
+        (*OPTIONS, "local_warehouse"),
+        prog="scd2_merge",
+        required=("mode", "spec"),
+        defaults={"batch_uris": "[]"},
+    )
     if raw["mode"] not in ("merge", "maintain"):
         raise SystemExit(f"scd2_merge: --mode must be merge or maintain, got {raw['mode']!r}")
-    return argparse.Namespace(**{**raw, "batch_uris": raw["batch_uris"] or "[]"})
+    return argparse.Namespace(**raw)
 
 
 def build_session(spec: Scd2Spec, local_warehouse: str | None) -> Any:

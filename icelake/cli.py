@@ -124,6 +124,8 @@ def _summary(result: MigrationResult) -> Table:
     table.add_row("files planned", f"{result.files_planned} ({_human_bytes(result.bytes_planned)})")
     verb = "to copy" if result.dry_run else "copied"
     table.add_row(f"files {verb}", f"{result.files_copied} ({_human_bytes(result.bytes_copied)})")
+    if not result.dry_run:
+        table.add_row("copies verified by checksum", str(result.files_verified))
     table.add_row("files rewritten", str(result.files_rewritten))
     table.add_row("files skipped (identical)", str(result.files_skipped))
     table.add_row("elapsed", f"{result.elapsed_seconds:.1f} s")
@@ -205,9 +207,11 @@ def _report_table(report: dict[str, object]) -> Table:
         "table",
         "status",
         "files copied",
+        "verified",
         "bytes copied",
         "rewritten",
         "skipped",
+        "pruned",
         "snapshots",
         "error",
     ):
@@ -217,9 +221,11 @@ def _report_table(report: dict[str, object]) -> Table:
             str(t["table"]),
             str(t["status"]),
             str(t["files_copied"]),
+            str(t.get("files_verified", 0)),
             _human_bytes(int(t["bytes_copied"])),
             str(t["files_rewritten"]),
             str(t["files_skipped"]),
+            str(t.get("files_pruned", 0)),
             str(t["snapshots_validated"]),
             (t.get("error") or "")[:80],
         )
@@ -267,11 +273,46 @@ def migrate_start(
     ] = False,
 ) -> None:
     """Start a migration through the Step Functions workflow and follow it until it ends."""
+    _start(request, run_id, state_machine_arn, no_follow, as_json, allow_empty)
+
+
+@migrate_app.command("cutover")
+def migrate_cutover(
+    request: Annotated[
+        typer.FileText, typer.Option("--request", help="Migration request JSON; its mode becomes cutover.")
+    ],
+    run_id: Annotated[
+        str | None, typer.Option(help="Run id (execution name); default: from the request or time.")
+    ] = None,
+    state_machine_arn: Annotated[
+        str | None, typer.Option(help="Default: the deployed icelake state machine.")
+    ] = None,
+    no_follow: Annotated[bool, typer.Option("--no-follow", help="Start and return at once.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")] = False,
+) -> None:
+    """The last sync: catch up with the source, prove it did not move, promote the target.
+
+    Stop the source's writers first. A promoted table is the target's from then on: every later
+    run reports it `promoted` and writes nothing (README "Cutover")."""
+    _start(request, run_id, state_machine_arn, no_follow, as_json, allow_empty=False, mode="cutover")
+
+
+def _start(
+    request: typer.FileText,
+    run_id: str | None,
+    state_machine_arn: str | None,
+    no_follow: bool,
+    as_json: bool,
+    allow_empty: bool,
+    mode: str | None = None,
+) -> None:
     with one_line_errors():
         try:
             body = json.loads(request.read())
         except json.JSONDecodeError as exc:
             raise IcelakeError(f"{request.name} is not JSON ({exc}): fix the request file") from exc
+        if mode and isinstance(body, dict):
+            body["mode"] = mode
         execution_arn, rid = start_migration(body, state_machine_arn, run_id)
         err.print(f"started {execution_arn}", highlight=False, markup=False)
         if no_follow:

@@ -111,3 +111,24 @@ class DamagedSourceFileError(IcelakeError):
             "then retry"
         )
         self.uri = uri
+
+
+class ConcurrentCatalogChangeError(IcelakeError):
+    """The target table moved on while we worked: never overwrite, report."""
+
+
+class TargetNotOursError(IcelakeError):
+    """A target table that icelake did not create for this source."""
+
+
+class CopyVerificationError(IcelakeError):
+    """A copy whose size or checksum is not the source's."""
+
+
+class InvalidRequestError(IcelakeError):
+    """The request cannot be run as given (fails the execution before any copy). The state
+    machine catches it by this class name."""
+
+
+class ValidationFailedError(IcelakeError):
+    """The target does not read like the source: the table is rolled back."""

@@ -1,48 +1,56 @@
-"""How the Glue scripts (glue_jobs/*.py) resolve their arguments, in AWS Glue and locally alike.
+"""Job arguments, resolved the same way in every Glue script, in AWS Glue and on a laptop.
 
-In Glue, `awsglue.utils.getResolvedOptions(args, names)` reads `args[1:]` (it expects `sys.argv`,
-whose first item is the script name) and fails on a missing name; locally, the script's argparse
-parser reads the same arguments. Both scripts get `argv` without the script name (`sys.argv[1:]`
-or a test's list) and hand it to `resolve_options`, which puts the script name back for Glue.
+In Glue, `awsglue.utils.getResolvedOptions(args, options)` parses `args[1:]`: it expects sys.argv,
+script name first, and silently drops whatever stands in that place. Scripts hand it their
+arguments without the script name, so the name is put back here, once, for all of them. Elsewhere
+argparse reads the same names, either spelling (`--batch-uris` or `--batch_uris`), and ignores what
+Glue adds itself (`--JOB_ID`, `--JOB_RUN_ID`, ...).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
-from typing import Any
+import importlib.util
+from collections.abc import Mapping, Sequence
 
-Resolver = Callable[[list[str], list[str]], dict[str, Any]]
+Resolved = dict[str, str | list[str] | None]
 
 
-def glue_resolver() -> Resolver | None:
-    """awsglue's getResolvedOptions inside AWS Glue, None elsewhere."""
-    try:
-        from awsglue.utils import getResolvedOptions  # pragma: no cover - only inside AWS Glue
-    except ImportError:
-        return None
-    return getResolvedOptions  # type: ignore[no-any-return]  # pragma: no cover
+def in_glue() -> bool:
+    return importlib.util.find_spec("awsglue") is not None
 
 
 def resolve_options(
-    prog: str,
     argv: Sequence[str],
     options: Sequence[str],
-    parser: argparse.ArgumentParser,
+    *,
+    prog: str,
     required: Sequence[str] = (),
-    resolver: Resolver | None = None,
-) -> dict[str, Any]:
-    """{option: value or None} for each of `options` (underscore names), from `argv` without the
-    script name. `resolver` defaults to awsglue's inside Glue; without one, `parser` reads `argv`
-    and ignores what Glue adds itself (--JOB_ID, ...)."""
-    args = list(argv)
-    resolve = resolver or glue_resolver()
-    if resolve is None:
-        parsed = vars(parser.parse_known_args(args)[0])
-        return {o: parsed.get(o) for o in options}
-    # Either spelling (argparse inside getResolvedOptions turns both into the underscore name);
-    # the required ones always, so that a missing one fails there with its name.
-    spelled = {o: next((s for s in (o.replace("_", "-"), o) if f"--{s}" in args), o) for o in options}
-    given = [spelled[o] for o in options if o in required or f"--{spelled[o]}" in args]
-    resolved = resolve([prog, *args], given)  # it skips its first item, as in sys.argv
-    return {o: resolved.get(o) for o in options}
+    repeatable: Sequence[str] = (),
+    flags: Sequence[str] = (),
+    defaults: Mapping[str, str] | None = None,
+) -> Resolved:
+    """Every option's value (None when absent; a list for `repeatable` ones; "true" for a
+    `flag` given without a value), from `argv` without the script name."""
+    defaults = defaults or {}
+    if in_glue():  # pragma: no cover - only inside AWS Glue
+        from awsglue.utils import getResolvedOptions
+
+        spelled = {o: next((s for s in (o.replace("_", "-"), o) if f"--{s}" in argv), o) for o in options}
+        given = [spelled[o] for o in options if o in required or f"--{spelled[o]}" in argv]
+        found = getResolvedOptions([prog, *argv], given)
+        resolved: Resolved = {o: found.get(o, defaults.get(o)) for o in options}
+        for o in repeatable:  # Glue keeps one value per key: a repeatable option holds a list
+            value = resolved[o]
+            resolved[o] = [value] if isinstance(value, str) else []
+        return resolved
+    parser = argparse.ArgumentParser(prog=prog)
+    for o in options:
+        names = [f"--{o.replace('_', '-')}", f"--{o}"] if "_" in o else [f"--{o}"]
+        if o in repeatable:
+            parser.add_argument(*names, dest=o, action="append", default=[])
+        elif o in flags:
+            parser.add_argument(*names, dest=o, nargs="?", const="true", default=defaults.get(o))
+        else:
+            parser.add_argument(*names, dest=o, required=o in required, default=defaults.get(o))
+    return dict(vars(parser.parse_known_args(list(argv))[0]))

@@ -6,18 +6,24 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from icelake.errors import IcelakeError
+from icelake.errors import ConcurrentCatalogChangeError, TargetNotOursError
 
 ICEBERG = "ICEBERG"
 OWNER_PARAMETER = "icelake.source"  # marks a target table as ours: "<account>:<db>.<table>"
-
-
-class ConcurrentCatalogChangeError(IcelakeError):
-    """The target table moved on while we worked: never overwrite, report."""
-
-
-class TargetNotOursError(IcelakeError):
-    pass
+PROMOTED_PARAMETER = "icelake.promoted_at"  # a target table that a cutover made the table's home
+PROMOTED_TO_PARAMETER = "icelake.promoted_to"  # on the source, with options.mark_source only
+# The fields of GetTable's answer that UpdateTable accepts back in its TableInput.
+_TABLE_INPUT_FIELDS = (
+    "Name",
+    "Description",
+    "Owner",
+    "Retention",
+    "StorageDescriptor",
+    "PartitionKeys",
+    "TableType",
+    "Parameters",
+    "TargetTable",
+)
 
 
 def _is_not_found(exc: ClientError) -> bool:
@@ -144,3 +150,14 @@ def restore_table(glue: Any, database: str, name: str, previous: str | None, own
         )
         return "restored"
     return "unchanged"
+
+
+def set_parameters(glue: Any, database: str, name: str, parameters: dict[str, str]) -> None:
+    """Add or change table parameters, keeping everything else of the table as it is."""
+    current = get_table(glue, database, name)
+    if current is None:
+        raise ConcurrentCatalogChangeError(f"{database}.{name} was dropped while the migration ran")
+    table_input = {k: current[k] for k in _TABLE_INPUT_FIELDS if k in current}
+    table_input["Parameters"] = {**current.get("Parameters", {}), **parameters}
+    kwargs: dict[str, Any] = {"VersionId": current["VersionId"]} if current.get("VersionId") else {}
+    glue.update_table(DatabaseName=database, TableInput=table_input, **kwargs)

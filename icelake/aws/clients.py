@@ -8,6 +8,8 @@ by the read timeout and retried, so no step waits forever on one request.
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import boto3
@@ -44,9 +46,39 @@ def client_config() -> Config:
     )
 
 
+# Test-only observers of every API call made through icelake's sessions (the IAM evaluation test
+# records calls with them). Each gets (core session, operation model, params) before the call is sent.
+CallHook = Callable[[botocore.session.Session, Any, dict[str, Any]], None]
+_CALL_HOOKS: list[CallHook] = []
+_HOOKS_LOCK = threading.Lock()
+ROLE_ATTR = "_icelake_role_arn"  # set on a core session acting as an assumed role
+
+
+def add_call_hook(hook: CallHook) -> None:
+    with _HOOKS_LOCK:
+        _CALL_HOOKS.append(hook)
+
+
+def remove_call_hook(hook: CallHook) -> None:
+    with _HOOKS_LOCK:
+        if hook in _CALL_HOOKS:
+            _CALL_HOOKS.remove(hook)
+
+
+def _observe(core: botocore.session.Session) -> None:
+    def before_call(model: Any, params: dict[str, Any], **_: Any) -> None:
+        with _HOOKS_LOCK:
+            hooks = list(_CALL_HOOKS)
+        for hook in hooks:
+            hook(core, model, params)
+
+    core.register("before-parameter-build", before_call, unique_id="icelake-call-hooks")
+
+
 def configured(core: botocore.session.Session) -> botocore.session.Session:
     """`core` with icelake's client config as the default of every client it creates."""
     core.set_default_client_config(client_config())
+    _observe(core)
     return core
 
 

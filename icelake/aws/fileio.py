@@ -34,6 +34,26 @@ class ObjectInfo:
     etag: str | None = None
     sha256: str | None = None  # base64, as S3 reports it; a '-N' suffix marks a composite checksum
     source_etag: str | None = None  # ETag of the source object this one was copied from by icelake
+    # (algorithm, base64 value) of a full-object checksum S3 keeps for the object, if it has one:
+    # what a server-side copy is verified against end to end.
+    checksum: tuple[str, str] | None = None
+
+
+# Full-object checksum algorithms, in the order icelake prefers them (CRC64NVME is what S3 computes
+# for every new object since 2025; the others come from writers that asked for them).
+CHECKSUM_ALGORITHMS = ("CRC64NVME", "CRC32C", "CRC32", "SHA256", "SHA1")
+
+
+def full_checksum(head: dict[str, Any]) -> tuple[str, str] | None:
+    """The object's full-object checksum from a HeadObject (ChecksumMode=ENABLED) answer; a
+    composite one (a multipart upload's checksum of part checksums, 'value-N') cannot verify a copy."""
+    if head.get("ChecksumType", "FULL_OBJECT") != "FULL_OBJECT":
+        return None
+    for algorithm in CHECKSUM_ALGORITHMS:
+        value = head.get(f"Checksum{algorithm}")
+        if value and "-" not in value:
+            return algorithm, value
+    return None
 
 
 def sha256_b64(data: bytes) -> str:
@@ -205,6 +225,7 @@ class S3FileIO(FileIO):
             etag=head.get("ETag", "").strip('"') or None,
             sha256=head.get("ChecksumSHA256"),
             source_etag=head.get("Metadata", {}).get(SOURCE_ETAG_KEY),
+            checksum=full_checksum(head),
         )
 
     @_names_uri
@@ -224,7 +245,12 @@ class S3FileIO(FileIO):
         bucket, key = split_s3(uri)
         # S3 verifies the SHA-256 on arrival and keeps it, which later makes identity checks cheap.
         self.client.put_object(
-            Bucket=bucket, Key=key, Body=data, ChecksumSHA256=sha256_b64(data), **self.encryption_args()
+            Bucket=bucket,
+            Key=key,
+            Body=data,
+            ChecksumAlgorithm="SHA256",
+            ChecksumSHA256=sha256_b64(data),
+            **self.encryption_args(),
         )
 
     @_names_uri

@@ -66,21 +66,51 @@ class Ledger:
         return _plain(out["Item"]) if "Item" in out else None
 
     def record_synced(
-        self, target_location: str, source_metadata: str, target_metadata: str, run_id: str
+        self,
+        target_location: str,
+        source_metadata: str,
+        target_metadata: str,
+        run_id: str,
+        journal_key: str | None = None,
     ) -> None:
-        self.db.put_item(
+        """The table's last validated sync; `journal_key` joins the journals of every run that
+        wrote to this target (the keys icelake owns there, which is all a prune may delete)."""
+        values = {
+            ":s": source_metadata,
+            ":t": target_metadata,
+            ":r": run_id,
+            ":at": int(time.time()),
+            ":j": [journal_key] if journal_key else [],
+            ":none": [],
+        }
+        self.db.update_item(
             TableName=self.table,
-            Item=_item(
-                {
-                    "pk": f"SYNC#{target_location}",
-                    "sk": "LAST",
-                    "source_metadata": source_metadata,
-                    "target_metadata": target_metadata,
-                    "run_id": run_id,
-                    "synced_at": int(time.time()),
-                }
-            ),
+            Key=_item({"pk": f"SYNC#{target_location}", "sk": "LAST"}),
+            UpdateExpression="SET source_metadata = :s, target_metadata = :t, run_id = :r, synced_at = :at, "
+            "journals = list_append(if_not_exists(journals, :none), :j)",
+            ExpressionAttributeValues={k: _ser.serialize(v) for k, v in values.items()},
         )
+
+    def mark_promoted(self, target_location: str, run_id: str, promoted_at: str) -> None:
+        """The cutover is done: from now on the target is the table's home and no run writes it."""
+        self.db.update_item(
+            TableName=self.table,
+            Key=_item({"pk": f"SYNC#{target_location}", "sk": "LAST"}),
+            UpdateExpression="SET promoted_at = :at, promoted_by = :r",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues={":at": {"S": promoted_at}, ":r": {"S": run_id}},
+        )
+
+    def count_cutover_attempt(self, run_id: str, table: str) -> int:
+        """One more sync of a cutover whose source moved; returns how many there have been."""
+        out = self.db.update_item(
+            TableName=self.table,
+            Key=_item({"pk": f"RUN#{run_id}", "sk": f"TABLE#{table}"}),
+            UpdateExpression="ADD cutover_syncs :one",
+            ExpressionAttributeValues={":one": {"N": "1"}},
+            ReturnValues="UPDATED_NEW",
+        )
+        return int(out["Attributes"]["cutover_syncs"]["N"])
 
     def claim_table(
         self, target_location: str, run_id: str, execution_arn: str | None, lease_seconds: int

@@ -14,12 +14,14 @@ import boto3
 import botocore.session
 from botocore.credentials import CredentialProvider, CredentialResolver, RefreshableCredentials
 
-from icelake.aws.clients import new_session
+from icelake.aws.clients import ROLE_ATTR, new_session
 from icelake.errors import IcelakeError
 
 MIN_SESSION_SECONDS = 900  # STS's minimum DurationSeconds
-# Lambda and Glue already run with role credentials, so assuming the source or target role from them
-# is role chaining, and AWS caps a chained session at one hour whatever the role's MaxSessionDuration.
+# icelake assumes the source and target roles from credentials that are themselves a role session
+# (a Lambda's or Glue job's role, an SSO login): that is role chaining, which AWS caps at one hour
+# whatever the role's MaxSessionDuration, and AssumeRole fails for anything longer. Sessions renew
+# themselves before they expire, so a long copy never needs more.
 MAX_SESSION_SECONDS = 3_600
 DEFAULT_SESSION_SECONDS = 3_600
 
@@ -32,10 +34,9 @@ def check_session_duration(seconds: int, option: str = "session_duration_seconds
     """`seconds` if STS accepts it as DurationSeconds for the icelake roles, else a clear error."""
     if not MIN_SESSION_SECONDS <= seconds <= MAX_SESSION_SECONDS:
         raise SessionDurationError(
-            f"{option} must be between {MIN_SESSION_SECONDS} and {MAX_SESSION_SECONDS} seconds "
-            "(15 minutes to 1 hour: Lambda and Glue already run as a role, so assuming the source or "
-            "target role is role chaining, which AWS caps at 1 hour; sessions renew themselves, so "
-            f"long copies need no longer one), got {seconds}"
+            f"{option} must be between {MIN_SESSION_SECONDS} and {MAX_SESSION_SECONDS} seconds, got "
+            f"{seconds}: icelake assumes its roles from a role session (Lambda, Glue, SSO), and AWS caps "
+            "such chained sessions at one hour; sessions renew themselves, so long copies need no more"
         )
     return seconds
 
@@ -113,6 +114,7 @@ def assume_role_session(
     )
     core = botocore.session.Session()
     core.register_component("credential_provider", CredentialResolver([_Fixed(credentials)]))
+    setattr(core, ROLE_ATTR, role_arn)  # who signs this session's calls (read by call hooks)
     return new_session(botocore_session=core, region_name=base.region_name)
 
 

@@ -138,6 +138,7 @@ def _replace(owner: Any, name: str, value: Any) -> None:
 
 def _apply_patches() -> None:
     from moto.awslambda.models import LambdaFunction
+    from moto.glue.exceptions import ConcurrentRunsExceededException
     from moto.glue.models import FakeJob, FakeJobRun
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
         state_task_service_glue as sfn_glue,
@@ -152,7 +153,19 @@ def _apply_patches() -> None:
     original_start = FakeJob.__dict__["start_job_run"]
 
     def start_job_run(self: Any, *args: Any, **kwargs: Any) -> str:
-        run_id: str = original_start(self, *args, **kwargs)
+        if glue_runtime.queues_runs(self.name):  # job run queuing: no refusal, the run waits
+            limit = self.execution_property.get("MaxConcurrentRuns", 1)
+            self.execution_property = {**self.execution_property, "MaxConcurrentRuns": 1 << 30}
+            try:
+                run_id: str = original_start(self, *args, **kwargs)
+            finally:
+                self.execution_property = {**self.execution_property, "MaxConcurrentRuns": limit}
+        else:
+            try:
+                run_id = original_start(self, *args, **kwargs)
+            except ConcurrentRunsExceededException:
+                glue_runtime.count_refusal(self.name)
+                raise
         run = next(r for r in self.job_runs if r.job_run_id == run_id)
         glue_runtime.launch(self, run)
         return run_id
@@ -405,8 +418,10 @@ def create_glue_job(
     *,
     role_arn: str | None = None,
     max_concurrent_runs: int = 16,
+    run_queuing: bool = False,
 ) -> str:
-    """Create (or re-create) Glue job `name` whose runs call `main(argv)` of `repo_script`."""
+    """Create (or re-create) Glue job `name` whose runs call `main(argv)` of `repo_script`.
+    `run_queuing` is Glue's JobRunQueuingEnabled: runs beyond the slots wait instead of failing."""
     script = str(repo_script)
     glue = _client("glue")
     with contextlib.suppress(glue.exceptions.EntityNotFoundException):
@@ -425,7 +440,12 @@ def create_glue_job(
         },
         ExecutionProperty={"MaxConcurrentRuns": max_concurrent_runs},
         GlueVersion="5.0",
+        JobRunQueuingEnabled=run_queuing,
     )
+    if run_queuing:
+        glue_runtime.enable_run_queuing(name, max_concurrent_runs)
+    else:
+        glue_runtime.disable_run_queuing(name)
     return name
 
 

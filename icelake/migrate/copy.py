@@ -25,7 +25,7 @@ from icelake.aws.fileio import (
     S3FileIO,
     split_s3,
 )
-from icelake.errors import IcelakeError
+from icelake.errors import CopyVerificationError
 from icelake.uris import local_path
 
 GiB = 1024**3
@@ -39,23 +39,25 @@ class CopySettings:
     part_workers: int = 8
 
 
-class CopyVerificationError(IcelakeError):
-    pass
+DEFAULT_CHECKSUM = "CRC64NVME"  # S3's default for new objects: what a copy of an unchecksummed source gets
+CRC_ALGORITHMS = ("CRC64NVME", "CRC32C", "CRC32")  # the ones S3 can combine into a full-object checksum
 
 
 def copy_file(
     src_io: FileIO, src: str, src_info: ObjectInfo, dst_io: FileIO, dst: str, settings: CopySettings
-) -> None:
+) -> bool:
+    """Copy one unchanged file; True when its bytes were verified end to end by checksum (S3 to
+    S3 with a source checksum), False when only its size was checked."""
     if isinstance(src_io, S3FileIO) and isinstance(dst_io, S3FileIO):
         if src_info.size > settings.multipart_threshold:
-            _s3_multipart_copy(src, src_info, dst_io, dst, settings)
-        else:
-            _s3_copy(src, src_info, dst_io, dst)
-    elif isinstance(src_io, LocalFileIO) and isinstance(dst_io, LocalFileIO):
+            return _s3_multipart_copy(src, src_info, dst_io, dst, settings)
+        return _s3_copy(src, src_info, dst_io, dst)
+    if isinstance(src_io, LocalFileIO) and isinstance(dst_io, LocalFileIO):
         _local_copy(src, src_info, dst)
     else:
         # Mixed local/S3 (seeding a bucket from a laptop, or the reverse): small scale, via memory.
         dst_io.write(dst, src_io.read(src))
+    return False
 
 
 def is_same_copy(
@@ -66,6 +68,8 @@ def is_same_copy(
         return False
     if dst_info.source_etag and src_info.etag:
         return dst_info.source_etag == src_info.etag
+    if src_info.checksum and dst_info.checksum and src_info.checksum[0] == dst_info.checksum[0]:
+        return src_info.checksum == dst_info.checksum
     if _full_checksum(src_info) and _full_checksum(dst_info):
         return src_info.sha256 == dst_info.sha256
     if isinstance(src_io, LocalFileIO) and isinstance(dst_io, LocalFileIO):
@@ -95,38 +99,56 @@ def _local_copy(src: str, src_info: ObjectInfo, dst: str) -> None:
         raise
 
 
-def _s3_copy(src: str, src_info: ObjectInfo, dst_io: S3FileIO, dst: str) -> None:
+def _s3_copy(src: str, src_info: ObjectInfo, dst_io: S3FileIO, dst: str) -> bool:
+    """CopyObject, with S3 computing the copy's checksum in the source's own algorithm: equal to
+    the source's recorded checksum, the copy is verified end to end (returns True)."""
     sb, sk = split_s3(src)
     db, dk = split_s3(dst)
+    algorithm = src_info.checksum[0] if src_info.checksum else DEFAULT_CHECKSUM
     out = dst_io.client.copy_object(
         CopySource={"Bucket": sb, "Key": sk},
         Bucket=db,
         Key=dk,
         MetadataDirective="REPLACE",
         Metadata={SOURCE_ETAG_KEY: src_info.etag or ""},
-        ChecksumAlgorithm="SHA256",
+        ChecksumAlgorithm=algorithm,
         **dst_io.encryption_args(),
     )
-    result = out.get("CopyObjectResult", {})
-    copied_sha = result.get("ChecksumSHA256")
-    if _full_checksum(src_info) and copied_sha and copied_sha != src_info.sha256:
+    return _verified(src, src_info, dst, out.get("CopyObjectResult", {}).get(f"Checksum{algorithm}"))
+
+
+def _verified(src: str, src_info: ObjectInfo, dst: str, copied: str | None) -> bool:
+    """True when the copy's checksum is the source's; a mismatch fails the table (rolled back)."""
+    if src_info.checksum is None or copied is None:
+        return False  # nothing to compare: the copy is checked by size only
+    algorithm, expected = src_info.checksum
+    if copied != expected:
         raise CopyVerificationError(
-            f"checksum mismatch copying {src} to {dst}: {src_info.sha256} != {copied_sha}"
+            f"the copy of {src} to {dst} is not the source's bytes: {algorithm} {copied} != {expected} "
+            "recorded for the source; the source object changed or was damaged in transit. The table "
+            "is rolled back; run it again (a changed source is picked up by the next run)"
         )
+    return True
 
 
 def _s3_multipart_copy(
     src: str, src_info: ObjectInfo, dst_io: S3FileIO, dst: str, settings: CopySettings
-) -> None:
+) -> bool:
+    """UploadPartCopy in parts. With a CRC algorithm S3 computes the whole object's checksum from
+    the parts' (FULL_OBJECT), which verifies the copy like CopyObject's; SHA checksums of a
+    multipart object are only composite, so such a source is checked by size."""
     sb, sk = split_s3(src)
     db, dk = split_s3(dst)
     client = dst_io.client
     part_size = max(settings.part_size, -(-src_info.size // 10_000))  # S3 allows 10,000 parts
+    source_algorithm = src_info.checksum[0] if src_info.checksum else None
+    algorithm = source_algorithm if source_algorithm in CRC_ALGORITHMS else DEFAULT_CHECKSUM
     upload_id = client.create_multipart_upload(
         Bucket=db,
         Key=dk,
         Metadata={SOURCE_ETAG_KEY: src_info.etag or ""},
-        ChecksumAlgorithm="SHA256",
+        ChecksumAlgorithm=algorithm,
+        ChecksumType="FULL_OBJECT",
         **dst_io.encryption_args(),
     )["UploadId"]
 
@@ -142,8 +164,8 @@ def _s3_multipart_copy(
             CopySourceRange=f"bytes={start}-{end}",
         )["CopyPartResult"]
         part: dict[str, object] = {"PartNumber": number, "ETag": out["ETag"]}
-        if out.get("ChecksumSHA256"):
-            part["ChecksumSHA256"] = out["ChecksumSHA256"]
+        if out.get(f"Checksum{algorithm}"):
+            part[f"Checksum{algorithm}"] = out[f"Checksum{algorithm}"]
         return part
 
     count = -(-src_info.size // part_size)
@@ -156,6 +178,9 @@ def _s3_multipart_copy(
     except BaseException:
         client.abort_multipart_upload(Bucket=db, Key=dk, UploadId=upload_id)
         raise
-    size = client.head_object(Bucket=db, Key=dk)["ContentLength"]
+    written = dst_io.stat(dst)  # the size, and the full-object checksum S3 combined from the parts
+    size = written.size if written else -1
     if size != src_info.size:
         raise CopyVerificationError(f"multipart copy of {src} has {size} bytes, expected {src_info.size}")
+    copied = written.checksum if written and written.checksum else None
+    return _verified(src, src_info, dst, copied[1] if copied and copied[0] == source_algorithm else None)

@@ -62,6 +62,7 @@ class Outcome:
     target: str
     status: Literal["copied", "written", "skipped", "conflict"]
     size: int  # bytes copied, or bytes of the rewritten file (whether written or not)
+    verified: bool = False  # a copy whose bytes S3 checksummed equal to the source's
 
 
 @dataclass(frozen=True)
@@ -99,8 +100,10 @@ class Steps:
     def copy(self, task: CopyTask) -> Outcome:
         """An unchanged file, server-side where possible."""
         self.guard(task.target)
-        copy_file(open_io(self.src), task.source, task.info, open_io(self.dst), task.target, self.settings)
-        return Outcome(task.target, "copied", task.info.size)
+        verified = copy_file(
+            open_io(self.src), task.source, task.info, open_io(self.dst), task.target, self.settings
+        )
+        return Outcome(task.target, "copied", task.info.size, verified)
 
     def rewrite_delete(self, task: DeleteFileTask) -> tuple[Outcome, DeleteRewrite]:
         """A delete file that names data files; what changed goes back into its manifest entries."""
@@ -240,6 +243,7 @@ def run_migration(
     else:
         copied = [o for o in outcomes if o.status == "copied"]
         files_copied, bytes_copied = len(copied), sum(o.size for o in copied)
+    files_verified = sum(o.verified for o in outcomes)
     meta = plan.meta
     return MigrationResult(
         source_metadata_location=source_metadata,
@@ -256,6 +260,7 @@ def run_migration(
         files_planned=plan.files_planned,
         bytes_planned=plan.bytes_planned,
         files_copied=files_copied,
+        files_verified=files_verified,
         bytes_copied=bytes_copied,
         files_rewritten=sum(o.status == "written" for o in outcomes),
         files_skipped=plan.skipped_copies + sum(o.status == "skipped" for o in outcomes),

@@ -27,6 +27,7 @@ class MigrationResult(BaseModel):
     files_planned: int  # every file the target table needs
     bytes_planned: int
     files_copied: int
+    files_verified: int = 0  # copies whose bytes S3 checksummed equal to the source's recorded checksum
     bytes_copied: int
     files_rewritten: int
     files_skipped: int  # already at the target and identical

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -86,9 +86,17 @@ class Options(_Frozen):
     # (15-minute limit). See benchmarks/WORKFLOW_RESULTS.md for the measurement behind the defaults.
     glue_threshold_bytes: int = Field(default=100 * 1024**3, ge=0)
     glue_threshold_files: int = Field(default=20_000, ge=0)
-    # DurationSeconds of each assumed-role session (900..3600: AWS caps chained role sessions at one
-    # hour). Sessions refresh themselves before they expire either way.
+    # DurationSeconds of each assumed-role session (900..3600: role chaining). Sessions refresh before
+    # they expire either way, so long Glue copies never run out of credentials.
     session_duration_seconds: int = DEFAULT_SESSION_SECONDS
+    # After a validated sync, delete target objects that icelake wrote for the table in any run and
+    # that the table's current metadata no longer reaches (the source expired their snapshots).
+    prune: bool = True
+    # mode "cutover": sync, then check the source did not move; sync again at most this many times.
+    cutover_attempts: int = Field(default=3, ge=1, le=10)
+    # mode "cutover": also set the source Glue table parameter icelake.promoted_to (the source stack
+    # must grant it: source_allow_mark). Off by default: the source is never written.
+    mark_source: bool = False
 
     @field_validator("session_duration_seconds")
     @classmethod
@@ -101,7 +109,9 @@ class MigrationRequest(_Frozen):
     source: SourceSpec
     target: TargetSpec
     selection: Selection
-    mode: Literal["full", "incremental"] = "full"
+    # cutover: a last incremental sync, a proof that the source did not move during it, and the
+    # target promoted to the table's home (README "Cutover").
+    mode: Literal["full", "incremental", "cutover"] = "full"
     options: Options = Field(default_factory=Options)
 
     @field_validator("run_id")
@@ -153,8 +163,28 @@ class PlanResult(_Frozen):
     journal_key: str  # artifacts key: the target keys this run creates (all rollback may delete)
     copy_result_uri: str  # where the copy step (Lambda or Glue) writes its MigrationResult
     # Set when the table is left alone (engine "none"): its outcome and why.
-    stopped: Literal["diverged", "source_dropped", "busy"] | None = None
+    stopped: Literal["diverged", "source_dropped", "busy", "promoted"] | None = None
     stop_reason: str | None = None
+
+
+OutcomeStatus = Literal[
+    "migrated",
+    "in_sync",
+    "dry_run",
+    "promoted",
+    "diverged",
+    "source_dropped",
+    "busy",
+    "failed",
+    "rolled_back",
+]
+# The CloudWatch metric (namespace icelake) that counts each outcome: the Report Lambda publishes
+# them and the dashboard graphs them, from this one table.
+OUTCOME_METRICS: dict[str, str] = {
+    status: "Tables" + "".join(part.title() for part in status.split("_"))
+    for status in get_args(OutcomeStatus)
+}
+FILES_PRUNED_METRIC = "FilesPruned"
 
 
 class TableOutcome(_Frozen):
@@ -164,15 +194,21 @@ class TableOutcome(_Frozen):
     # nothing was written and nothing rolled back (see README "Outcome states").
     # source_dropped: the source table no longer exists; its target was left as it is.
     # busy: another run that is still going holds the table; this run left it alone.
-    status: Literal[
-        "migrated", "in_sync", "dry_run", "diverged", "source_dropped", "busy", "failed", "rolled_back"
-    ]
+    # promoted: a cutover ended with the target as the table's home; every later run reports it
+    # and writes nothing.
+    status: OutcomeStatus
     target_metadata_location: str | None = None
     files_copied: int = 0
+    files_verified: int = 0  # of the copies: checksum equal to the source's (end to end)
     bytes_copied: int = 0
     files_rewritten: int = 0
     files_skipped: int = 0
     snapshots_validated: int = 0
+    files_pruned: int = 0  # objects of snapshots the source expired, deleted from the target
+    # cutover: the source's last snapshot and the target's current one (equal when promoted)
+    source_snapshot_id: int | None = None
+    target_snapshot_id: int | None = None
+    sync_again: bool = False  # cutover: the source moved during the sync; the state machine loops
     error: str | None = None
     seconds: float = 0.0
 
@@ -196,4 +232,10 @@ class RunSummary(_Frozen):
     status: RunState
     tables: int
     counts: dict[str, int]  # TableOutcome.status -> number of tables
+    files_pruned: int = 0
     report_uri: str  # the RunReport with every table
+
+    def metrics(self) -> dict[str, int]:
+        """CloudWatch metric -> value for this run: every outcome (zeros too, so graphs show them)."""
+        values = {metric: self.counts.get(status, 0) for status, metric in OUTCOME_METRICS.items()}
+        return values | {FILES_PRUNED_METRIC: self.files_pruned}

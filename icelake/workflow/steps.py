@@ -26,13 +26,22 @@ from icelake.aws.fileio import FileIO, S3FileIO, io_for
 from icelake.aws.ledger import Ledger
 from icelake.aws.session import AssumedRole
 from icelake.constants import EVENT_SOURCE
-from icelake.errors import IcelakeError
+from icelake.errors import InvalidRequestError, ValidationFailedError
 from icelake.migrate.engine import migrate_table
+from icelake.migrate.metadata_json import parse_metadata
 from icelake.migrate.models import MigrationResult
 from icelake.migrate.plan import build_plan
 from icelake.migrate.progress import NoProgress
 from icelake.migrate.validate import check_target_files, validate_tables
 from icelake.uris import PrefixMap
+from icelake.workflow.inputs import (
+    InventoryInput,
+    PlanInput,
+    PlannedInput,
+    RegisterResult,
+    ReportInput,
+    RollbackInput,
+)
 from icelake.workflow.journal import JOURNAL_NAME, new_target_keys, read_journal, write_journal
 from icelake.workflow.models import (
     InventoryResult,
@@ -44,15 +53,11 @@ from icelake.workflow.models import (
     TableOutcome,
     WorkItem,
 )
+from icelake.workflow.prune import prune_target
 from icelake.workflow.wiring import WorkflowEnv
 
-
-class InvalidRequestError(IcelakeError):
-    """The request cannot be run as given (fails the execution before any copy)."""
-
-
-class ValidationFailedError(IcelakeError):
-    pass
+# Outcomes that mean the table is not where the request wanted it (README "Outcome states").
+FAILED_STATUSES = ("failed", "rolled_back", "diverged", "source_dropped", "busy")
 
 
 @dataclass
@@ -139,9 +144,10 @@ def inventory(event: dict[str, Any], env: WorkflowEnv) -> InventoryResult:
     """`event` is the request, or {"request": ..., "execution_name": ...} from the state machine,
     where the execution name is the default run id."""
     if "request" in event and isinstance(event["request"], dict):
-        raw = dict(event["request"])
-        raw.setdefault("run_id", event.get("execution_name"))
-        execution_arn = event.get("execution_arn")
+        given = InventoryInput.model_validate(event)
+        raw = dict(given.request)
+        raw.setdefault("run_id", given.execution_name)
+        execution_arn = given.execution_arn
     else:
         raw, execution_arn = event, None
     request = parse_request(raw)
@@ -250,18 +256,26 @@ def _maps(item: WorkItem) -> list[tuple[str, str]]:
 
 
 def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
-    item = WorkItem.model_validate(event["item"])
+    item = PlanInput.model_validate(event).item
     sessions = Sessions(item.request)
+    if item.request.mode == "cutover" and not item.source_dropped:
+        item = _with_current_source(item, sessions)
     ledger = Ledger(sessions.orchestrator.client("dynamodb"), env.ledger_table)
     existing = catalog.get_table(sessions.target.client("glue"), item.target_database, item.target_table)
     target_name = f"{item.target_database}.{item.target_table}"
     catalog.check_target_is_ours(existing, owner_of(item), target_name)
     previous = catalog.metadata_location(existing) if existing else None
+    synced = ledger.last_synced(item.target_location)
+    if synced and synced.get("promoted_at"):
+        why = (
+            f"{target_name} was promoted at {synced['promoted_at']} by run {synced.get('promoted_by')}: "
+            "it is the table's home now, and icelake writes nothing to it"
+        )
+        return _stopped(item, ledger, "promoted", why, previous, existing is not None)
     holder = _claim(item, ledger, sessions)
     if holder:
         return _stopped(item, ledger, "busy", holder, previous, existing is not None)
     dst_io = sessions.target_io()
-    synced = ledger.last_synced(item.target_location)
     if item.source_dropped:
         why = (
             f"{item.name} no longer exists in account {item.request.source.account_id}; its target "
@@ -287,7 +301,7 @@ def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
     write_journal(_artifacts_io(env), _artifacts_uri(env, journal_key), new_target_keys(table_plan, dst_io))
     to_copy = sum(t.info.size for t in table_plan.copies)
     in_sync = (
-        item.request.mode == "incremental"
+        item.request.mode in ("incremental", "cutover")
         and synced is not None
         and synced.get("source_metadata") == item.source_metadata_location
         and previous == table_plan.target_metadata
@@ -322,6 +336,16 @@ def plan(event: dict[str, Any], env: WorkflowEnv) -> PlanResult:
         journal_key=journal_key,
         copy_result_uri=f"s3://{env.artifacts_bucket}/{copy_key}",
     )
+
+
+def _with_current_source(item: WorkItem, sessions: Sessions) -> WorkItem:
+    """A cutover syncs to the source as it is now, not as inventory pinned it: a sync that runs
+    again because the source moved must catch up with the move."""
+    table = catalog.get_table(sessions.source.client("glue"), item.source_database, item.source_table)
+    location = catalog.metadata_location(table) if table else None
+    if location is None:
+        return item
+    return item.model_copy(update={"source_metadata_location": location})
 
 
 LOCK_LEASE_SECONDS = 24 * 3600  # longer than any table's copy; only a dead run's hold ever expires
@@ -371,7 +395,7 @@ def _foreign_commit(dst_io: FileIO, synced: dict[str, Any] | None, current: str 
 def _stopped(
     item: WorkItem,
     ledger: Ledger,
-    status: Literal["diverged", "source_dropped", "busy"],
+    status: Literal["diverged", "source_dropped", "busy", "promoted"],
     why: str,
     current: str | None,
     existed: bool,
@@ -399,7 +423,7 @@ def _stopped(
 
 
 def copy(event: dict[str, Any], env: WorkflowEnv) -> MigrationResult:
-    planned = PlanResult.model_validate(event["plan"])
+    planned = PlannedInput.model_validate(event).plan
     item = planned.item
     sessions = Sessions(item.request)
     Ledger(sessions.orchestrator.client("dynamodb"), env.ledger_table).record_table(
@@ -423,8 +447,8 @@ def copy(event: dict[str, Any], env: WorkflowEnv) -> MigrationResult:
 # --- Register ----------------------------------------------------------------------------------
 
 
-def register(event: dict[str, Any], env: WorkflowEnv) -> dict[str, str]:
-    planned = PlanResult.model_validate(event["plan"])
+def register(event: dict[str, Any], env: WorkflowEnv) -> RegisterResult:
+    planned = PlannedInput.model_validate(event).plan
     item = planned.item
     sessions = Sessions(item.request)
     glue = sessions.target.client("glue")
@@ -446,10 +470,10 @@ def register(event: dict[str, Any], env: WorkflowEnv) -> dict[str, str]:
     Ledger(sessions.orchestrator.client("dynamodb"), env.ledger_table).record_table(
         item.run_id, item.name, "REGISTERED"
     )
-    return {
-        "table": f"{item.target_database}.{item.target_table}",
-        "metadata_location": planned.target_metadata_location,
-    }
+    return RegisterResult(
+        table=f"{item.target_database}.{item.target_table}",
+        metadata_location=planned.target_metadata_location,
+    )
 
 
 # --- Validate ----------------------------------------------------------------------------------
@@ -475,11 +499,13 @@ def _source_prefixes(item: WorkItem) -> list[str]:
 
 
 def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
-    planned = PlanResult.model_validate(event["plan"])
+    planned = PlannedInput.model_validate(event).plan
     if planned.engine == "none":  # dry run, in sync, or left alone: nothing was written to check
         outcome = skipped(event)
         ledger = Ledger(aws_client("dynamodb"), env.ledger_table)
-        _record_outcome(ledger, outcome, outcome.status.upper())
+        if outcome.status == "in_sync" and planned.item.request.mode == "cutover":
+            outcome = _cutover(planned, Sessions(planned.item.request), ledger, outcome)
+        _record_outcome(ledger, outcome, _ledger_state(outcome))
         if outcome.status != "busy":  # a busy table's lock is another run's
             ledger.release_table(planned.item.target_location, planned.item.run_id)
         return outcome
@@ -503,27 +529,124 @@ def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
     if problems:
         raise ValidationFailedError(f"{item.name}: the target is not the same table: {problems[:10]}")
     ledger.record_synced(
-        item.target_location, item.source_metadata_location, planned.target_metadata_location, item.run_id
+        item.target_location,
+        item.source_metadata_location,
+        planned.target_metadata_location,
+        item.run_id,
+        journal_key=planned.journal_key,
     )
+    pruned, prune_error = _prune(planned, sessions, ledger, env) if item.request.options.prune else (0, None)
     outcome = TableOutcome(
         run_id=item.run_id,
         table=item.name,
         status="migrated",
         target_metadata_location=planned.target_metadata_location,
         files_copied=copied.files_copied,
+        files_verified=copied.files_verified,
         bytes_copied=copied.bytes_copied,
         files_rewritten=copied.files_rewritten,
         files_skipped=copied.files_skipped,
         snapshots_validated=copied.snapshots,
+        files_pruned=pruned,
+        error=prune_error,
         seconds=copied.elapsed_seconds,
     )
-    _record_outcome(ledger, outcome, "VALIDATED", snapshots_validated=len(report.snapshots))
+    if item.request.mode == "cutover":
+        outcome = _cutover(planned, sessions, ledger, outcome)
+    _record_outcome(ledger, outcome, _ledger_state(outcome), snapshots_validated=len(report.snapshots))
     ledger.release_table(item.target_location, item.run_id)
     return outcome
 
 
+def _ledger_state(outcome: TableOutcome) -> str:
+    if outcome.sync_again:
+        return "SYNCING_AGAIN"
+    return "VALIDATED" if outcome.status == "migrated" else outcome.status.upper()
+
+
+def _prune(
+    planned: PlanResult, sessions: Sessions, ledger: Ledger, env: WorkflowEnv
+) -> tuple[int, str | None]:
+    """Mirror the source's retention (prune.py says what may go). A failed prune does not undo a
+    validated sync: the outcome says so, and the next run prunes again."""
+    item = planned.item
+    synced = ledger.last_synced(item.target_location) or {}
+    journals = [_artifacts_uri(env, key) for key in synced.get("journals", [])]
+    try:
+        deleted = prune_target(
+            sessions.target_io(),
+            _artifacts_io(env),
+            journals,
+            item.target_location,
+            planned.target_metadata_location,
+        )
+    except Exception as exc:
+        return 0, f"the sync is good, but pruning expired files failed ({exc}); the next run prunes again"
+    return len(deleted), None
+
+
+# --- Cutover -----------------------------------------------------------------------------------
+
+
+def _current_snapshot(io: FileIO, metadata_location: str) -> int | None:
+    meta, _gz = parse_metadata(metadata_location, io.read(metadata_location))
+    snapshot = meta.get("current-snapshot-id")
+    return int(snapshot) if snapshot is not None and snapshot != -1 else None
+
+
+def _cutover(planned: PlanResult, sessions: Sessions, ledger: Ledger, synced: TableOutcome) -> TableOutcome:
+    """The sync just validated; promote the target if the source did not move meanwhile, else ask
+    the state machine to sync again (at most `cutover_attempts` syncs in all)."""
+    item = planned.item
+    options = item.request.options
+    source = catalog.get_table(sessions.source.client("glue"), item.source_database, item.source_table)
+    now_at = catalog.metadata_location(source) if source else None
+    if now_at != item.source_metadata_location:
+        syncs = ledger.count_cutover_attempt(item.run_id, item.name)
+        if syncs < options.cutover_attempts:
+            return synced.model_copy(update={"sync_again": True})
+        return synced.model_copy(
+            update={
+                "status": "failed",
+                "error": f"the source {item.name} moved during each of {syncs} syncs (now {now_at}); the "
+                "target is a good copy of an earlier version and was not promoted: stop the source's "
+                "writers, then run the cutover again",
+            }
+        )
+    source_snapshot = _current_snapshot(sessions.source_io(), item.source_metadata_location)
+    target_snapshot = _current_snapshot(sessions.target_io(), planned.target_metadata_location)
+    if source_snapshot != target_snapshot:
+        raise ValidationFailedError(
+            f"{item.name}: the target's current snapshot {target_snapshot} is not the source's "
+            f"{source_snapshot}; not promoted"
+        )
+    promoted_at = datetime.now(UTC).isoformat(timespec="seconds")
+    catalog.set_parameters(
+        sessions.target.client("glue"),
+        item.target_database,
+        item.target_table,
+        {catalog.PROMOTED_PARAMETER: promoted_at},
+    )
+    if options.mark_source:
+        catalog.set_parameters(
+            sessions.source.client("glue"),
+            item.source_database,
+            item.source_table,
+            {catalog.PROMOTED_TO_PARAMETER: f"{item.request.target.account_id}:{item.target_location}"},
+        )
+    ledger.mark_promoted(item.target_location, item.run_id, promoted_at)
+    return synced.model_copy(
+        update={
+            "status": "promoted",
+            "target_metadata_location": planned.target_metadata_location,
+            "source_snapshot_id": source_snapshot,
+            "target_snapshot_id": target_snapshot,
+        }
+    )
+
+
 def skipped(event: dict[str, Any]) -> TableOutcome:
-    planned = PlanResult.model_validate(event["plan"])
+    planned = PlannedInput.model_validate(event).plan
     if planned.stopped:
         return TableOutcome(
             run_id=planned.item.run_id,
@@ -548,12 +671,13 @@ def skipped(event: dict[str, Any]) -> TableOutcome:
 
 def rollback(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
     """Remove what this run wrote for the table and restore its Glue entry. Never writes the source."""
-    item = WorkItem.model_validate(event["item"])
-    error = event.get("error") or {}
+    given = RollbackInput.model_validate(event)
+    item = given.item
+    error = given.error or {}
     cause = str(error.get("Cause") or error.get("Error") or "unknown error")
     sessions = Sessions(item.request)
     ledger = Ledger(sessions.orchestrator.client("dynamodb"), env.ledger_table)
-    planned = PlanResult.model_validate(event["plan"]) if event.get("plan") else None
+    planned = given.plan
     removed = 0
     if planned is not None:
         journaled = read_journal(_artifacts_io(env), _artifacts_uri(env, planned.journal_key))
@@ -639,13 +763,14 @@ def run_outcomes(event: dict[str, Any], env: WorkflowEnv) -> list[TableOutcome]:
     """Every table's outcome: inline `outcomes`, the Map's exported results (`map_results`, its output
     with a ResultWriter), and for worklist tables neither covers (`worklist_bucket`/`worklist_key`),
     the ledger. So no table of the run is missing from its report."""
-    run_id = str(event["run_id"])
-    outcomes = [TableOutcome.model_validate(o) for o in event.get("outcomes") or []]
-    if event.get("map_results"):
-        outcomes.extend(map_outcomes(run_id, event["map_results"]["ResultWriterDetails"]))
-    if event.get("worklist_key"):
+    given = ReportInput.model_validate(event)
+    run_id = given.run_id
+    outcomes = list(given.outcomes)
+    if given.map_results:
+        outcomes.extend(map_outcomes(run_id, given.map_results["ResultWriterDetails"]))
+    if given.worklist_key:
         seen = {o.table for o in outcomes}
-        worklist = _read_json(event.get("worklist_bucket") or env.artifacts_bucket, event["worklist_key"])
+        worklist = _read_json(given.worklist_bucket or env.artifacts_bucket, given.worklist_key)
         missing = [name for name in map(_item_name, worklist) if name not in seen]
         if missing:
             outcomes.extend(_ledger_outcomes(run_id, missing, env))
@@ -658,7 +783,7 @@ def report(event: dict[str, Any], env: WorkflowEnv) -> RunSummary:
     run_id = str(event["run_id"])
     outcomes = run_outcomes(event, env)
     counts = Counter(o.status for o in outcomes)
-    failed = sum(counts[s] for s in ("failed", "rolled_back", "diverged", "source_dropped", "busy"))
+    failed = sum(n for s, n in counts.items() if s in FAILED_STATUSES)
     status: RunState = "succeeded" if failed == 0 else ("failed" if failed == len(outcomes) else "partial")
     key = f"runs/{run_id}/report.json"
     uri = f"s3://{env.artifacts_bucket}/{key}"
@@ -684,5 +809,6 @@ def report(event: dict[str, Any], env: WorkflowEnv) -> RunSummary:
         status=status,
         tables=len(outcomes),
         counts=dict(sorted(counts.items())),
+        files_pruned=sum(o.files_pruned for o in outcomes),
         report_uri=uri,
     )

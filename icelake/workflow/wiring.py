@@ -18,6 +18,9 @@ from icelake.constants import (
     LAMBDA_STEPS,
 )
 
+METRICS_NAMESPACE = "icelake"  # CloudWatch namespace of the step Lambdas' metrics (Powertools EMF)
+MIGRATE_SERVICE = "icelake-migrate"  # their `service` dimension
+
 
 class WorkflowEnv(BaseSettings):
     """What every step Lambda reads from its environment (names from `migrate_lambda_environment`)."""
@@ -42,8 +45,8 @@ def migrate_lambda_environment(ledger_table: str, artifacts_bucket: str, *, embe
         ENV_LEDGER_TABLE: ledger_table,
         ENV_ARTIFACTS_BUCKET: artifacts_bucket,
         ENV_EVENT_BUS: "default",
-        "POWERTOOLS_SERVICE_NAME": "icelake-migrate",
-        "POWERTOOLS_METRICS_NAMESPACE": "icelake",
+        "POWERTOOLS_SERVICE_NAME": MIGRATE_SERVICE,
+        "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
         "POWERTOOLS_LOG_LEVEL": "WARNING" if embedded else "INFO",
         "AWS_RETRY_MODE": "standard",
     }

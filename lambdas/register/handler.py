@@ -21,6 +21,6 @@ metrics = Metrics()
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="Invocations", unit=MetricUnit.Count, value=1)  # published on failures too
-    result = steps.register(event, WorkflowEnv.from_environ())
+    result = steps.register(event, WorkflowEnv.from_environ()).model_dump(mode="json")
     metrics.add_metric(name="TablesRegistered", unit=MetricUnit.Count, value=1)
     return result

@@ -23,4 +23,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="Invocations", unit=MetricUnit.Count, value=1)  # published on failures too
     result = steps.report(event, WorkflowEnv.from_environ())
     metrics.add_metric(name="Reports", unit=MetricUnit.Count, value=1)
+    for name, value in result.metrics().items():  # the dashboard's "Table outcomes"
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
     return result.model_dump(mode="json")

@@ -17,11 +17,12 @@ from botocore.credentials import RefreshableCredentials
 
 from icelake.aws.fileio import FileIOSpec, S3FileIO
 from icelake.aws.session import AssumedRole, SessionDurationError, assume_role_session
+from icelake.errors import InvalidRequestError
 from icelake.local.lake import TARGET_ROLE
 from icelake.local.moto_server import embedded_aws
 from icelake.migrate.distributed import executor_spec
 from icelake.workflow import steps
-from icelake.workflow.steps import InvalidRequestError, Sessions
+from icelake.workflow.steps import Sessions
 from tests.functional.moto_sts import assumed_roles
 from tests.lake import TARGET_BUCKET, Lake, build_lake
 
@@ -130,7 +131,9 @@ def test_a_duration_sts_would_refuse_is_refused_before_any_aws_call(lake: Lake, 
 
     # When a session, a role for executors or a workflow request asks for that duration
     with pytest.raises(
-        SessionDurationError, match=f"session_duration_seconds must be between 900 and 3600.*{seconds}"
+        SessionDurationError,
+        match=f"session_duration_seconds must be between 900 and 3600 seconds, got {seconds}: "
+        ".*caps such chained sessions at one hour",
     ):
         assume_role_session(TARGET_ROLE, duration_seconds=seconds, base=base)
     with pytest.raises(SessionDurationError, match="session_duration_seconds"):

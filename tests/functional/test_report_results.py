@@ -89,6 +89,7 @@ def test_a_real_run_exports_results_to_s3_and_returns_a_summary(real: RealRun) -
         "status": "succeeded",
         "tables": 1,
         "counts": {"migrated": 1},
+        "files_pruned": 0,
         "report_uri": f"s3://{details['Bucket']}/runs/real-1/report.json",
     }
     (table,) = real.report["tables"]

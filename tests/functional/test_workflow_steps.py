@@ -11,8 +11,8 @@ import boto3
 import pytest
 
 from icelake.aws import catalog
-from icelake.aws.catalog import TargetNotOursError
 from icelake.aws.ledger import Ledger
+from icelake.errors import TargetNotOursError
 from icelake.local.moto_server import embedded_aws
 from icelake.workflow import steps
 from icelake.workflow.models import PlanResult

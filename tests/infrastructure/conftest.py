@@ -21,6 +21,28 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 
 
+DEPLOY_CHECKS = pytest.StashKey[list[str]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[DEPLOY_CHECKS] = []
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The figures the deploy checks recorded (README, "Deploy checks"), printed whatever the capture."""
+    lines = config.stash.get(DEPLOY_CHECKS, [])
+    if lines:
+        terminalreporter.section("Deploy checks")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+@pytest.fixture
+def deploy_checks(request: pytest.FixtureRequest) -> list[str]:
+    """Append a line here to have it printed under "Deploy checks" at the end of the run."""
+    return request.config.stash[DEPLOY_CHECKS]
+
+
 @dataclass(frozen=True)
 class Synth:
     outdir: Path

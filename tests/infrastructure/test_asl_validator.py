@@ -1,5 +1,5 @@
-"""asl-validator (npm, pinned in package.json) accepts both state machine definitions: the ASL files
-as written and as the synthesized stacks deploy them (placeholders substituted)."""
+"""Both state machines pass `asl-validator` (npm, pinned in package.json), as written in the
+repo and as synthesized (placeholders substituted), including its JSONPath and ARN checks."""
 
 from __future__ import annotations
 
@@ -16,34 +16,34 @@ from tests.infrastructure.helpers import rendered_definition
 
 REPO = Path(__file__).resolve().parents[2]
 VALIDATOR = REPO / "node_modules" / ".bin" / "asl-validator"
-MACHINES = [("IcelakeOrchestrator", MIGRATE_ASL), ("IcelakeIngest", INGEST_ASL)]
+DEFINITIONS = {"IcelakeOrchestrator": MIGRATE_ASL, "IcelakeIngest": INGEST_ASL}
 
 
-def validate(path: Path) -> subprocess.CompletedProcess[str]:
+def _validate(definition: dict[str, Any] | str) -> subprocess.CompletedProcess[str]:
     assert VALIDATOR.exists(), "asl-validator is missing: run `make setup` (npm ci)"
+    text = definition if isinstance(definition, str) else json.dumps(definition)
     return subprocess.run(
-        [str(VALIDATOR), "--json-path", str(path)], capture_output=True, text=True, timeout=60, check=False
+        [str(VALIDATOR), "--json-definition", text], capture_output=True, text=True, timeout=60, check=False
     )
 
 
-@pytest.mark.parametrize(("stack", "asl"), MACHINES)
-def test_asl_file_is_valid(stack: str, asl: str) -> None:
-    proc = validate(REPO / asl)
-    assert proc.returncode == 0, f"{asl}: {proc.stdout}{proc.stderr}"
+@pytest.mark.parametrize("asl", [MIGRATE_ASL, INGEST_ASL])
+def test_the_definitions_in_the_repo_are_valid(asl: str) -> None:
+    checked = _validate((REPO / asl).read_text())
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
-@pytest.mark.parametrize(("stack", "asl"), MACHINES)
-def test_synthesized_definition_is_valid(synth: Synth, tmp_path: Path, stack: str, asl: str) -> None:
-    _props, definition = rendered_definition(synth.outdir, synth.templates[stack], REPO / asl)
-    rendered = tmp_path / "definition.json"
-    rendered.write_text(json.dumps(definition))
-    proc = validate(rendered)
-    assert proc.returncode == 0, f"{stack}: {proc.stdout}{proc.stderr}"
+@pytest.mark.parametrize("stack_id", list(DEFINITIONS))
+def test_the_synthesized_definitions_are_valid(synth: Synth, stack_id: str) -> None:
+    _props, definition = rendered_definition(
+        synth.outdir, synth.templates[stack_id], REPO / DEFINITIONS[stack_id]
+    )
+    checked = _validate(definition)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
-def test_the_validator_refuses_an_invalid_definition(tmp_path: Path) -> None:
-    broken: dict[str, Any] = json.loads((REPO / MIGRATE_ASL).read_text())
-    broken["StartAt"] = "NoSuchState"
-    path = tmp_path / "broken.json"
-    path.write_text(json.dumps(broken))
-    assert validate(path).returncode != 0
+def test_a_broken_definition_is_refused() -> None:
+    definition = json.loads((REPO / MIGRATE_ASL).read_text())
+    definition["States"]["Inventory"]["Next"] = "NoSuchState"
+    checked = _validate(definition)
+    assert checked.returncode != 0 and "NoSuchState" in checked.stdout + checked.stderr

@@ -2,18 +2,34 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
 from aws_cdk import App, Environment
 from aws_cdk.assertions import Match, Template
 
 from cdk.access import TargetAccessStack
 from cdk.config import BucketPrefix, Settings
+from tests.infrastructure.conftest import run_app_py
 from tests.infrastructure.helpers import actions, identity_statements, role_logical_id
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+ACCOUNTS = {
+    "orchestrator_account": "123456789012",
+    "source_account": "111111111111",
+    "target_account": "222222222222",
+}
 
 
 def test_context_strings_from_the_command_line_are_parsed() -> None:
     # Given `-c` values, which arrive as strings
     app = App(
         context={
+            **ACCOUNTS,
+            "target_bucket": "target-lake",
             "source_locations": '[{"bucket": "lake-a", "prefix": "p/"}, {"bucket": "lake-b"}]',
             "source_databases": '["a", "b"]',
             "map_concurrency": "25",
@@ -75,3 +91,17 @@ def test_no_lake_formation_resources_by_default() -> None:
         },
     )
     template.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
+
+
+@pytest.mark.parametrize("left_out", ["target_bucket", "source_locations", "source_account"])
+def test_synth_stops_in_one_line_when_a_required_key_is_left_out(tmp_path: Path, left_out: str) -> None:
+    context = {
+        k: v for k, v in json.loads((REPO / "cdk.json").read_text())["context"].items() if k != left_out
+    }
+    done = run_app_py(tmp_path, tmp_path / "out", env={"CDK_CONTEXT_JSON": json.dumps(context)})
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("synth stopped: context ") and left_out in lines[0], (
+        done.stderr
+    )
+    assert not (tmp_path / "out" / "IcelakeOrchestrator.template.json").exists()

@@ -91,11 +91,10 @@ def test_access_roles_accept_the_longest_session_icelake_asks_for(
 ) -> None:
     from icelake.aws.session import MAX_SESSION_SECONDS
 
-    # STS refuses a DurationSeconds above the role's MaxSessionDuration; icelake asks for at most the
-    # role-chaining cap of one hour
+    # STS refuses a DurationSeconds above the role's MaxSessionDuration; role chaining caps it at 1 h
     template = synth.templates[stack]
     role = template["Resources"][role_logical_id(template, name)]["Properties"]
-    assert role["MaxSessionDuration"] >= MAX_SESSION_SECONDS == 3600
+    assert role["MaxSessionDuration"] == MAX_SESSION_SECONDS == 3600
 
 
 def test_external_id_from_context_is_required_in_the_trust_policy() -> None:
@@ -112,6 +111,30 @@ def test_external_id_from_context_is_required_in_the_trust_policy() -> None:
     template = Template.from_stack(stack).to_json()
     trust = _trust(template, role_logical_id(template, "icelake-source-read"))
     assert trust["Condition"]["StringEquals"] == {"sts:ExternalId": "s3cr3t-ext-id"}
+
+
+def test_the_source_role_may_mark_promoted_tables_only_when_the_context_allows_it() -> None:
+    from aws_cdk import App, Environment
+    from aws_cdk.assertions import Template
+
+    from cdk.access import SourceAccessStack
+    from cdk.config import Settings
+
+    granted = {}
+    for allow in (False, True):
+        stack = SourceAccessStack(
+            App(),
+            "Source",
+            settings=Settings(source_allow_mark=allow),
+            env=Environment(account="111111111111", region="us-east-1"),
+        )
+        template = Template.from_stack(stack).to_json()
+        statements = identity_statements(template, role_logical_id(template, "icelake-source-read"))
+        granted[allow] = [s for s in statements if "glue:UpdateTable" in as_list(s["Action"])]
+    assert granted[False] == []
+    (mark,) = granted[True]  # one write, on the source databases' tables, and nothing else
+    assert as_list(mark["Action"]) == ["glue:UpdateTable"]
+    assert all(":glue:" in flat(r) for r in as_list(mark["Resource"]))
 
 
 def test_target_role_writes_only_under_its_prefix_and_databases(synth: Synth) -> None:
@@ -143,6 +166,7 @@ def test_target_role_writes_only_under_its_prefix_and_databases(synth: Synth) ->
     assert writes == {
         "s3:PutObject",
         "s3:DeleteObject",
+        "glue:CreateDatabase",  # Register ensures the database (IAM is checked before existence)
         "glue:CreateTable",
         "glue:UpdateTable",
         "glue:DeleteTable",

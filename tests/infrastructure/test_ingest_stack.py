@@ -309,7 +309,7 @@ def test_merge_job_is_the_scd2_script_with_iceberg_on_the_glue_catalog_one_run_a
     args = props["DefaultArguments"]
     assert args["--datalake-formats"] == "iceberg"
     assert args["--job-bookmark-option"] == "job-bookmark-disable"
-    assert args["--extra-py-files"].endswith(".whl")
+    assert args["--extra-py-files"].endswith(".zip")  # a .whl would not reach the executors
     warehouse = _logical_id(template, "AWS::S3::Bucket", "Warehouse")
     catalog = SOURCE["table"]["table"].split(".")[0]
     conf = dict(
@@ -441,7 +441,19 @@ def test_sources_from_the_command_line_are_parsed_and_disabled_sources_keep_thei
 
 
 def _ingest_context() -> dict[str, Any]:
-    return {k: v for k, v in CONTEXT.items() if k.startswith("ingest_") and k != "ingest_sources"}
+    """The ingest keys of cdk.json, and the accounts and buckets every synth requires."""
+    required = (
+        "orchestrator_account",
+        "source_account",
+        "target_account",
+        "source_locations",
+        "target_bucket",
+    )
+    return {
+        k: v
+        for k, v in CONTEXT.items()
+        if (k.startswith("ingest_") and k != "ingest_sources") or k in required
+    }
 
 
 def test_no_ingest_stack_when_disabled(tmp_path: Path) -> None:

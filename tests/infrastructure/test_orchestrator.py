@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from aws_cdk.assertions import Match, Template
 
 from icelake.constants import (
@@ -50,6 +51,10 @@ def test_state_machine_definition_is_the_asl_file_with_every_placeholder_substit
 def test_step_lambdas_run_the_repo_handlers_with_the_icelake_layer(synth: Synth) -> None:
     template = _template(synth)
     functions = resources_of(synth.templates[ORCH], "AWS::Lambda::Function")
+    layer_ids = {
+        v["Properties"]["LayerName"]: k
+        for k, v in resources_of(synth.templates[ORCH], "AWS::Lambda::LayerVersion").items()
+    }
     assert sorted(f["Properties"]["FunctionName"] for f in functions.values()) == sorted(
         name for name, _h, _p in LAMBDA_STEPS.values()
     )
@@ -61,13 +66,17 @@ def test_step_lambdas_run_the_repo_handlers_with_the_icelake_layer(synth: Synth)
         env = props["Environment"]["Variables"]
         assert env[ENV_LEDGER_TABLE] == {"Ref": Match.any_value()} or env[ENV_LEDGER_TABLE]
         assert {ENV_LEDGER_TABLE, ENV_ARTIFACTS_BUCKET, ENV_EVENT_BUS} <= set(env)
-        assert len(props["Layers"]) >= 3  # icelake, AWS SDK for pandas (pyarrow), Powertools
+        # icelake and the dependencies layer built here, no managed layer (an ARN would be a string)
+        assert [ref["Ref"] for ref in props["Layers"]] == [
+            layer_ids["icelake-core"],
+            layer_ids["icelake-deps"],
+        ]
         assert "LoggingConfig" in props
     template.has_resource_properties(
         "AWS::Lambda::LayerVersion", {"LayerName": "icelake-core", "CompatibleRuntimes": ["python3.11"]}
     )
     # The layer asset holds the icelake package under python/
-    layer = next(iter(resources_of(synth.templates[ORCH], "AWS::Lambda::LayerVersion").values()))
+    layer = resources_of(synth.templates[ORCH], "AWS::Lambda::LayerVersion")[layer_ids["icelake-core"]]
     key = layer["Properties"]["Content"]["S3Key"].removesuffix(".zip")
     assert (synth.outdir / f"asset.{key}" / "python" / "icelake" / "constants.py").is_file()
     # Every log group keeps logs for a bounded time
@@ -84,10 +93,12 @@ def test_glue_job_runs_iceberg_with_the_icelake_wheel_sized_for_the_map(synth: S
     args = props["DefaultArguments"]
     assert args["--datalake-formats"] == "iceberg"
     wheel_url = args["--extra-py-files"]
-    assert wheel_url.startswith("s3://") and wheel_url.endswith(".whl")
+    assert wheel_url.startswith("s3://") and wheel_url.endswith(".zip")  # a .whl misses the executors
     assert (synth.outdir / f"asset.{wheel_url.rsplit('/', 1)[1]}").is_file()
     assert "pyiceberg" in args["--additional-python-modules"]
     assert props["ExecutionProperty"]["MaxConcurrentRuns"] == 10  # cdk.json map_concurrency
+    # a request may run up to 1,000 tables at once: those beyond the slots wait for one
+    assert props["JobRunQueuingEnabled"] is True
     assert props["SecurityConfiguration"] == "icelake-migrate"
 
 
@@ -188,3 +199,41 @@ def test_map_exports_its_results_to_the_artifacts_bucket_and_report_reads_them(s
     assert migrate["ResultPath"] == "$.map_results" and migrate["ToleratedFailurePercentage"] == 100
     payload = definition["States"]["Report"]["Parameters"]["Payload"]
     assert payload["map_results.$"] == "$.map_results" and "outcomes.$" not in payload
+
+
+def test_the_dashboard_graphs_every_table_outcome_the_report_step_publishes(synth: Synth) -> None:
+    from icelake.workflow.models import FILES_PRUNED_METRIC, OUTCOME_METRICS, TableOutcome
+    from icelake.workflow.wiring import METRICS_NAMESPACE, MIGRATE_SERVICE
+
+    (dashboard,) = resources_of(synth.templates[ORCH], "AWS::CloudWatch::Dashboard").values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])  # an Fn::Join of JSON fragments
+    # every status a table can end in has its metric on the dashboard, in the Lambdas' namespace
+    statuses = TableOutcome.model_fields["status"].annotation.__args__  # type: ignore[union-attr]
+    assert set(OUTCOME_METRICS) == set(statuses)
+    for metric in [*OUTCOME_METRICS.values(), FILES_PRUNED_METRIC]:
+        assert f'[\\"{METRICS_NAMESPACE}\\",\\"{metric}\\",\\"service\\",\\"{MIGRATE_SERVICE}\\"' in body, (
+            metric
+        )
+
+
+@pytest.mark.parametrize("stack_id", [ORCH, "IcelakeIngest"])
+def test_alarms_may_publish_to_their_topic(synth: Synth, stack_id: str) -> None:
+    """enforce_ssl replaces SNS's default topic policy: without a grant, CloudWatch could not
+    publish a single alarm. The grant is limited to this account's alarms."""
+    template = synth.templates[stack_id]
+    (topic_id,) = resources_of(template, "AWS::SNS::Topic")
+    alarms = resources_of(template, "AWS::CloudWatch::Alarm")
+    assert alarms and all(a["Properties"]["AlarmActions"] == [{"Ref": topic_id}] for a in alarms.values()), (
+        "every alarm notifies the topic"
+    )
+    (policy,) = resources_of(template, "AWS::SNS::TopicPolicy").values()
+    assert policy["Properties"]["Topics"] == [{"Ref": topic_id}]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    (grant,) = [s for s in statements if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
+    assert grant["Effect"] == "Allow" and grant["Action"] == "sns:Publish"
+    assert grant["Resource"] == {"Ref": topic_id}
+    source_arn = json.dumps(grant["Condition"]["ArnLike"]["aws:SourceArn"])
+    assert ":cloudwatch:" in source_arn and ":alarm:*" in source_arn
+    assert grant["Condition"]["StringEquals"]["aws:SourceAccount"] == "123456789012"  # the orchestrator
+    # and TLS is still enforced
+    assert any(s["Effect"] == "Deny" and "aws:SecureTransport" in json.dumps(s) for s in statements)

@@ -51,3 +51,19 @@ def test_embedded_environment_turns_off_what_has_no_cloudwatch() -> None:
     assert {k: v for k, v in local.items() if k in cloud and k != "POWERTOOLS_LOG_LEVEL"} == {
         k: v for k, v in cloud.items() if k != "POWERTOOLS_LOG_LEVEL"
     }
+
+
+def test_a_run_summary_publishes_every_outcome_and_the_pruned_files() -> None:
+    from icelake.workflow.models import OUTCOME_METRICS, RunSummary
+
+    summary = RunSummary(
+        run_id="r",
+        status="partial",
+        tables=3,
+        counts={"promoted": 2, "diverged": 1},
+        files_pruned=7,
+        report_uri="s3://b/k",
+    )
+    metrics = summary.metrics()
+    assert metrics["TablesPromoted"] == 2 and metrics["TablesDiverged"] == 1 and metrics["FilesPruned"] == 7
+    assert all(metrics[m] == 0 for s, m in OUTCOME_METRICS.items() if s not in ("promoted", "diverged"))

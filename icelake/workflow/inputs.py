@@ -1,0 +1,78 @@
+"""What each step of statemachines/migrate_tables.asl.json receives and returns: the typed other
+side of the ASL's `Payload` blocks and JSONPaths.
+
+Inputs forbid unknown fields, so a field the ASL renames or adds fails at the step's first line
+with the field named, and `tests/unit/test_step_contract.py` checks every `Payload` and every
+JSONPath of the definition against these models before anything runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from icelake.migrate.models import MigrationResult
+from icelake.workflow.models import (
+    InventoryResult,
+    PlanResult,
+    RunSummary,
+    TableOutcome,
+    WorkItem,
+)
+
+
+class _StepInput(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class InventoryInput(_StepInput):
+    """From the state machine: the execution's input is the request (validated by inventory,
+    after the run id defaults to the execution's name)."""
+
+    request: dict[str, Any]
+    execution_name: str | None = None
+    execution_arn: str | None = None
+
+
+class PlanInput(_StepInput):
+    item: WorkItem
+
+
+class PlannedInput(_StepInput):
+    """Copy, Register and Validate: the plan, which carries the work item."""
+
+    plan: PlanResult
+
+
+class RollbackInput(_StepInput):
+    item: WorkItem
+    plan: PlanResult | None = None  # None when Plan itself failed
+    error: dict[str, Any] | None = None  # the Catch's {Error, Cause}
+
+
+class ReportInput(_StepInput):
+    run_id: str
+    map_results: dict[str, Any] | None = None  # the Map's output with a ResultWriter
+    worklist_bucket: str | None = None
+    worklist_key: str | None = None
+    outcomes: list[TableOutcome] = []  # inline outcomes (tests and small runs)
+
+
+class RegisterResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    table: str
+    metadata_location: str
+
+
+# Lambda step -> (input model, output model); the ASL's ${<Step>FunctionArn} names the step.
+STEPS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
+    "inventory": (InventoryInput, InventoryResult),
+    "plan": (PlanInput, PlanResult),
+    "copy": (PlannedInput, MigrationResult),
+    "register": (PlannedInput, RegisterResult),
+    "validate": (PlannedInput, TableOutcome),
+    "rollback": (RollbackInput, TableOutcome),
+    "report": (ReportInput, RunSummary),
+}

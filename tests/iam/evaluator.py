@@ -1,0 +1,320 @@
+"""Recorded AWS calls -> IAM requests -> decisions of @cloud-copilot/iam-simulate on the synthesized
+templates. The one table of API operations to IAM actions is OPERATIONS below."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from icelake.aws import clients
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "tools" / "iam_eval.mjs"  # @cloud-copilot/iam-simulate, one process for all
+REGION = "us-east-1"
+
+# One request to evaluate: action on resource ARN (with the request's condition keys, if any).
+Need = tuple[str, str] | tuple[str, str, dict[str, Any]]
+
+
+def _s3_object(bucket: str, key: str) -> str:
+    return f"arn:aws:s3:::{bucket}/{key}"
+
+
+def _s3_copy_source(p: dict[str, Any]) -> str:
+    src = p["CopySource"]
+    if isinstance(src, dict):
+        return _s3_object(src["Bucket"], src["Key"])
+    bucket, _, key = str(src).lstrip("/").partition("/")
+    return _s3_object(bucket, key.split("?versionId=")[0])
+
+
+def _glue_table(p: dict[str, Any], a: str) -> list[str]:
+    db = p["DatabaseName"]
+    name = p.get("Name") or p.get("TableName") or (p.get("TableInput") or {}).get("Name")
+    return [
+        f"arn:aws:glue:{REGION}:{a}:catalog",
+        f"arn:aws:glue:{REGION}:{a}:database/{db}",
+        f"arn:aws:glue:{REGION}:{a}:table/{db}/{name}",
+    ]
+
+
+def _glue_db(p: dict[str, Any], a: str) -> list[str]:
+    db = p.get("Name") or p.get("DatabaseName") or (p.get("DatabaseInput") or {}).get("Name")
+    return [f"arn:aws:glue:{REGION}:{a}:catalog", f"arn:aws:glue:{REGION}:{a}:database/{db}"]
+
+
+def _glue_tables_of(p: dict[str, Any], a: str) -> list[str]:
+    db = p["DatabaseName"]
+    return [*_glue_db({"Name": db}, a), f"arn:aws:glue:{REGION}:{a}:table/{db}/*"]
+
+
+def _each(action: str, arns: Callable[[dict[str, Any], str], list[str]]) -> Callable[..., list[Need]]:
+    return lambda p, a: [(action, arn) for arn in arns(p, a)]
+
+
+def _obj(action: str) -> Callable[..., list[Need]]:
+    return lambda p, a: [(action, _s3_object(p["Bucket"], p["Key"]))]
+
+
+def _bucket(action: str) -> Callable[..., list[Need]]:
+    return lambda p, a: [(action, f"arn:aws:s3:::{p['Bucket']}")]
+
+
+def _list(p: dict[str, Any], a: str) -> list[Need]:
+    return [("s3:ListBucket", f"arn:aws:s3:::{p['Bucket']}", {"s3:prefix": p.get("Prefix", "")})]
+
+
+def _write(p: dict[str, Any], a: str) -> list[Need]:
+    """A write of an object, and the data key S3 asks KMS for under the caller's name (SSE-KMS)."""
+    out: list[Need] = [("s3:PutObject", _s3_object(p["Bucket"], p["Key"]))]
+    if p.get("SSEKMSKeyId"):
+        out.append(("kms:GenerateDataKey", p["SSEKMSKeyId"]))
+    return out
+
+
+def _copy(p: dict[str, Any], a: str) -> list[Need]:
+    return [("s3:GetObject", _s3_copy_source(p)), *_write(p, a)]
+
+
+def _ddb(action: str) -> Callable[..., list[Need]]:
+    return lambda p, a: [(action, f"arn:aws:dynamodb:{REGION}:{a}:table/{p['TableName']}")]
+
+
+def _ddb_transact(p: dict[str, Any], a: str) -> list[Need]:
+    out = []
+    for item in p["TransactItems"]:
+        ((kind, body),) = item.items()
+        action = {
+            "Put": "PutItem",
+            "Update": "UpdateItem",
+            "Delete": "DeleteItem",
+            "ConditionCheck": "ConditionCheckItem",
+        }[kind]
+        out.append((f"dynamodb:{action}", f"arn:aws:dynamodb:{REGION}:{a}:table/{body['TableName']}"))
+    return out
+
+
+def _kms_key(action: str) -> Callable[..., list[Need]]:
+    def f(p: dict[str, Any], a: str) -> list[Need]:
+        key = p["KeyId"]
+        return [(action, key if key.startswith("arn:") else f"arn:aws:kms:{REGION}:{a}:key/{key}")]
+
+    return f
+
+
+# (service, operation) -> the IAM requests that operation makes, from its params and the signer's account.
+OPERATIONS: dict[tuple[str, str], Callable[[dict[str, Any], str], list[Need]]] = {
+    ("s3", "GetObject"): _obj("s3:GetObject"),
+    ("s3", "HeadObject"): _obj("s3:GetObject"),
+    ("s3", "GetObjectAttributes"): lambda p, a: [
+        ("s3:GetObject", _s3_object(p["Bucket"], p["Key"])),
+        ("s3:GetObjectAttributes", _s3_object(p["Bucket"], p["Key"])),
+    ],
+    ("s3", "PutObject"): _write,
+    ("s3", "CreateMultipartUpload"): _write,
+    ("s3", "UploadPart"): _obj("s3:PutObject"),
+    ("s3", "CompleteMultipartUpload"): _obj("s3:PutObject"),
+    ("s3", "AbortMultipartUpload"): _obj("s3:AbortMultipartUpload"),
+    ("s3", "CopyObject"): _copy,
+    ("s3", "UploadPartCopy"): lambda p, a: [
+        ("s3:GetObject", _s3_copy_source(p)),
+        ("s3:PutObject", _s3_object(p["Bucket"], p["Key"])),
+    ],
+    ("s3", "DeleteObject"): _obj("s3:DeleteObject"),
+    ("s3", "DeleteObjects"): lambda p, a: [
+        ("s3:DeleteObject", _s3_object(p["Bucket"], o["Key"])) for o in p["Delete"]["Objects"]
+    ],
+    ("s3", "ListObjectsV2"): _list,
+    ("s3", "ListObjects"): _list,
+    ("s3", "ListMultipartUploads"): _bucket("s3:ListBucketMultipartUploads"),
+    ("s3", "HeadBucket"): _bucket("s3:ListBucket"),
+    ("s3", "GetBucketLocation"): _bucket("s3:GetBucketLocation"),
+    ("glue", "GetTable"): _each("glue:GetTable", _glue_table),
+    ("glue", "GetTables"): _each("glue:GetTables", _glue_tables_of),
+    ("glue", "CreateTable"): _each("glue:CreateTable", _glue_table),
+    ("glue", "UpdateTable"): _each("glue:UpdateTable", _glue_table),
+    ("glue", "DeleteTable"): _each("glue:DeleteTable", _glue_table),
+    ("glue", "GetDatabase"): _each("glue:GetDatabase", _glue_db),
+    ("glue", "GetDatabases"): lambda p, a: [("glue:GetDatabases", f"arn:aws:glue:{REGION}:{a}:catalog")],
+    ("glue", "CreateDatabase"): _each("glue:CreateDatabase", _glue_db),
+    ("glue", "StartJobRun"): lambda p, a: [
+        ("glue:StartJobRun", f"arn:aws:glue:{REGION}:{a}:job/{p['JobName']}")
+    ],
+    ("glue", "GetJobRun"): lambda p, a: [("glue:GetJobRun", f"arn:aws:glue:{REGION}:{a}:job/{p['JobName']}")],
+    ("dynamodb", "GetItem"): _ddb("dynamodb:GetItem"),
+    ("dynamodb", "PutItem"): _ddb("dynamodb:PutItem"),
+    ("dynamodb", "UpdateItem"): _ddb("dynamodb:UpdateItem"),
+    ("dynamodb", "DeleteItem"): _ddb("dynamodb:DeleteItem"),
+    ("dynamodb", "Query"): _ddb("dynamodb:Query"),
+    ("dynamodb", "TransactWriteItems"): _ddb_transact,
+    ("kms", "Decrypt"): _kms_key("kms:Decrypt"),
+    ("kms", "GenerateDataKey"): _kms_key("kms:GenerateDataKey"),
+    ("kms", "DescribeKey"): _kms_key("kms:DescribeKey"),
+    ("sts", "AssumeRole"): lambda p, a: [
+        ("sts:AssumeRole", p["RoleArn"], {"sts:ExternalId": p["ExternalId"]} if p.get("ExternalId") else {})
+    ],
+    ("sts", "GetCallerIdentity"): lambda p, a: [],  # never needs a permission
+    ("secretsmanager", "GetSecretValue"): lambda p, a: [
+        (
+            "secretsmanager:GetSecretValue",
+            p["SecretId"]
+            if p["SecretId"].startswith("arn:")
+            else f"arn:aws:secretsmanager:{REGION}:{a}:secret:{p['SecretId']}-AbCdEf",
+        )
+    ],
+    ("stepfunctions", "DescribeExecution"): lambda p, a: [("states:DescribeExecution", p["executionArn"])],
+    ("stepfunctions", "StartExecution"): lambda p, a: [("states:StartExecution", p["stateMachineArn"])],
+    ("sns", "Publish"): lambda p, a: [("sns:Publish", p["TopicArn"])],
+    ("events", "PutEvents"): lambda p, a: [
+        ("events:PutEvents", f"arn:aws:events:{REGION}:{a}:event-bus/{e.get('EventBusName', 'default')}")
+        for e in p["Entries"]
+    ],
+    # Step Functions service integrations (from the execution history; signed by the state machine role)
+    ("lambda", "Invoke"): lambda p, a: [
+        (
+            "lambda:InvokeFunction",
+            p["FunctionName"]
+            if p["FunctionName"].startswith("arn:")
+            else f"arn:aws:lambda:{REGION}:{a}:function:{p['FunctionName']}",
+        )
+    ],
+    ("glue", "StartJobRun.sync"): lambda p, a: [
+        (action, f"arn:aws:glue:{REGION}:{a}:job/{p['JobName']}")
+        for action in ("glue:StartJobRun", "glue:GetJobRun", "glue:GetJobRuns", "glue:BatchStopJobRun")
+    ],
+    ("lakeformation", "GrantPermissions"): lambda p, a: [("lakeformation:GrantPermissions", "*")],
+}
+
+
+@dataclass(frozen=True)
+class Call:
+    principal: str  # role ARN that signed it
+    service: str
+    operation: str
+    params: dict[str, Any]
+
+    @property
+    def account(self) -> str:
+        return self.principal.split(":")[4]
+
+    def needs(self) -> list[Need]:
+        mapper = OPERATIONS.get((self.service, self.operation))
+        if mapper is None:
+            raise AssertionError(
+                f"{self.service}:{self.operation} by {self.principal} has no IAM mapping: add it to "
+                "tests/iam/evaluator.py OPERATIONS"
+            )
+        return mapper(self.params, self.account)
+
+
+_SFN_OPERATIONS = {
+    ("lambda", "invoke"): "Invoke",
+    ("glue", "startJobRun.sync"): "StartJobRun.sync",
+    ("s3", "getObject"): "GetObject",
+    ("s3", "putObject"): "PutObject",
+}
+
+
+def state_machine_calls(events: list[dict[str, Any]], principal: str) -> list[Call]:
+    """The service calls a state machine's tasks made, from its execution history."""
+    calls = []
+    for event in events:
+        details = event.get("taskScheduledEventDetails")
+        if details is None:
+            continue
+        key = (details["resourceType"], details["resource"])
+        operation = _SFN_OPERATIONS.get(key)
+        if operation is None:
+            raise AssertionError(f"task {key} has no IAM mapping: add it to tests/iam/evaluator.py")
+        calls.append(Call(principal, key[0], operation, json.loads(details["parameters"])))
+    return calls
+
+
+@dataclass
+class Recorder:
+    """Every call made through icelake's sessions while recording, with the role that signed it:
+    an assumed role's session knows its role; default credentials are the running Lambda's or Glue
+    job's role (`default_principal`)."""
+
+    default_principal: Callable[[], str | None]
+    calls: list[Call] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def hook(self, core: Any, model: Any, params: dict[str, Any]) -> None:
+        principal = getattr(core, clients.ROLE_ATTR, None) or self.default_principal()
+        if principal is None:
+            return  # the test harness itself (setup, assertions)
+        service = model.service_model.service_name
+        call = Call(
+            principal,
+            "stepfunctions" if service == "states" else service,
+            model.name,
+            json.loads(json.dumps(params, default=str)),
+        )
+        with self.lock:
+            self.calls.append(call)
+
+    @contextmanager
+    def recording(self) -> Iterator[Recorder]:
+        clients.add_call_hook(self.hook)
+        try:
+            yield self
+        finally:
+            clients.remove_call_hook(self.hook)
+
+
+@dataclass(frozen=True)
+class Request:
+    id: str
+    principal: str
+    action: str
+    resource: str
+    resource_account: str
+    identity_policies: list[dict[str, Any]]
+    resource_policy: dict[str, Any] | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """The request as tools/iam_eval.mjs reads it."""
+        return {
+            "principal": self.principal,
+            "action": self.action,
+            "resource": self.resource,
+            "accountId": self.resource_account,
+            "identityPolicies": [p["policy"] for p in self.identity_policies],
+            "resourcePolicy": self.resource_policy,
+            "context": {
+                "aws:PrincipalArn": self.principal,
+                "aws:PrincipalAccount": self.principal.split(":")[4],
+                "aws:PrincipalType": "AssumedRole",
+                "aws:SecureTransport": "true",
+                **self.context,
+            },
+        }
+
+
+def simulate(requests: list[Request]) -> dict[str, str]:
+    """id -> decision ("Allowed", "ImplicitlyDenied", "ExplicitlyDenied", or "Error: ...")."""
+    if not (REPO / "node_modules" / "@cloud-copilot" / "iam-simulate").is_dir():
+        raise AssertionError("node_modules/@cloud-copilot/iam-simulate is missing: run `make setup`")
+    proc = subprocess.run(
+        ["node", str(SCRIPT)],
+        input=json.dumps([r.as_json() for r in requests]),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    answers = json.loads(proc.stdout)
+    return {
+        r.id: a["decision"] if a["decision"] != "Error" else f"Error: {json.dumps(a['errors'])}"
+        for r, a in zip(requests, answers, strict=True)
+    }

@@ -1,0 +1,187 @@
+"""The access roles, evaluated by a real IAM policy evaluator on the synthesized templates: what
+the migration's steps call is allowed, and what must never happen is denied.
+
+The calls below are the ones Plan, Copy, Register, Validate and Rollback make with each role
+(icelake/workflow/steps.py, icelake/aws/catalog.py, icelake/migrate/copy.py), with the IAM action
+and resource ARNs AWS checks for them (e.g. Glue checks the catalog, the database and the table)."""
+
+from __future__ import annotations
+
+import pytest
+
+from icelake.local.lake import SOURCE_ACCOUNT, TARGET_ACCOUNT
+from tests.infrastructure.conftest import Synth
+from tests.infrastructure.iam_eval import Call, Stack, decide
+
+REGION = "us-east-1"
+SOURCE_ROLE, TARGET_ROLE = "icelake-source-read", "icelake-target-write"
+
+
+def _glue(account: str, database: str, table: str | None = None) -> list[str]:
+    arns = [
+        f"arn:aws:glue:{REGION}:{account}:catalog",
+        f"arn:aws:glue:{REGION}:{account}:database/{database}",
+    ]
+    return arns + ([f"arn:aws:glue:{REGION}:{account}:table/{database}/{table}"] if table else [])
+
+
+def _calls(
+    stack: Stack, role: str, why: str, actions: list[str], resources: list[str], **kw: object
+) -> list[Call]:
+    account = stack.account
+    return [
+        Call(f"{why}: {a} {r}", stack.role_arn(role), a, r, account, stack.role_policies(role), **kw)  # type: ignore[arg-type]
+        for a in actions
+        for r in resources
+    ]
+
+
+ORCHESTRATOR_ACCOUNT = "123456789012"
+SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:icelake/crm/api-token-AbCdEf"  # in cdk.json
+OTHER_SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:payroll/db-password-AbCdEf"
+
+
+def test_the_fetch_role_reads_its_own_secret_and_no_other(synth: Synth) -> None:
+    ingest = Stack(synth.templates["IcelakeIngest"], ORCHESTRATOR_ACCOUNT, REGION)
+    own = _calls(ingest, "icelake-ingest-fetch", "own secret", ["secretsmanager:GetSecretValue"], [SECRET])
+    other = _calls(
+        ingest, "icelake-ingest-fetch", "other secret", ["secretsmanager:GetSecretValue"], [OTHER_SECRET]
+    )
+    assert decide(own + other) == ["Allowed", "ImplicitlyDenied"]
+
+
+@pytest.fixture(scope="module")
+def stacks(synth: Synth) -> tuple[Stack, Stack]:
+    return (
+        Stack(synth.templates["IcelakeSourceAccess"], SOURCE_ACCOUNT, REGION),
+        Stack(synth.templates["IcelakeTargetAccess"], TARGET_ACCOUNT, REGION),
+    )
+
+
+def _needed(source: Stack, target: Stack) -> list[Call]:
+    table = "s3://target-lake/warehouse/sales/orders"
+    obj = "arn:aws:s3:::target-lake/warehouse/sales/orders/data/part-0.parquet"
+    src_obj = "arn:aws:s3:::source-lake/warehouse/sales/orders/data/part-0.parquet"
+    (key,) = [r for r, v in target.template["Resources"].items() if v["Type"] == "AWS::KMS::Key"]
+    return [
+        # Inventory and Plan read the source catalog and files
+        *_calls(
+            source,
+            SOURCE_ROLE,
+            "inventory",
+            ["glue:GetDatabase", "glue:GetTables"],
+            _glue(SOURCE_ACCOUNT, "sales"),
+        ),
+        *_calls(source, SOURCE_ROLE, "plan", ["glue:GetTable"], _glue(SOURCE_ACCOUNT, "sales", "orders")),
+        *_calls(source, SOURCE_ROLE, "plan reads", ["s3:GetObject"], [src_obj]),
+        *_calls(
+            source,
+            SOURCE_ROLE,
+            "plan lists",
+            ["s3:ListBucket"],
+            ["arn:aws:s3:::source-lake"],
+            context={"s3:prefix": "warehouse/sales/orders/"},
+        ),
+        # Copy: server-side copies are signed by the target role; it writes and stats the target
+        *_calls(target, TARGET_ROLE, "copy reads the source", ["s3:GetObject"], [src_obj]),
+        *_calls(
+            target,
+            TARGET_ROLE,
+            "copy writes",
+            ["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"],
+            [obj],
+        ),
+        *_calls(
+            target,
+            TARGET_ROLE,
+            "validate lists",
+            ["s3:ListBucket"],
+            ["arn:aws:s3:::target-lake"],
+            context={"s3:prefix": table.removeprefix("s3://target-lake/") + "/"},
+        ),
+        *_calls(
+            target,
+            TARGET_ROLE,
+            "encrypt",
+            ["kms:GenerateDataKey", "kms:Decrypt"],
+            [f"arn:aws:kms:{REGION}:{TARGET_ACCOUNT}:key/{key}"],
+            resource_policy=target.key_policy(key),
+        ),
+        # Register creates the database when missing, then creates or moves the table
+        *_calls(
+            target,
+            TARGET_ROLE,
+            "register",
+            ["glue:CreateDatabase", "glue:GetDatabase"],
+            _glue(TARGET_ACCOUNT, "sales"),
+        ),
+        *_calls(
+            target,
+            TARGET_ROLE,
+            "register",
+            ["glue:GetTable", "glue:CreateTable", "glue:UpdateTable"],
+            _glue(TARGET_ACCOUNT, "sales", "orders"),
+        ),
+        # Rollback deletes what the run journaled and restores or drops the table
+        *_calls(target, TARGET_ROLE, "rollback", ["s3:DeleteObject"], [obj]),
+        *_calls(
+            target, TARGET_ROLE, "rollback", ["glue:DeleteTable"], _glue(TARGET_ACCOUNT, "sales", "orders")
+        ),
+    ]
+
+
+def _must_deny(source: Stack, target: Stack) -> list[Call]:
+    src_obj = "arn:aws:s3:::source-lake/warehouse/sales/orders/data/part-0.parquet"
+    return [
+        # the source is never written
+        *_calls(source, SOURCE_ROLE, "source writes", ["s3:PutObject", "s3:DeleteObject"], [src_obj]),
+        *_calls(
+            source,
+            SOURCE_ROLE,
+            "source catalog writes",
+            ["glue:CreateTable", "glue:UpdateTable", "glue:DeleteTable"],
+            _glue(SOURCE_ACCOUNT, "sales", "orders"),
+        ),
+        *_calls(
+            source,
+            SOURCE_ROLE,
+            "source catalog writes",
+            ["glue:CreateDatabase"],
+            _glue(SOURCE_ACCOUNT, "sales"),
+        ),
+        # the target role writes only under its prefix and databases, and never deletes the source
+        # (a Glue call needs every ARN it names allowed: the shared catalog ARN alone decides nothing)
+        *_calls(
+            target,
+            TARGET_ROLE,
+            "outside the prefix",
+            ["s3:PutObject", "s3:DeleteObject"],
+            ["arn:aws:s3:::target-lake/other/x"],
+        ),
+        *_calls(target, TARGET_ROLE, "delete the source", ["s3:DeleteObject", "s3:PutObject"], [src_obj]),
+        *_calls(
+            target,
+            TARGET_ROLE,
+            "another database",
+            ["glue:CreateTable", "glue:DeleteTable"],
+            _glue(TARGET_ACCOUNT, "finance", "x")[1:],
+        ),
+    ]
+
+
+def test_every_call_of_a_migration_is_allowed(stacks: tuple[Stack, Stack]) -> None:
+    calls = _needed(*stacks)
+    decisions = decide(calls)
+    denied = [
+        f"{c.why} ({c.principal}): {d}" for c, d in zip(calls, decisions, strict=True) if d != "Allowed"
+    ]
+    print(f"IAM: {len(calls)} calls evaluated, {len(denied)} denied")
+    assert not denied, "\n".join(denied)
+
+
+def test_what_must_never_happen_is_denied(stacks: tuple[Stack, Stack]) -> None:
+    calls = _must_deny(*stacks)
+    decisions = decide(calls)
+    allowed = [c.why for c, d in zip(calls, decisions, strict=True) if d == "Allowed"]
+    print(f"IAM: {len(calls)} must-deny cases, {len(calls) - len(allowed)} denied")
+    assert not allowed, "\n".join(allowed)
