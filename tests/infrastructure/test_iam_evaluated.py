@@ -104,7 +104,7 @@ def _needed(source: Stack, target: Stack) -> list[Call]:
             TARGET_ROLE,
             "encrypt",
             ["kms:GenerateDataKey", "kms:Decrypt"],
-            [f"arn:aws:kms:{REGION}:{TARGET_ACCOUNT}:key/{key}"],
+            [target.arn(key)],
             resource_policy=target.key_policy(key),
         ),
         # Register creates the database when missing, then creates or moves the table
