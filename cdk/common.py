@@ -423,13 +423,15 @@ def glue_databases(
     ]
 
 
-def list_prefix_statement(sid: str, bucket_arn: str, prefix: str) -> iam.PolicyStatement:
-    """s3:ListBucket on a bucket, limited to `prefix` and what is under it (the whole bucket when
-    `prefix` is empty)."""
-    p = prefix.strip("/")
+def list_prefix_statement(sid: str, bucket_arn: str, prefix: str, *more: str) -> iam.PolicyStatement:
+    """s3:ListBucket on a bucket, limited to the prefixes and what is under them (the whole bucket
+    when a prefix is empty)."""
+    prefixes = [p.strip("/") for p in (prefix, *more)]
     return iam.PolicyStatement(
         sid=sid,
         actions=["s3:ListBucket"],
         resources=[bucket_arn],
-        conditions={"StringLike": {"s3:prefix": [f"{p}/*", p]}} if p else None,
+        conditions=None
+        if not all(prefixes)
+        else {"StringLike": {"s3:prefix": [v for p in prefixes for v in (f"{p}/*", p)]}},
     )

@@ -47,6 +47,7 @@ from cdk.config import (
     Settings,
 )
 from icelake.constants import INGEST_ASL, INGEST_STATE_MACHINE
+from icelake.ingest.landing import REASON
 from icelake.ingest.resources import (
     COMPLETE_FUNCTION,
     ENV_RAW_ROOT,
@@ -59,6 +60,8 @@ from icelake.ingest.resources import (
 )
 
 RAW_PREFIX = "raw"  # icelake.ingest.landing: raw/{source}/{endpoint}/{run_id}/
+STATE_PREFIX = "state"  # state/{source}/{endpoint}.json: watermark and empty batches (landing.state_uri)
+QUARANTINE_PREFIX = "quarantine"  # quarantine/{source}/{endpoint}/{run_id}/: poison batches, reason.json
 MARKERS = (".pending", ".complete")
 DEFAULT_CATALOG = "glue_catalog"
 # The merge job reads the batches with boto3 and pydantic models; Iceberg comes with Glue.
@@ -158,10 +161,22 @@ class IngestStack(Stack):
             roles=[self.complete_role],
             statements=[
                 _log_streams(complete_logs.log_group_arn),
+                # Reads a batch's manifest (.pending), marks it complete, and tells a quarantined
+                # batch by its reason; advances the endpoint's watermark in its state file.
                 iam.PolicyStatement(
                     sid="RawMarkers",
-                    actions=["s3:PutObject", "s3:DeleteObject"],
+                    actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
                     resources=[self.raw.arn_for_objects(f"{RAW_PREFIX}/*/{m}") for m in MARKERS],
+                ),
+                iam.PolicyStatement(
+                    sid="QuarantineReasons",
+                    actions=["s3:GetObject"],
+                    resources=[self.raw.arn_for_objects(f"{QUARANTINE_PREFIX}/*/{REASON}")],
+                ),
+                self._state_statement(["s3:GetObject", "s3:PutObject"]),
+                # Without ListBucket a missing marker reads as 403, not as absent.
+                list_prefix_statement(
+                    "RawList", self.raw.bucket_arn, RAW_PREFIX, STATE_PREFIX, QUARANTINE_PREFIX
                 ),
                 self._raw_key_statement(["kms:Decrypt", "kms:GenerateDataKey"]),
             ],
@@ -280,7 +295,13 @@ class IngestStack(Stack):
         )
 
     def _raw_list_statement(self) -> iam.PolicyStatement:
-        return list_prefix_statement("RawList", self.raw.bucket_arn, RAW_PREFIX)
+        """Listing raw/ and state/: a missing state file must read as absent (404), not denied."""
+        return list_prefix_statement("RawList", self.raw.bucket_arn, RAW_PREFIX, STATE_PREFIX)
+
+    def _state_statement(self, actions: list[str]) -> iam.PolicyStatement:
+        return iam.PolicyStatement(
+            sid="EndpointState", actions=actions, resources=[self.raw.arn_for_objects(f"{STATE_PREFIX}/*")]
+        )
 
     def _fetch_statements(self, log_group_arn: str) -> list[iam.PolicyStatement]:
         s = self.settings
@@ -291,6 +312,7 @@ class IngestStack(Stack):
                 actions=["s3:GetObject", "s3:PutObject"],
                 resources=[self.raw.arn_for_objects(f"{RAW_PREFIX}/*")],
             ),
+            self._state_statement(["s3:GetObject"]),  # the watermark
             self._raw_list_statement(),
             self._raw_key_statement(["kms:Decrypt", "kms:GenerateDataKey"]),
         ]
@@ -328,11 +350,18 @@ class IngestStack(Stack):
         location = self.location
         statements = [
             glue_asset_statement(script, wheel),
+            # Reads pending batches; moves a poison batch to quarantine/ (copy, then delete).
             iam.PolicyStatement(
                 sid="RawRead",
-                actions=["s3:GetObject"],
+                actions=["s3:GetObject", "s3:DeleteObject"],
                 resources=[self.raw.arn_for_objects(f"{RAW_PREFIX}/*")],
             ),
+            iam.PolicyStatement(
+                sid="Quarantine",
+                actions=["s3:PutObject"],
+                resources=[self.raw.arn_for_objects(f"{QUARANTINE_PREFIX}/*")],
+            ),
+            self._state_statement(["s3:GetObject", "s3:PutObject"]),  # empty batches' ledger
             self._raw_list_statement(),
             iam.PolicyStatement(
                 sid="WarehouseObjects",
@@ -399,8 +428,10 @@ class IngestStack(Stack):
     def _suppressions(self) -> None:
         suppress_python_runtime([self.fetch_fn, self.complete_fn])
         lambda_reason = (
-            "Batches are written under per-run keys (raw/<source>/<endpoint>/<run>/...), log streams are "
-            "created per invocation, and X-Ray has no resource-level permissions."
+            "Batches are written under per-run keys (raw/<source>/<endpoint>/<run>/...), each endpoint "
+            "keeps its state in state/<source>/<endpoint>.json, quarantined batches are told by "
+            "quarantine/<source>/<endpoint>/<run>/reason.json, log streams are created per invocation, "
+            "and X-Ray has no resource-level permissions."
         )
         NagSuppressions.add_resource_suppressions(
             [self.fetch_role, self.fetch_policy, self.complete_role, self.complete_policy],
@@ -413,6 +444,8 @@ class IngestStack(Stack):
                             "regex": "/^Resource::<Raw[0-9A-F]+\\.Arn>\\/raw\\/\\*"
                             "(\\/\\.(pending|complete))?$/g"
                         },
+                        {"regex": "/^Resource::<Raw[0-9A-F]+\\.Arn>\\/state\\/\\*$/g"},
+                        {"regex": "/^Resource::<Raw[0-9A-F]+\\.Arn>\\/quarantine\\/\\*\\/reason\\.json$/g"},
                         {"regex": "/^Resource::<(Fetch|Complete)Logs[0-9A-F]+\\.Arn>:\\*$/g"},
                         "Resource::*",
                     ],
@@ -425,12 +458,14 @@ class IngestStack(Stack):
             [
                 {
                     "id": "AwsSolutions-IAM5",
-                    "reason": "The merge job reads per-run batches under raw/, writes and removes (snapshot "
+                    "reason": "The merge job reads per-run batches under raw/ (and moves a poison batch to "
+                    "quarantine/<source>/<endpoint>/<run>/), keeps each endpoint's ledger under state/, "
+                    "writes and removes (snapshot "
                     "expiry, orphan removal) data and metadata files under the warehouse prefix and updates "
                     "any table of the configured databases; Glue creates its own log groups under "
                     "/aws-glue/; PutMetricData has no resource type (limited to the Glue namespace).",
                     "appliesTo": [
-                        {"regex": "/^Resource::<Raw[0-9A-F]+\\.Arn>\\/raw\\/\\*$/g"},
+                        {"regex": "/^Resource::<Raw[0-9A-F]+\\.Arn>\\/(raw|state|quarantine)\\/\\*$/g"},
                         {
                             "regex": "/^Resource::(<Warehouse[0-9A-F]+\\.Arn>|arn:<AWS::Partition>:s3:::.+)"
                             "\\/.*\\*$/g"

@@ -49,7 +49,10 @@ def client_config() -> Config:
 # Test-only observers of every API call made through icelake's sessions (the IAM evaluation test
 # records calls with them). Each gets (core session, operation model, params) before the call is sent.
 CallHook = Callable[[botocore.session.Session, Any, dict[str, Any]], None]
+# ... and (operation model, HTTP status) after the answer arrived, on the same thread.
+AnswerHook = Callable[[Any, int], None]
 _CALL_HOOKS: list[CallHook] = []
+_ANSWER_HOOKS: list[AnswerHook] = []
 _HOOKS_LOCK = threading.Lock()
 ROLE_ATTR = "_icelake_role_arn"  # set on a core session acting as an assumed role
 
@@ -65,6 +68,17 @@ def remove_call_hook(hook: CallHook) -> None:
             _CALL_HOOKS.remove(hook)
 
 
+def add_answer_hook(hook: AnswerHook) -> None:
+    with _HOOKS_LOCK:
+        _ANSWER_HOOKS.append(hook)
+
+
+def remove_answer_hook(hook: AnswerHook) -> None:
+    with _HOOKS_LOCK:
+        if hook in _ANSWER_HOOKS:
+            _ANSWER_HOOKS.remove(hook)
+
+
 def _observe(core: botocore.session.Session) -> None:
     def before_call(model: Any, params: dict[str, Any], **_: Any) -> None:
         with _HOOKS_LOCK:
@@ -72,7 +86,14 @@ def _observe(core: botocore.session.Session) -> None:
         for hook in hooks:
             hook(core, model, params)
 
+    def after_call(model: Any, http_response: Any, **_: Any) -> None:
+        with _HOOKS_LOCK:
+            hooks = list(_ANSWER_HOOKS)
+        for hook in hooks:
+            hook(model, http_response.status_code)
+
     core.register("before-parameter-build", before_call, unique_id="icelake-call-hooks")
+    core.register("after-call", after_call, unique_id="icelake-answer-hooks")
 
 
 def configured(core: botocore.session.Session) -> botocore.session.Session:

@@ -235,7 +235,13 @@ def state_uri(root: str, source: str, endpoint: str) -> str:
 def read_state(io: FileIO, root: str, source: str, endpoint: str) -> dict[str, Any]:
     try:
         body = io.read(state_uri(root, source, endpoint))
-    except (FileNotFoundError, ClientError):
+    except FileNotFoundError:
+        return {}
+    except ClientError as exc:
+        # Only absence means "no state yet": a denied or throttled read would silently drop the
+        # watermark (a full fetch) and the empty batches' ledger (an older batch accepted).
+        if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchKey", "NotFound"):
+            raise
         return {}
     state = json.loads(body)
     return state if isinstance(state, dict) else {}

@@ -4,6 +4,7 @@ the call, the role and the missing permission."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections import Counter
@@ -14,14 +15,19 @@ import pytest
 
 from cdk.app import build_app
 from icelake.constants import ORCHESTRATOR_ACCOUNT_LOCAL
+from icelake.ingest.deploy import deploy_ingest_workflow
+from icelake.ingest.local_api import ApiServer, GeneratedSource, serve_pages
+from icelake.ingest.local_run import API_SECRET, demo_fetch_config, demo_spec, run_ingest
+from icelake.ingest.models import Watermark
 from icelake.local.deploy import LocalDeployment
-from icelake.local.embedded import run_execution
+from icelake.local.embedded import run_execution, start_embedded_aws
 from icelake.local.lake import SOURCE_ACCOUNT, SOURCE_BUCKET, TARGET_ACCOUNT, TARGET_BUCKET
-from tests.iam.evaluator import OPERATIONS, Call, Recorder, Request, simulate, state_machine_calls
+from tests.iam.evaluator import OPERATIONS, Call, Recorder, Request, simulate, state_machine_recording
 from tests.iam.templates import Deployed, Resolver, deployed
 from tests.lake import Lake, add_source_table, commit
 
 pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
 
 STACK_ACCOUNTS = {
     "IcelakeOrchestrator": ORCHESTRATOR_ACCOUNT_LOCAL,
@@ -39,14 +45,20 @@ CONTEXT = {
     "target_bucket": TARGET_BUCKET,
     "target_prefix": "warehouse",
     "target_databases": ["sales"],
+    # The ingestion workflow of tests/e2e/test_ingest_workflow's demo source: its secret and database.
+    "ingest_enabled": True,
+    "ingest_secret_arns": [
+        f"arn:aws:secretsmanager:us-east-1:{ORCHESTRATOR_ACCOUNT_LOCAL}:secret:{API_SECRET}-??????"
+    ],
+    "ingest_databases": ["crm"],
+    "ingest_sources": [],  # the test starts its executions itself
 }
+GLUE_SIZED = {"glue_threshold_bytes": 0}  # every table goes to the Glue job
 BUCKET_ACCOUNTS = {SOURCE_BUCKET: SOURCE_ACCOUNT, TARGET_BUCKET: TARGET_ACCOUNT}
 
 
 @pytest.fixture(scope="module")
 def policies(tmp_path_factory: pytest.TempPathFactory) -> tuple[Deployed, dict[str, dict[str, Any]]]:
-    import json
-
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     outdir = tmp_path_factory.mktemp("iam") / "cdk.out"
     assembly = build_app(CONTEXT, outdir=outdir).synth()
@@ -103,7 +115,7 @@ def requests_of(calls: list[Call], d: Deployed, aliases: dict[str, str]) -> list
     assert not unmapped, f"no IAM mapping for {unmapped}: add them to tests/iam/evaluator.py OPERATIONS"
     out = []
     for i, call in enumerate(calls):
-        for j, (action, raw, *more) in enumerate(call.needs()):
+        for j, (action, raw, *more) in enumerate(call.needs(d.bucket_keys)):
             resource = aliases.get(raw, raw)
             account = _resource_account(resource, call)
             assert call.principal in d.identity, f"{call.principal} is not a role of the synthesized stacks"
@@ -126,8 +138,8 @@ def requests_of(calls: list[Call], d: Deployed, aliases: dict[str, str]) -> list
     return out
 
 
-def _state_machine_role(templates: dict[str, dict[str, Any]]) -> str:
-    t = templates["IcelakeOrchestrator"]
+def _state_machine_role(templates: dict[str, dict[str, Any]], stack: str) -> str:
+    t = templates[stack]
     (machine,) = [v for v in t["Resources"].values() if v["Type"] == "AWS::StepFunctions::StateMachine"]
     return str(Resolver(t, ORCHESTRATOR_ACCOUNT_LOCAL).resolve(machine["Properties"]["RoleArn"]))
 
@@ -161,27 +173,75 @@ def test_every_call_of_a_migration_is_allowed_by_the_synthesized_policies(
         add_source_table(lake, name, [[1, 2], [3]])
     recorder = Recorder(default_principal(_function_roles(templates), _glue_roles(templates)))
 
-    machine_role = _state_machine_role(templates)
-    for run_id, mode in (("iam-full", "full"), ("iam-incr", "incremental")):
+    machine_role = _state_machine_role(templates, "IcelakeOrchestrator")
+    # A full run and an incremental one in Lambda, then one with every table sent to the Glue job.
+    runs: tuple[tuple[str, str, dict[str, Any]], ...] = (
+        ("iam-full", "full", {}),
+        ("iam-incr", "incremental", {}),
+        ("iam-glue", "full", GLUE_SIZED),
+    )
+    for run_id, mode, options in runs:
         if mode == "incremental":
             commit(lake, "orders", [4])  # the test's own writes are not the workflow's
-        with recorder.recording():
-            result = run_execution(
-                deployment.state_machine_arn, lake.request(run_id, mode=mode), timeout=300, name=run_id
-            )
+        if options:
+            add_source_table(lake, "returns", [[5, 6], [7]])
+        request = lake.request(run_id, mode=mode)
+        if options:
+            request.update(options={**request["options"], **options}, selection={"tables": ["sales.returns"]})
+        with recorder.recording(), state_machine_recording(recorder, machine_role):
+            result = run_execution(deployment.state_machine_arn, request, timeout=600, name=run_id)
         assert result.status == "SUCCEEDED", result.failure()
-        recorder.calls.extend(state_machine_calls(result.events, machine_role))
 
-    pairs = requests_of(recorder.calls, d, {lake.kms_key: _target_key_arn(templates)})
+    assert_all_allowed(recorder.calls, d, {lake.kms_key: _target_key_arn(templates)})
+
+
+def assert_all_allowed(calls: list[Call], d: Deployed, aliases: dict[str, str]) -> None:
+    pairs = requests_of(calls, d, aliases)
     decisions = simulate([r for _c, r in pairs])
     denied = [
         f"{c.service}:{c.operation} by {c.principal}: {r.action} on {r.resource} -> {decisions[r.id]}"
         for c, r in pairs
         if decisions[r.id] != "Allowed"
     ]
-    by_role = Counter(c.principal.rsplit("/", 1)[-1] for c in recorder.calls)
+    by_role = Counter(c.principal.rsplit("/", 1)[-1] for c in calls)
     print(
-        f"\nIAM: {len(recorder.calls)} AWS calls recorded ({dict(by_role)}), {len(pairs)} IAM requests "
+        f"\nIAM: {len(calls)} AWS calls recorded ({dict(by_role)}), {len(pairs)} IAM requests "
         f"evaluated, {len(denied)} denied"
     )
     assert not denied, "calls the deployed roles would be denied:\n" + "\n".join(sorted(set(denied)))
+
+
+@pytest.mark.spark
+def test_every_call_of_an_ingestion_is_allowed_by_the_synthesized_policies(
+    spark: Any, tmp_path: Path, policies: tuple[Deployed, dict[str, dict[str, Any]]]
+) -> None:
+    """Three runs of the ingestion workflow against a local API: the first creates the table, the
+    second merges changes fetched since the watermark, the third lands a poison batch (a NULL key)
+    that the merge moves to quarantine. Fetch, complete, the SCD2 merge job and the state machine."""
+    d, templates = policies
+    recorder = Recorder(default_principal(_function_roles(templates), _glue_roles(templates)))
+    machine_role = _state_machine_role(templates, "IcelakeIngest")
+    source = GeneratedSource(initial=20, seed=5, change_rate=0.3)
+    poison: list[dict[str, Any]] = []
+    with (
+        ApiServer(serve_pages(lambda: source.records() + poison, token="t0ken")) as api,
+        start_embedded_aws(REPO),
+    ):
+        deployment = deploy_ingest_workflow(
+            local_warehouse=str(tmp_path / "warehouse"), secrets={API_SECRET: json.dumps({"token": "t0ken"})}
+        )
+        fetch = demo_fetch_config(api.url + "/customers", page_size=8).model_copy(
+            update={"full_load": False, "watermark": Watermark(param="since", from_column="updated_at")}
+        )
+        spec = demo_spec("iam_ingest.crm.customers")
+        for run, expected in enumerate(("SUCCEEDED", "SUCCEEDED", "FAILED")):
+            source.advance()
+            if expected == "FAILED":
+                poison.append({"id": None, "name": "no key", "email": None, "tier": "x", "updated_at": 99})
+            with recorder.recording(), state_machine_recording(recorder, machine_role):
+                result = run_ingest(deployment.state_machine_arn, fetch, spec, name=f"iam-ingest-{run}")
+            assert result.status == expected, result.failure()
+        assert "quarantine" in json.dumps(result.failure()).lower(), result.failure()
+    roles = {c.principal.rsplit("/", 1)[-1] for c in recorder.calls}
+    assert {"icelake-ingest-fetch", "icelake-ingest-complete", "icelake-ingest-glue"} <= roles, roles
+    assert_all_allowed(recorder.calls, d, {})

@@ -3,13 +3,15 @@ templates. The one table of API operations to IAM actions is OPERATIONS below.""
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from icelake.aws import clients
@@ -198,42 +200,49 @@ class Call:
     service: str
     operation: str
     params: dict[str, Any]
+    # The object read was not there: S3 answers 404 only to a caller that may also list the bucket
+    # (403 otherwise), and icelake reads "absent" from a 404 alone.
+    missing: bool = False
 
     @property
     def account(self) -> str:
         return self.principal.split(":")[4]
 
-    def needs(self) -> list[Need]:
+    def needs(self, bucket_keys: dict[str, str] | None = None) -> list[Need]:
+        """The IAM requests of the call; `bucket_keys` (bucket -> default SSE-KMS key) adds the KMS
+        requests S3 makes under the caller's name for objects in those buckets."""
         mapper = OPERATIONS.get((self.service, self.operation))
         if mapper is None:
             raise AssertionError(
                 f"{self.service}:{self.operation} by {self.principal} has no IAM mapping: add it to "
                 "tests/iam/evaluator.py OPERATIONS"
             )
-        return mapper(self.params, self.account)
+        needs = mapper(self.params, self.account) + self._bucket_kms(bucket_keys or {})
+        if self.missing:
+            bucket, key = self.params["Bucket"], self.params["Key"]
+            needs.append(("s3:ListBucket", f"arn:aws:s3:::{bucket}", {"s3:prefix": key}))
+        return needs
+
+    def _bucket_kms(self, bucket_keys: dict[str, str]) -> list[Need]:
+        if self.service != "s3":
+            return []
+        via_s3 = {"kms:ViaService": f"s3.{REGION}.amazonaws.com", "kms:CallerAccount": self.account}
+        out: list[Need] = []
+        if self.operation in _S3_READS_OBJECT:
+            bucket = self.params["Bucket"]
+            if self.operation in ("CopyObject", "UploadPartCopy"):
+                bucket = _s3_copy_source(self.params).removeprefix("arn:aws:s3:::").split("/", 1)[0]
+            if bucket in bucket_keys:
+                out.append(("kms:Decrypt", bucket_keys[bucket], via_s3))
+        encrypts = self.operation in _S3_WRITES_OBJECT and not self.params.get("SSEKMSKeyId")
+        if encrypts and self.params["Bucket"] in bucket_keys:
+            out.append(("kms:GenerateDataKey", bucket_keys[self.params["Bucket"]], via_s3))
+        return out
 
 
-_SFN_OPERATIONS = {
-    ("lambda", "invoke"): "Invoke",
-    ("glue", "startJobRun.sync"): "StartJobRun.sync",
-    ("s3", "getObject"): "GetObject",
-    ("s3", "putObject"): "PutObject",
-}
-
-
-def state_machine_calls(events: list[dict[str, Any]], principal: str) -> list[Call]:
-    """The service calls a state machine's tasks made, from its execution history."""
-    calls = []
-    for event in events:
-        details = event.get("taskScheduledEventDetails")
-        if details is None:
-            continue
-        key = (details["resourceType"], details["resource"])
-        operation = _SFN_OPERATIONS.get(key)
-        if operation is None:
-            raise AssertionError(f"task {key} has no IAM mapping: add it to tests/iam/evaluator.py")
-        calls.append(Call(principal, key[0], operation, json.loads(details["parameters"])))
-    return calls
+# S3 operations that decrypt an object (of the copy source, for copies) or encrypt a new one.
+_S3_READS_OBJECT = {"GetObject", "CopyObject", "UploadPartCopy", "UploadPart", "CompleteMultipartUpload"}
+_S3_WRITES_OBJECT = {"PutObject", "CopyObject", "CreateMultipartUpload"}
 
 
 @dataclass
@@ -245,6 +254,7 @@ class Recorder:
     default_principal: Callable[[], str | None]
     calls: list[Call] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    _last: threading.local = field(default_factory=threading.local)  # this thread's last call
 
     def hook(self, core: Any, model: Any, params: dict[str, Any]) -> None:
         principal = getattr(core, clients.ROLE_ATTR, None) or self.default_principal()
@@ -259,14 +269,55 @@ class Recorder:
         )
         with self.lock:
             self.calls.append(call)
+            self._last.index = len(self.calls) - 1
+
+    def answered(self, model: Any, status: int) -> None:
+        """Marks an object read that found nothing (404) as `missing`."""
+        index = getattr(self._last, "index", None)
+        if index is None or status != 404:
+            return
+        with self.lock:
+            call = self.calls[index]
+            if call.service == "s3" and call.operation == model.name in ("HeadObject", "GetObject"):
+                self.calls[index] = replace(call, missing=True)
 
     @contextmanager
     def recording(self) -> Iterator[Recorder]:
         clients.add_call_hook(self.hook)
+        clients.add_answer_hook(self.answered)
         try:
             yield self
         finally:
+            clients.remove_answer_hook(self.answered)
             clients.remove_call_hook(self.hook)
+
+
+@contextmanager
+def state_machine_recording(recorder: Recorder, principal: str) -> Iterator[None]:
+    """Every service call the embedded Step Functions interpreter makes while recording, in and out
+    of Map iterations (which the execution history does not show), signed by the state machine's
+    role. All of them go through moto's `boto_client_for`, whose clients get the recorder's hook."""
+    sfn_clients: Any = importlib.import_module("moto.stepfunctions.parser.asl.utils.boto_client")
+    real_boto3 = sfn_clients.boto3
+
+    def hook(model: Any, params: dict[str, Any], **_: Any) -> None:
+        service, operation = model.service_model.service_name, model.name
+        if (service, operation) == ("glue", "StartJobRun"):
+            operation = "StartJobRun.sync"  # every Glue task of the ASL waits for its run
+        call = Call(principal, service, operation, json.loads(json.dumps(params, default=str)))
+        with recorder.lock:
+            recorder.calls.append(call)
+
+    def recording_client(*args: Any, **kwargs: Any) -> Any:
+        made = real_boto3.client(*args, **kwargs)
+        made.meta.events.register("before-parameter-build.*.*", hook)
+        return made
+
+    sfn_clients.boto3 = SimpleNamespace(client=recording_client)
+    try:
+        yield
+    finally:
+        sfn_clients.boto3 = real_boto3
 
 
 @dataclass(frozen=True)

@@ -127,11 +127,15 @@ class Deployed:
 
     identity: dict[str, list[dict[str, Any]]]
     resource_policies: dict[str, dict[str, Any]]
+    # bucket name -> ARN of its default SSE-KMS key: S3 asks KMS under the caller's name for every
+    # object read (Decrypt) and write (GenerateDataKey) in it.
+    bucket_keys: dict[str, str]
 
 
 def deployed(templates: dict[str, dict[str, Any]], accounts: dict[str, str]) -> Deployed:
     identity: dict[str, list[dict[str, Any]]] = {}
     resource_policies: dict[str, dict[str, Any]] = {}
+    bucket_keys: dict[str, str] = {}
     for stack, template in templates.items():
         account = accounts[stack]
         res = Resolver(template, account)
@@ -145,6 +149,11 @@ def deployed(templates: dict[str, dict[str, Any]], accounts: dict[str, str]) -> 
             if body["Type"] == "AWS::S3::BucketPolicy":
                 bucket = res.resolve(props["Bucket"])
                 resource_policies[f"arn:aws:s3:::{bucket}"] = res.resolve(props["PolicyDocument"])
+            if body["Type"] == "AWS::S3::Bucket" and "BucketName" in props:
+                for rule in props.get("BucketEncryption", {}).get("ServerSideEncryptionConfiguration", []):
+                    default = rule.get("ServerSideEncryptionByDefault", {})
+                    if default.get("SSEAlgorithm") == "aws:kms" and "KMSMasterKeyID" in default:
+                        bucket_keys[res.resolve(props["BucketName"])] = res.resolve(default["KMSMasterKeyID"])
             elif body["Type"] == "AWS::KMS::Key":
                 resource_policies[res.get_att(logical_id, "Arn")] = res.resolve(props["KeyPolicy"])
             elif (
@@ -167,7 +176,7 @@ def deployed(templates: dict[str, dict[str, Any]], accounts: dict[str, str]) -> 
                     f"arn:aws:s3:::{bucket}", {"Version": "2012-10-17", "Statement": []}
                 )
                 policy["Statement"].append(statement)
-    return Deployed(identity, resource_policies)
+    return Deployed(identity, resource_policies, bucket_keys)
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -164,14 +164,16 @@ def test_each_function_and_the_job_run_with_their_own_role(synth: Synth) -> None
 
 
 def test_fetch_role_writes_raw_batches_and_reads_only_the_configured_secrets(synth: Synth) -> None:
-    # S3: objects under raw/ of the raw bucket, listing only under raw/; nothing of the warehouse
+    # S3: objects under raw/ of the raw bucket, the endpoint's watermark under state/ (read only),
+    # listing only those two prefixes; nothing of the warehouse
     template, statements, raw = _template(synth), _role_statements(synth, "fetch"), _raw_bucket(synth)
     assert _s3_resources(statements) == {
         f"<{raw}.Arn>/raw/*": {"s3:GetObject", "s3:PutObject"},
+        f"<{raw}.Arn>/state/*": {"s3:GetObject"},
         f"<{raw}.Arn>": {"s3:ListBucket"},
     }
     (listing,) = [s for s in statements if "s3:ListBucket" in as_list(s["Action"])]
-    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["raw/*", "raw"]}}
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["raw/*", "raw", "state/*", "state"]}}
     # Secrets Manager: GetSecretValue on exactly the configured ARNs
     (secret_statement,) = _granting(statements, "secretsmanager:")
     assert as_list(secret_statement["Action"]) == ["secretsmanager:GetSecretValue"]
@@ -192,11 +194,15 @@ def test_fetch_role_writes_raw_batches_and_reads_only_the_configured_secrets(syn
     }
 
 
-def test_complete_role_only_writes_and_removes_the_markers(synth: Synth) -> None:
+def test_complete_role_only_touches_the_markers_the_reasons_and_the_state(synth: Synth) -> None:
     template, statements, raw = _template(synth), _role_statements(synth, "complete"), _raw_bucket(synth)
+    markers = {"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}
     assert _s3_resources(statements) == {
-        f"<{raw}.Arn>/raw/*/.pending": {"s3:PutObject", "s3:DeleteObject"},
-        f"<{raw}.Arn>/raw/*/.complete": {"s3:PutObject", "s3:DeleteObject"},
+        f"<{raw}.Arn>/raw/*/.pending": markers,
+        f"<{raw}.Arn>/raw/*/.complete": markers,
+        f"<{raw}.Arn>/quarantine/*/reason.json": {"s3:GetObject"},
+        f"<{raw}.Arn>/state/*": {"s3:GetObject", "s3:PutObject"},
+        f"<{raw}.Arn>": {"s3:ListBucket"},
     }
     _assert_kms_only_raw_key(template, statements)
     assert not {a for a in actions(statements) if a.startswith(("secretsmanager:", "glue:"))}
@@ -221,7 +227,9 @@ def test_glue_role_reads_raw_writes_the_warehouse_prefix_and_its_databases_only(
     assets = {r for r in s3 if r.startswith("arn:<AWS::Partition>:s3:::cdk-")}
     assert len(assets) == 2 and all(s3[r] == {"s3:GetObject"} for r in assets)  # script and wheel
     assert {r: a for r, a in s3.items() if r not in assets} == {
-        f"<{raw}.Arn>/raw/*": {"s3:GetObject"},
+        f"<{raw}.Arn>/raw/*": {"s3:GetObject", "s3:DeleteObject"},  # a poison batch moves out
+        f"<{raw}.Arn>/quarantine/*": {"s3:PutObject"},
+        f"<{raw}.Arn>/state/*": {"s3:GetObject", "s3:PutObject"},
         f"<{raw}.Arn>": {"s3:ListBucket"},
         f"<{warehouse}.Arn>/warehouse/*": {
             "s3:GetObject",
@@ -236,7 +244,10 @@ def test_glue_role_reads_raw_writes_the_warehouse_prefix_and_its_databases_only(
         for s in statements
         if as_list(s["Action"]) == ["s3:ListBucket"]
     }
-    assert prefixes == {f"<{raw}.Arn>": ["raw/*", "raw"], f"<{warehouse}.Arn>": ["warehouse/*", "warehouse"]}
+    assert prefixes == {
+        f"<{raw}.Arn>": ["raw/*", "raw", "state/*", "state"],
+        f"<{warehouse}.Arn>": ["warehouse/*", "warehouse"],
+    }
     # The catalog: the configured databases and their tables, no deletes of tables
     (catalog,) = _granting(statements, "glue:")
     assert {flat(r).rsplit(":", 1)[1] for r in as_list(catalog["Resource"])} == {
