@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast lint bench bench-scd2 clean synth
+.PHONY: setup demo test test-fast lint bench bench-large bench-scd2 clean synth
 
 setup: $(STAMP)
 
@@ -38,6 +38,9 @@ bench: setup
 
 # SCD2 merge against a naive rewrite: 1,000,000 wide rows, 1% changed (last line: JSON summary),
 # then with 5 earlier batches of history (at 200,000 rows: 6x the rows to build on a 2-core machine).
+bench-large: setup
+	$(BIN)/python -m benchmarks.large_bench
+
 bench-scd2: setup
 	$(BIN)/python -m benchmarks.scd2_bench --rows 1000000
 	$(BIN)/python -m benchmarks.scd2_bench --rows 200000 --history 5

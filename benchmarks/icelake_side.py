@@ -1,7 +1,7 @@
 """icelake's side of the benchmark: the metadata rewrite alone, and the plan, on a synthetic table.
 
-`migrate_table` cannot run on the synthetic table: its data files were never written, and the
-plan refuses a table whose live files are missing. So this module does, with the same public
+`migrate_table` would copy the synthetic table's data files, which exist only as sparse files
+(their recorded size, no bytes). So this module does, with the same public
 functions `icelake.migrate.engine._execute` uses, exactly the work `rewrite_table_path` does:
 
 * rewrite every manifest (one at a time: read, map, write, remember its new length),
@@ -12,17 +12,18 @@ functions `icelake.migrate.engine._execute` uses, exactly the work `rewrite_tabl
 into a staging directory that mirrors the target layout. Nothing but the list of manifests, their
 new lengths and the current metadata is kept in memory; the file list is streamed to disk.
 
-`measure_plan` runs icelake's real `build_plan` with a source FileIO that reports the synthetic
-data files as present (with the size recorded in the manifests), to measure the planning pass a
-real migration does before the rewrite.
+`measure_plan` runs icelake's real `build_plan` on the table (the planning pass a real migration
+does before the rewrite), counting the requests S3 would be sent for its reads, HEADs and listings.
 """
 
 from __future__ import annotations
 
 import csv
 import os
+import threading
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -41,7 +42,7 @@ from icelake.migrate.avro_files import (
 from icelake.migrate.cpu_pool import cpu_pool
 from icelake.migrate.plan import build_plan, read_metadata
 from icelake.migrate.progress import NoProgress
-from icelake.uris import PrefixMap, canonical, is_under, local_path, target_spelling
+from icelake.uris import PrefixMap, canonical, local_path, target_spelling
 
 
 @dataclass
@@ -181,18 +182,39 @@ def _recording(map_path: Callable[[str], str], into: list[tuple[str, str]]) -> C
     return mapped
 
 
-class SyntheticDataIO(LocalFileIO):
-    """Local FileIO on which the never-written data files under `data_prefix` exist, `size` bytes each."""
+class RequestCountingIO(LocalFileIO):
+    """LocalFileIO that counts the requests S3 would be sent for the same calls: a HEAD per stat, a
+    GET per read, a LIST per 1,000 keys listed (at least one per listing)."""
 
-    def __init__(self, data_prefix: str, size: int) -> None:
-        self.data_prefix = canonical(data_prefix)
-        self.size = size
+    def __init__(self) -> None:
+        self.requests: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def _count(self, kind: str) -> None:
+        with self._lock:
+            self.requests[kind] += 1
 
     def stat(self, uri: str) -> ObjectInfo | None:
-        info = super().stat(uri)
-        if info is None and is_under(canonical(uri), self.data_prefix):
-            return ObjectInfo(size=self.size)
-        return info
+        self._count("HEAD")
+        return super().stat(uri)
+
+    def read(self, uri: str) -> bytes:
+        self._count("GET")
+        return super().read(uri)
+
+    def read_tail(self, uri: str, nbytes: int) -> bytes:
+        self._count("GET")
+        return super().read_tail(uri, nbytes)
+
+    def list(self, prefix: str) -> Iterator[tuple[str, ObjectInfo]]:
+        listed = 0
+        for item in super().list(prefix):
+            if listed % 1000 == 0:
+                self._count("LIST")
+            listed += 1
+            yield item
+        if listed == 0:
+            self._count("LIST")
 
 
 @dataclass
@@ -203,21 +225,22 @@ class PlanResult:
     manifests: int
     copies: int
     files_planned: int
+    source_requests: dict[str, int]
+    target_requests: dict[str, int]
 
 
-def measure_plan(
-    source_metadata: str, target_location: str, data_file_size: int, workers: int = 16
-) -> PlanResult:
-    """icelake's own `build_plan` (the planning pass of `migrate_table`) on the synthetic table."""
-    meta, _gz = read_metadata(LocalFileIO(), source_metadata)
+def measure_plan(source_metadata: str, target_location: str, workers: int = 16) -> PlanResult:
+    """icelake's own `build_plan` (the planning pass of `migrate_table`) on the synthetic table,
+    whose data files exist (sparse); the requests it would send to S3 are counted per side."""
     Path(local_path(target_location)).mkdir(parents=True, exist_ok=True)
+    src_io, dst_io = RequestCountingIO(), RequestCountingIO()
     started = time.monotonic()
     plan = build_plan(
         source_metadata,
         target_location,
         [],
-        SyntheticDataIO(meta["location"] + "/data", data_file_size),
-        LocalFileIO(),
+        src_io,
+        dst_io,
         overwrite=False,
         workers=workers,
         progress=NoProgress(),
@@ -229,4 +252,6 @@ def measure_plan(
         manifests=len(plan.manifests),
         copies=len(plan.copies),
         files_planned=plan.files_planned,
+        source_requests=dict(src_io.requests),
+        target_requests=dict(dst_io.requests),
     )

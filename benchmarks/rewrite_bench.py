@@ -79,7 +79,6 @@ def self_cpu_seconds() -> float:
 
 def _worker(args: argparse.Namespace) -> None:
     from benchmarks.icelake_side import measure_plan, rewrite_table_metadata
-    from benchmarks.synthetic_table import FILE_SIZE_BYTES
 
     if args.tracemalloc:
         tracemalloc.start()
@@ -92,7 +91,7 @@ def _worker(args: argparse.Namespace) -> None:
             rewrite_table_metadata(args.source_metadata, args.target, args.staging, processes).as_dict()
         )
     elif args.worker == "plan":
-        out.update(vars(measure_plan(args.source_metadata, args.target, FILE_SIZE_BYTES)))
+        out.update(vars(measure_plan(args.source_metadata, args.target)))
     if args.tracemalloc:
         out["tracemalloc_peak_bytes"] = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
@@ -223,6 +222,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             files_per_snapshot=args.files_per_snapshot,
             partitions_per_snapshot=args.partitions_per_snapshot,
             progress=lambda n: bar.update(task, completed=n),
+            touch=True,
         )
     console.print(
         f"built {built.identifier}: {built.snapshots} snapshots, {built.data_files} data files in "

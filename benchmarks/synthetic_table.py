@@ -13,12 +13,15 @@ fast enough that no Java-side helper class is needed.
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
+
+from icelake.uris import local_path
 
 # Sizes recorded for every synthetic data file (a typical compacted Parquet file).
 FILE_SIZE_BYTES = 134_217_728
@@ -69,6 +72,13 @@ class BuiltTable:
         return f"{self.metadata_dir}/v{snapshots + 1}.metadata.json"
 
 
+def _sparse_file(uri: str, size: int) -> None:
+    path = local_path(uri)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.truncate(size)
+
+
 def _seed_data_file(spark: Any, catalog: str) -> Any:
     """One real DataFile of the same schema and spec; its metrics are reused by every entry."""
     seed = f"{catalog}.db.seed"
@@ -91,8 +101,12 @@ def build_synthetic_table(
     files_per_snapshot: int,
     partitions_per_snapshot: int,
     progress: Callable[[int], None] | None = None,
+    file_size: int = FILE_SIZE_BYTES,
+    touch: bool = False,
 ) -> BuiltTable:
-    """`snapshots` fast appends of `files_per_snapshot` files each into `<catalog>.db.t`."""
+    """`snapshots` fast appends of `files_per_snapshot` files each into `<catalog>.db.t`. `touch`:
+    each data file is also created, sparse (its recorded size, no disk blocks), so that listings
+    and HEADs find it as on a real lake."""
     started = time.monotonic()
     ident = f"{catalog}.db.t"
     jvm = spark._jvm
@@ -110,7 +124,7 @@ def build_synthetic_table(
     builder = (
         jvm.org.apache.iceberg.DataFiles.builder(table.spec())
         .copy(seed_file)
-        .withFileSizeInBytes(FILE_SIZE_BYTES)
+        .withFileSizeInBytes(file_size)
         .withRecordCount(RECORDS_PER_FILE)
     )
     append_s = commit_s = 0.0
@@ -124,7 +138,10 @@ def build_synthetic_table(
                 day = FIRST_DAY + timedelta(days=s * partitions_per_snapshot + i // per_partition)
                 partition = f"ts_day={day.isoformat()}"
                 builder.withPartitionPath(partition)
-            builder.withPath(f"{location}/data/{partition}/{i:05d}-{s}-{job}-{i:05d}.parquet")
+            path = f"{location}/data/{partition}/{i:05d}-{s}-{job}-{i:05d}.parquet"
+            builder.withPath(path)
+            if touch:
+                _sparse_file(path, file_size)
             append.appendFile(builder.build())
         t1 = time.monotonic()
         append.commit()

@@ -49,6 +49,8 @@ def copy_file(
     """Copy one unchanged file; True when its bytes were verified end to end by checksum (S3 to
     S3 with a source checksum), False when only its size was checked."""
     if isinstance(src_io, S3FileIO) and isinstance(dst_io, S3FileIO):
+        if src_info.checksum is None:  # planned from a listing, which carries no checksum values
+            src_info = _with_checksum(src_io, src, src_info)
         if src_info.size > settings.multipart_threshold:
             return _s3_multipart_copy(src, src_info, dst_io, dst, settings)
         return _s3_copy(src, src_info, dst_io, dst)
@@ -97,6 +99,18 @@ def _local_copy(src: str, src_info: ObjectInfo, dst: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _with_checksum(src_io: S3FileIO, src: str, planned: ObjectInfo) -> ObjectInfo:
+    """The source's full-object checksum (one HEAD), checked to be the object that was planned."""
+    now = src_io.stat(src)
+    if now is None or now.size != planned.size or (planned.etag and now.etag != planned.etag):
+        raise CopyVerificationError(
+            f"{src} changed or disappeared after planning ({planned.size} bytes planned, "
+            f"{'gone' if now is None else f'{now.size} bytes now'}); the source was written while it "
+            "was migrated. The table is rolled back; run it again"
+        )
+    return now
 
 
 def _s3_copy(src: str, src_info: ObjectInfo, dst_io: S3FileIO, dst: str) -> bool:

@@ -29,6 +29,7 @@ from icelake.migrate.avro_files import POSITION_DELETES, ManifestRef, manifest_r
 from icelake.migrate.collisions import refuse_duplicate_targets, refuse_overlapping_targets
 from icelake.migrate.copy import is_same_copy
 from icelake.migrate.delete_files import check_delete_file
+from icelake.migrate.inventory import stat_by_listing
 from icelake.migrate.plan_scan import entry_fields, entry_fields_fastavro, map_in_chunks
 from icelake.migrate.progress import ProgressSink
 from icelake.uris import PrefixMap, canonical, is_local, is_under, local_path, parent
@@ -118,7 +119,10 @@ def build_plan(
 
     # 1. The metadata chain: logged files that still exist are carried over.
     logged = mj.metadata_log(meta)
-    logged_exist = stat(src_io, logged, workers)
+    if fast:  # the log lives in the metadata directory: one listing answers for all of it
+        logged_exist = stat_by_listing(src_io, logged, [parent(source_metadata)], workers)
+    else:
+        logged_exist = stat(src_io, logged, workers)
     metadata_files = [p for p in logged if logged_exist[p] is not None] + [source_metadata]
     see([source_metadata])
     for uri in metadata_files[:-1]:
@@ -171,7 +175,11 @@ def build_plan(
     refuse_other_table(dst_io, parent(target_metadata), mj.table_uuid(meta))
 
     # 4. Source existence and target state of every file that is copied or rewritten.
-    src_info = stat(src_io, list(files), workers, progress, "check source files")
+    src_roots = [m.source for m in prefix_map.mappings]
+    if fast:  # listings, HEAD only for what they cannot settle
+        src_info = stat_by_listing(src_io, files, src_roots, workers, progress, "check source files")
+    else:
+        src_info = stat(src_io, list(files), workers, progress, "check source files")
     missing = sorted(p for p, (_s, live) in files.items() if live and src_info[p] is None)
     wrong_size = sorted(
         f"{p} (metadata says {files[p][0]} bytes, found {info.size})"
@@ -186,7 +194,13 @@ def build_plan(
 
     copy_paths = [p for p in files if p not in delete_formats and src_info[p] is not None]
     targets = {p: prefix_map.map(p) or "" for p in copy_paths}
-    dst_info = stat(dst_io, list(targets.values()), workers, progress, "check target files")
+    if fast:  # a present target is asked in full: its metadata names the copy's source
+        dst_roots = [m.target for m in prefix_map.mappings]
+        dst_info = stat_by_listing(
+            dst_io, targets.values(), dst_roots, workers, progress, "check target files", full=True
+        )
+    else:
+        dst_info = stat(dst_io, list(targets.values()), workers, progress, "check target files")
     copies: list[CopyTask] = []
     conflicts: list[str] = []
     skipped = 0

@@ -12,7 +12,9 @@ import gzip
 import json
 
 from icelake.aws.fileio import FileIO
-from icelake.migrate.plan import TablePlan, stat_all
+from icelake.migrate.inventory import stat_by_listing
+from icelake.migrate.plan import TablePlan
+from icelake.uris import parent
 
 JOURNAL_NAME = "journal.json.gz"
 
@@ -23,7 +25,8 @@ def new_target_keys(plan: TablePlan, dst_io: FileIO, workers: int = 16) -> list[
     rewritten = [
         plan.map_path(uri) for uri in (*plan.metadata_files, *plan.manifest_lists, *plan.manifests)
     ] + [d.target for d in plan.delete_files]
-    present = stat_all(dst_io, rewritten, workers)
+    # The rewritten metadata lives in the target's metadata directory: one listing for all of it.
+    present = stat_by_listing(dst_io, rewritten, [parent(plan.target_metadata)], workers)
     return sorted({c.target for c in plan.copies} | {k for k in rewritten if present[k] is None})
 
 

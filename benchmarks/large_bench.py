@@ -1,0 +1,201 @@
+"""Large tables: Iceberg's `rewrite_table_path` against icelake's plan plus metadata rewrite.
+
+`make bench-large` (`python -m benchmarks.large_bench`, default 1,000 snapshots and 1,000,000 data
+files) builds a synthetic table through the Iceberg Java API (metadata only; every data file exists
+as a sparse file of its recorded size, so listings and HEADs find it), then in the same run:
+- Iceberg: `CALL system.rewrite_table_path(...)` in the JVM that built the table;
+- icelake, in a fresh process: `build_plan` (what exists, by listing; requests counted as S3 would
+  be sent them) and then the metadata rewrite into a staging directory, as a migration does.
+
+The last line printed is one JSON object: files, iceberg_s, icelake_plan_rewrite_s, ratio
+(iceberg_s / icelake_plan_rewrite_s), peak_rss_mib (icelake's process and its workers),
+plan_requests_per_file (the busier side). Goals (issue 11): ratio >= 3, peak_rss_mib <= 512,
+plan_requests_per_file <= 0.01. Results are recorded in benchmarks/RESULTS.md ("Large tables") and
+benchmarks/results/large-*.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+GOALS = {"ratio": 3.0, "peak_rss_mib": 512.0, "plan_requests_per_file": 0.01}
+
+
+def _worker(source: str, target: str, staging: str) -> None:
+    """icelake's side in this process: plan, then rewrite; one JSON line on stdout."""
+    from benchmarks.icelake_side import measure_plan, rewrite_table_metadata
+
+    plan = measure_plan(source, target)
+    rewrite = rewrite_table_metadata(source, target, staging)
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    print(
+        json.dumps(
+            {
+                "plan_s": plan.seconds,
+                "rewrite_s": rewrite.seconds,
+                "copies": plan.copies,
+                "manifests": plan.manifests,
+                "source_requests": plan.source_requests,
+                "target_requests": plan.target_requests,
+                "maxrss_bytes": own,
+                "worker_maxrss_bytes": workers,
+            }
+        )
+    )
+
+
+def run(files: int, snapshots: int, work: Path) -> dict[str, Any]:
+    from icelake.local.spark import local_spark
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from benchmarks.rewrite_bench import machine_facts
+    from benchmarks.synthetic_table import build_synthetic_table
+
+    console = Console(stderr=True)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    spark = local_spark(
+        {"large": str(work / "warehouse")}, app_name="icelake-bench-large", driver_memory="8g"
+    )
+    facts = machine_facts(spark)
+    per_snapshot = max(1, files // snapshots)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    ) as bar:
+        task = bar.add_task(f"build: {snapshots} x {per_snapshot} files", total=snapshots)
+        built = build_synthetic_table(
+            spark,
+            "large",
+            snapshots=snapshots,
+            files_per_snapshot=per_snapshot,
+            partitions_per_snapshot=5,
+            progress=lambda n: bar.update(task, completed=n),
+            touch=True,
+        )
+    console.print(f"built {built.data_files} data files in {built.build_seconds} s")
+
+    console.print("iceberg rewrite_table_path ...")
+    iceberg_target = str(work / "target_iceberg" / "db" / "t")
+    started = time.monotonic()
+    spark.sql(
+        "CALL large.system.rewrite_table_path("
+        f"table => 'db.t', source_prefix => '{built.location}', target_prefix => '{iceberg_target}', "
+        f"staging_location => '{work / 'staging_iceberg'}')"
+    ).collect()
+    iceberg_s = round(time.monotonic() - started, 3)
+    console.print(f"  {iceberg_s} s")
+    spark.stop()
+
+    console.print("icelake plan + rewrite (fresh process) ...")
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.large_bench",
+        "--worker",
+        built.current_metadata,
+        str(work / "target_icelake" / "db" / "t"),
+        str(work / "staging_icelake"),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    started = time.monotonic()
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    wall = round(time.monotonic() - started, 3)
+    if proc.returncode != 0:
+        raise SystemExit(f"icelake's worker failed:\n{proc.stderr[-3000:]}")
+    icelake = json.loads(proc.stdout.strip().splitlines()[-1])
+    if icelake["copies"] != built.data_files:
+        raise SystemExit(f"icelake planned {icelake['copies']} copies of {built.data_files} data files")
+    plan_rewrite_s = round(icelake["plan_s"] + icelake["rewrite_s"], 3)
+    peak = max(icelake["maxrss_bytes"], icelake["worker_maxrss_bytes"]) / 2**20
+    per_file = (
+        max(sum(icelake[f"{side}_requests"].values()) for side in ("source", "target")) / built.data_files
+    )
+    console.print(f"  plan {icelake['plan_s']} s + rewrite {icelake['rewrite_s']} s, peak RSS {peak:.0f} MiB")
+    requests = f"source {icelake['source_requests']}, target {icelake['target_requests']}"
+    console.print(f"  plan requests: {requests}")
+    return {
+        "files": built.data_files,
+        "snapshots": built.snapshots,
+        "iceberg_s": iceberg_s,
+        "icelake_plan_rewrite_s": plan_rewrite_s,
+        "ratio": round(iceberg_s / plan_rewrite_s, 2),
+        "peak_rss_mib": round(peak, 1),
+        "plan_requests_per_file": round(per_file, 5),
+        "icelake": {**icelake, "process_wall_s": wall},
+        "build_s": built.build_seconds,
+        "machine": facts,
+        "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": facts["git_commit"],
+    }
+
+
+def _met(key: str, value: float) -> bool:
+    return value >= GOALS[key] if key == "ratio" else value <= GOALS[key]
+
+
+def record(res: dict[str, Any]) -> Path:
+    results = BENCH_DIR / "results"
+    results.mkdir(exist_ok=True)
+    path = results / f"large-{res['files']}-{res['recorded_at'][:10]}.json"
+    path.write_text(json.dumps(res, indent=2) + "\n")
+    met = ", ".join(f"{k} {'met' if _met(k, res[k]) else 'NOT met'}" for k in GOALS)
+    row = (
+        f"| {res['recorded_at'][:10]} | {res['commit']} | {res['files']:,} | {res['snapshots']:,} | "
+        f"{res['iceberg_s']} | {res['icelake_plan_rewrite_s']} (plan {res['icelake']['plan_s']}) | "
+        f"{res['ratio']} | {res['peak_rss_mib']} | {res['plan_requests_per_file']} | {met} |\n"
+    )
+    doc = BENCH_DIR / "RESULTS.md"
+    text = doc.read_text()
+    header = "## Large tables"
+    if header not in text:
+        text += (
+            f"\n{header}\n\n`make bench-large` (`python -m benchmarks.large_bench`, see its docstring). "
+            f"Machine: {res['machine']['nproc']} cores, {res['machine']['cpu']}. Goals: ratio >= 3, "
+            "peak RSS <= 512 MiB, plan requests per data file <= 0.01.\n\n"
+            "| date | commit | data files | snapshots | iceberg s | icelake plan+rewrite s | ratio | "
+            "peak RSS MiB | plan requests/file | goals |\n|---|---|---|---|---|---|---|---|---|---|\n"
+        )
+    doc.write_text(text + row)
+    return path
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.large_bench", description=__doc__.split("\n")[0])
+    ap.add_argument("--files", type=int, default=1_000_000, help="data files in the table")
+    ap.add_argument("--snapshots", type=int, default=1_000, help="fast appends (snapshots)")
+    ap.add_argument("--work-dir", default=str(BENCH_DIR / ".work" / "large"))
+    ap.add_argument("--no-record", action="store_true", help="do not write results/ or RESULTS.md")
+    ap.add_argument("--worker", nargs=3, metavar=("SOURCE", "TARGET", "STAGING"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        _worker(*args.worker)
+        return
+    res = run(args.files, args.snapshots, Path(args.work_dir).resolve())
+    if not args.no_record:
+        print(f"recorded {record(res).relative_to(REPO)} and benchmarks/RESULTS.md", file=sys.stderr)
+    shutil.rmtree(args.work_dir, ignore_errors=True)  # sparse files, but a million inodes
+    summary = {k: res[k] for k in ("files", "iceberg_s", "icelake_plan_rewrite_s", "ratio")}
+    summary.update({k: res[k] for k in ("peak_rss_mib", "plan_requests_per_file")})
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

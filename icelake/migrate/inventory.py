@@ -1,0 +1,100 @@
+"""What exists, learned by listing: one ListObjectsV2 request answers for up to 1,000 keys, where
+a HEAD answers for one. Planning a table of a million files thus costs about a thousand requests
+per side instead of two million.
+
+A listing says which keys exist, their size and ETag; it does not carry user metadata or checksum
+values. Keys a listing cannot settle are asked one by one (`io.stat`):
+- keys under a prefix too big to be worth listing for them (a handful of keys in a shared prefix of
+  many objects): listing stops after `LIST_BUDGET` pages beyond what the wanted keys need;
+- keys the caller needs in full (`full=True` for present keys: the skip-or-conflict decision on a
+  resumed target needs the metadata that names the copy's source).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+from icelake.aws.fileio import FileIO, ObjectInfo
+from icelake.migrate.plan_scan import map_in_chunks
+from icelake.migrate.progress import ProgressSink
+from icelake.uris import canonical, is_under
+
+KEYS_PER_PAGE = 1000  # ListObjectsV2's page size
+MIN_KEYS_TO_LIST = 50  # fewer wanted keys under a root: HEAD them (a listing may cost more)
+LIST_BUDGET = 5  # pages a listing may read beyond the pages its wanted keys fill, before giving up
+
+
+def stat_by_listing(
+    io: FileIO,
+    uris: Iterable[str],
+    roots: Iterable[str],
+    workers: int,
+    progress: ProgressSink | None = None,
+    phase: str = "",
+    *,
+    full: bool = False,
+) -> dict[str, ObjectInfo | None]:
+    """uri -> what the object is (None: absent), for every uri; `roots` are the prefixes to list
+    (the uris under none of them are asked one by one). `full`: present objects are then asked
+    one by one too, for what a listing does not say."""
+    wanted = list(dict.fromkeys(uris))
+    if progress:
+        progress.start(phase, len(wanted))
+    under: dict[str, list[str]] = defaultdict(list)
+    alone: list[str] = []
+    ordered_roots = sorted({canonical(r).rstrip("/") for r in roots}, key=len, reverse=True)
+    for uri in wanted:
+        root = next((r for r in ordered_roots if is_under(canonical(uri), r)), None)
+        (under[root] if root is not None else alone).append(uri)
+    for root in [r for r, keys in under.items() if len(keys) < MIN_KEYS_TO_LIST]:
+        alone.extend(under.pop(root))
+
+    found: dict[str, ObjectInfo | None] = {}
+
+    def list_root(item: tuple[str, list[str]]) -> dict[str, ObjectInfo | None]:
+        root, keys = item
+        return _listed(io, root, keys, progress, phase)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(under) or 1))) as pool:
+        for answer in pool.map(list_root, under.items()):
+            found.update(answer)
+    unsettled = [u for u in wanted if u not in found]  # the keys left alone, and those over budget
+    counted = set(unsettled)
+    if full:
+        unsettled += [u for u, info in found.items() if info is not None]
+
+    def head(uri: str) -> ObjectInfo | None:
+        info = io.stat(uri)
+        if progress and uri in counted:
+            progress.advance(phase)
+        return info
+
+    found.update(zip(unsettled, map_in_chunks(head, unsettled, workers), strict=True))
+    return {u: found[u] for u in wanted}
+
+
+def _listed(
+    io: FileIO, root: str, keys: list[str], progress: ProgressSink | None, phase: str
+) -> dict[str, ObjectInfo | None]:
+    """The keys a listing of `root` settles: present ones with their info, absent ones as None.
+    A listing that runs over its budget settles only what it saw present."""
+    wanted = {canonical(k): k for k in keys}
+    budget = (math.ceil(len(keys) / KEYS_PER_PAGE) + LIST_BUDGET) * KEYS_PER_PAGE
+    seen: dict[str, ObjectInfo | None] = {}
+    for listed, (uri, info) in enumerate(io.list(root), start=1):
+        key = wanted.get(canonical(uri))
+        if key is not None:
+            seen[key] = info
+            if progress:
+                progress.advance(phase)
+        if listed >= budget:
+            return seen  # a prefix full of other objects: the rest are asked one by one
+    for key in keys:
+        if key not in seen:
+            seen[key] = None  # a complete listing did not have it: absent (S3 lists consistently)
+            if progress:
+                progress.advance(phase)
+    return seen

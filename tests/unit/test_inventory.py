@@ -1,0 +1,63 @@
+"""`stat_by_listing`: listings settle what exists; HEADs only for what a listing cannot settle."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+from icelake.aws.fileio import LocalFileIO, ObjectInfo
+from icelake.migrate.inventory import KEYS_PER_PAGE, LIST_BUDGET, MIN_KEYS_TO_LIST, stat_by_listing
+
+
+class Counting(LocalFileIO):
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+
+    def stat(self, uri: str) -> ObjectInfo | None:
+        self.calls["stat"] += 1
+        return super().stat(uri)
+
+    def list(self, prefix: str) -> Iterator[tuple[str, ObjectInfo]]:
+        self.calls["list"] += 1
+        yield from super().list(prefix)
+
+
+def _files(root: Path, names: list[str], size: int = 3) -> list[str]:
+    root.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (root / name).write_bytes(b"x" * size)
+    return [f"file://{root / n}" for n in names]
+
+
+def test_a_listing_settles_present_and_absent_keys_without_a_head(tmp_path: Path) -> None:
+    present = _files(tmp_path / "t" / "data", [f"{i}.parquet" for i in range(MIN_KEYS_TO_LIST)])
+    absent = [f"file://{tmp_path}/t/data/gone-{i}.parquet" for i in range(5)]
+    io = Counting()
+    found = stat_by_listing(io, present + absent, [f"file://{tmp_path}/t"], workers=2)
+    assert io.calls == {"list": 1}
+    assert all(found[u] == ObjectInfo(size=3) for u in present)
+    assert all(found[u] is None for u in absent)
+
+
+def test_a_few_keys_are_asked_one_by_one_and_full_asks_present_keys_again(tmp_path: Path) -> None:
+    few = [*_files(tmp_path / "meta", ["v1.json", "v2.json"]), f"file://{tmp_path}/meta/v0.json"]
+    io = Counting()
+    found = stat_by_listing(io, few, [f"file://{tmp_path}/meta"], workers=2)
+    assert io.calls == {"stat": 3} and found[few[2]] is None and found[few[0]] is not None
+    many = _files(tmp_path / "t", [f"{i}" for i in range(MIN_KEYS_TO_LIST)])
+    io = Counting()
+    stat_by_listing(io, [*many, f"file://{tmp_path}/t/absent"], [f"file://{tmp_path}/t"], 2, full=True)
+    assert io.calls == {"list": 1, "stat": len(many)}  # the absent key needs no HEAD
+
+
+def test_a_prefix_full_of_other_objects_stops_listing_and_asks_the_rest(tmp_path: Path) -> None:
+    budget = (1 + LIST_BUDGET) * KEYS_PER_PAGE
+    others = _files(tmp_path / "shared" / "a", [f"o{i}" for i in range(budget + 10)])
+    wanted = _files(tmp_path / "shared" / "z", [f"w{i}" for i in range(MIN_KEYS_TO_LIST)])
+    absent = f"file://{tmp_path}/shared/z/missing"
+    io = Counting()
+    found = stat_by_listing(io, [*wanted, absent], [f"file://{tmp_path}/shared"], workers=2)
+    assert others and io.calls["list"] == 1
+    assert found[absent] is None and all(found[u] == ObjectInfo(size=3) for u in wanted)
+    assert io.calls["stat"] >= 1  # what the stopped listing had not reached was asked one by one
