@@ -1,15 +1,26 @@
 """Check that a target table reads like its source, snapshot by snapshot, with pyiceberg.
 
 pyiceberg is an engine that did not write the target (icelake wrote it), so a match here is
-independent evidence. Row comparison reads whole snapshots: meant for demo-sized tables or a
-sample; the structural checks are cheap at any size.
+independent evidence. Three tiers (`Options.validation`), each including the ones before it:
+- `metadata` (the default, cheap at any size): table identity, schemas, specs, refs, every
+  snapshot's lineage and summary, and every snapshot's live data and delete files and rows as the
+  manifest lists count them (one manifest list per snapshot, no manifest or data file read);
+- `sample`: also reads `SAMPLE_FILES` data files per snapshot (chosen at random, seeded by the
+  snapshot) from both tables and compares their rows;
+- `rows`: also compares every snapshot's rows, read whole. Memory grows with the snapshot, so it
+  runs only where the snapshot fits in memory (`ROWS_MAX_VALUES`); above, the report says that rows were
+  not compared and why, and `sample` is done instead.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable
+from typing import Literal
 
+import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
+from pyiceberg.manifest import FileFormat, ManifestContent
 from pyiceberg.table import StaticTable
 
 from icelake.aws.fileio import FileIO
@@ -29,16 +40,88 @@ class SnapshotCheck(BaseModel):
     rows_equal: bool
 
 
+Tier = Literal["metadata", "sample", "rows"]
+SAMPLE_FILES = 3  # data files per snapshot read by `sample`
+# `rows` reads a whole snapshot of both tables as Python values: about 460 bytes of memory per value
+# (row x column) for the two sides together, whatever the Parquet size (measured by
+# `python -m benchmarks.validation_memory`, benchmarks/RESULTS.md "Validation memory"). 3 million
+# values grow a process by about 1.3 GiB, inside a 3 GiB Lambda with room to spare. Larger
+# snapshots are sampled instead, and the report says so.
+ROWS_MAX_VALUES = 3_000_000
+
+
 class ValidationReport(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     ok: bool
     problems: list[str]
     snapshots: list[SnapshotCheck]
+    tier: Tier = "metadata"  # what was done, which may be less than asked (see notes)
+    notes: list[str] = []
 
 
 def _rows(table: StaticTable, snapshot_id: int) -> list[tuple[object, ...]]:
     return [tuple(r.values()) for r in table.scan(snapshot_id=snapshot_id).to_arrow().to_pylist()]
+
+
+def _counts(table: StaticTable, snapshot: object) -> tuple[int, int, int, int]:
+    """(live data files, their rows, live delete files, their rows) of a snapshot, from its
+    manifest list's per-manifest counts."""
+    data_files = data_rows = delete_files = delete_rows = 0
+    for m in snapshot.manifests(table.io):  # type: ignore[attr-defined]
+        files = (m.added_files_count or 0) + (m.existing_files_count or 0)
+        rows = (m.added_rows_count or 0) + (m.existing_rows_count or 0)
+        if m.content == ManifestContent.DATA:
+            data_files, data_rows = data_files + files, data_rows + rows
+        else:
+            delete_files, delete_rows = delete_files + files, delete_rows + rows
+    return data_files, data_rows, delete_files, delete_rows
+
+
+def _values(table: StaticTable, snapshot: object) -> int | None:
+    """Rows x top-level columns of a snapshot (None: its summary does not say)."""
+    summary = getattr(snapshot, "summary", None)
+    records = summary.get("total-records") if summary is not None else None
+    if records is None:
+        return None
+    schema_id = getattr(snapshot, "schema_id", None)
+    schemas = {s.schema_id: s for s in table.metadata.schemas}
+    schema = schemas.get(schema_id) if schema_id is not None else None
+    return int(records) * len((schema or table.schema()).fields)
+
+
+def _sample_problems(src: StaticTable, dst: StaticTable, snapshot_id: int) -> list[str]:
+    """Rows of a few Parquet data files of the snapshot, source file against its target copy."""
+    source_files = _data_files(src, snapshot_id)
+    target_files = _data_files(dst, snapshot_id)
+    if len(source_files) != len(target_files):
+        return [
+            f"snapshot {snapshot_id}: {len(source_files)} data files to read at the source, "
+            f"{len(target_files)} at the target"
+        ]
+    by_name = {f.rsplit("/", 1)[-1]: f for f in target_files}
+    problems = []
+    chosen = random.Random(snapshot_id).sample(source_files, min(SAMPLE_FILES, len(source_files)))
+    for path in chosen:
+        copy = by_name.get(path.rsplit("/", 1)[-1])
+        if copy is None:
+            problems.append(f"snapshot {snapshot_id}: no copy of {path} among the target's data files")
+        elif not diff_rows(_file_rows(src, path), _file_rows(dst, copy)).equal:
+            problems.append(f"snapshot {snapshot_id}: rows of {copy} differ from those of {path}")
+    return problems
+
+
+def _data_files(table: StaticTable, snapshot_id: int) -> list[str]:
+    return sorted(
+        task.file.file_path
+        for task in table.scan(snapshot_id=snapshot_id).plan_files()
+        if task.file.file_format == FileFormat.PARQUET
+    )
+
+
+def _file_rows(table: StaticTable, path: str) -> list[tuple[object, ...]]:
+    with table.io.new_input(path).open() as f:
+        return [tuple(r.values()) for r in pq.read_table(f).to_pylist()]
 
 
 def validate_tables(
@@ -47,7 +130,8 @@ def validate_tables(
     *,
     source_props: dict[str, str] | None = None,
     target_props: dict[str, str] | None = None,
-    compare_rows: bool = True,
+    tier: Tier = "rows",
+    rows_max_values: int = ROWS_MAX_VALUES,
 ) -> ValidationReport:
     src = StaticTable.from_metadata(source_metadata, properties=source_props or {})
     dst = StaticTable.from_metadata(target_metadata, properties=target_props or {})
@@ -70,6 +154,8 @@ def validate_tables(
         problems.append("branches/tags differ")
     target_snaps = {s.snapshot_id: s for s in tm.snapshots}
     checks: list[SnapshotCheck] = []
+    notes: list[str] = []
+    done: Tier = "metadata"
     for s in sm.snapshots:
         t = target_snaps.get(s.snapshot_id)
         if t is None:
@@ -82,6 +168,23 @@ def validate_tables(
             s.summary,
         ):
             problems.append(f"snapshot {s.snapshot_id}: lineage or summary differs")
+        source_counts, target_counts = _counts(src, s), _counts(dst, t)
+        if source_counts != target_counts:
+            problems.append(
+                f"snapshot {s.snapshot_id}: (data files, rows, delete files, rows) source "
+                f"{source_counts} != target {target_counts}"
+            )
+        values = _values(src, s)
+        compare_rows = tier == "rows" and values is not None and values <= rows_max_values
+        if tier == "rows" and not compare_rows:
+            size = "an unknown number of" if values is None else f"{values:,}"
+            notes.append(
+                f"snapshot {s.snapshot_id}: rows not compared ({size} values, above the "
+                f"{rows_max_values:,} compared whole in memory); {SAMPLE_FILES} files sampled instead"
+            )
+        if tier == "sample" or (tier == "rows" and not compare_rows):
+            problems.extend(_sample_problems(src, dst, s.snapshot_id))
+            done = "sample" if done == "metadata" else done
         if compare_rows:
             a, b = _rows(src, s.snapshot_id), _rows(dst, s.snapshot_id)
             diff = diff_rows(a, b)
@@ -101,7 +204,9 @@ def validate_tables(
                 )
     if len(target_snaps) != len(sm.snapshots):
         problems.append(f"target has {len(target_snaps)} snapshots, source {len(sm.snapshots)}")
-    return ValidationReport(ok=not problems, problems=problems, snapshots=checks)
+    if tier == "rows" and checks and not notes:
+        done = "rows"
+    return ValidationReport(ok=not problems, problems=problems, snapshots=checks, tier=done, notes=notes)
 
 
 def check_target_files(io: FileIO, target_metadata: str, source_prefixes: Iterable[str]) -> list[str]:

@@ -80,7 +80,8 @@ class Selection(_Frozen):
 
 class Options(_Frozen):
     concurrency: int = Field(default=4, ge=1, le=1000)
-    validation: Literal["metadata", "rows"] = "rows"
+    # metadata | sample | rows: what Validate checks (icelake/migrate/validate.py; README "Validation")
+    validation: Literal["metadata", "sample", "rows"] = "metadata"
     dry_run: bool = False
     # A table copies in the Glue job when it has more to copy than either threshold, else in a Lambda
     # (15-minute limit). See benchmarks/WORKFLOW_RESULTS.md for the measurement behind the defaults.
@@ -204,6 +205,7 @@ class TableOutcome(_Frozen):
     files_rewritten: int = 0
     files_skipped: int = 0
     snapshots_validated: int = 0
+    validation: str | None = None  # the tier Validate completed, and why it is less than asked
     files_pruned: int = 0  # objects of snapshots the source expired, deleted from the target
     # cutover: the source's last snapshot and the target's current one (equal when promoted)
     source_snapshot_id: int | None = None

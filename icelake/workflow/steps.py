@@ -520,7 +520,7 @@ def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
         planned.target_metadata_location,
         source_props=_pyiceberg_props(sessions.source),
         target_props=_pyiceberg_props(sessions.target),
-        compare_rows=item.request.options.validation == "rows",
+        tier=item.request.options.validation,
     )
     source_prefixes = _source_prefixes(item)
     problems = report.problems + check_target_files(
@@ -547,6 +547,7 @@ def validate(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
         files_rewritten=copied.files_rewritten,
         files_skipped=copied.files_skipped,
         snapshots_validated=copied.snapshots,
+        validation="; ".join([report.tier, *report.notes[:3]]),
         files_pruned=pruned,
         error=prune_error,
         seconds=copied.elapsed_seconds,
@@ -675,6 +676,11 @@ def rollback(event: dict[str, Any], env: WorkflowEnv) -> TableOutcome:
     item = given.item
     error = given.error or {}
     cause = str(error.get("Cause") or error.get("Error") or "unknown error")
+    if error.get("Step") == "Validate":
+        cause = (
+            f"validation failed, not the copy ({error.get('Error') or 'error'}): the copied table could "
+            f"not be shown to read like its source, so it was rolled back. {cause}"
+        )
     sessions = Sessions(item.request)
     ledger = Ledger(sessions.orchestrator.client("dynamodb"), env.ledger_table)
     planned = given.plan
