@@ -5,7 +5,7 @@ per side instead of two million.
 A listing says which keys exist, their size and ETag; it does not carry user metadata or checksum
 values. Keys a listing cannot settle are asked one by one (`io.stat`):
 - keys under a prefix too big to be worth listing for them (a handful of keys in a shared prefix of
-  many objects): listing stops after `LIST_BUDGET` pages beyond what the wanted keys need;
+  many objects): listing stops after `LIST_OVERHEAD` times the wanted keys plus `LIST_BUDGET` pages;
 - keys the caller needs in full (`full=True` for present keys: the skip-or-conflict decision on a
   resumed target needs the metadata that names the copy's source).
 """
@@ -24,7 +24,11 @@ from icelake.uris import canonical, is_under
 
 KEYS_PER_PAGE = 1000  # ListObjectsV2's page size
 MIN_KEYS_TO_LIST = 50  # fewer wanted keys under a root: HEAD them (a listing may cost more)
-LIST_BUDGET = 5  # pages a listing may read beyond the pages its wanted keys fill, before giving up
+# A listing gives up (and leaves the rest to HEADs) after reading this many times the keys it is
+# after, plus LIST_BUDGET pages: other objects beside the table's own (Hadoop's .crc files, orphans,
+# other tables) are expected, a prefix a hundred times bigger than the table is not.
+LIST_OVERHEAD = 3
+LIST_BUDGET = 5
 
 
 def stat_by_listing(
@@ -82,7 +86,7 @@ def _listed(
     """The keys a listing of `root` settles: present ones with their info, absent ones as None.
     A listing that runs over its budget settles only what it saw present."""
     wanted = {canonical(k): k for k in keys}
-    budget = (math.ceil(len(keys) / KEYS_PER_PAGE) + LIST_BUDGET) * KEYS_PER_PAGE
+    budget = (math.ceil(LIST_OVERHEAD * len(keys) / KEYS_PER_PAGE) + LIST_BUDGET) * KEYS_PER_PAGE
     seen: dict[str, ObjectInfo | None] = {}
     for listed, (uri, info) in enumerate(io.list(root), start=1):
         key = wanted.get(canonical(uri))

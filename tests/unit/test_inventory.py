@@ -7,7 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from icelake.aws.fileio import LocalFileIO, ObjectInfo
-from icelake.migrate.inventory import KEYS_PER_PAGE, LIST_BUDGET, MIN_KEYS_TO_LIST, stat_by_listing
+from icelake.migrate.inventory import (
+    KEYS_PER_PAGE,
+    LIST_BUDGET,
+    LIST_OVERHEAD,
+    MIN_KEYS_TO_LIST,
+    stat_by_listing,
+)
 
 
 class Counting(LocalFileIO):
@@ -52,7 +58,7 @@ def test_a_few_keys_are_asked_one_by_one_and_full_asks_present_keys_again(tmp_pa
 
 
 def test_a_prefix_full_of_other_objects_stops_listing_and_asks_the_rest(tmp_path: Path) -> None:
-    budget = (1 + LIST_BUDGET) * KEYS_PER_PAGE
+    budget = (-(-LIST_OVERHEAD * MIN_KEYS_TO_LIST // KEYS_PER_PAGE) + LIST_BUDGET) * KEYS_PER_PAGE
     others = _files(tmp_path / "shared" / "a", [f"o{i}" for i in range(budget + 10)])
     wanted = _files(tmp_path / "shared" / "z", [f"w{i}" for i in range(MIN_KEYS_TO_LIST)])
     absent = f"file://{tmp_path}/shared/z/missing"
