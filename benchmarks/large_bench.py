@@ -1,8 +1,9 @@
 """Large tables: Iceberg's `rewrite_table_path` against icelake's plan plus metadata rewrite.
 
-`make bench-large` (`python -m benchmarks.large_bench`, default 1,000 snapshots and 1,000,000 data
-files) builds a synthetic table through the Iceberg Java API (metadata only; every data file exists
-as a sparse file of its recorded size, so listings and HEADs find it), then in the same run:
+`make bench-large` (`python -m benchmarks.large_bench`, default 1,000,000 data files in 1,000
+snapshots, one per 1,000 files) builds a synthetic table through the Iceberg Java API (metadata
+only; every data file exists as a sparse file of its recorded size, so listings and HEADs find it),
+then in the same run:
 - Iceberg: `CALL system.rewrite_table_path(...)` in the JVM that built the table;
 - icelake, in a fresh process: `build_plan` (what exists, by listing; requests counted as S3 would
   be sent them) and then the metadata rewrite into a staging directory, as a migration does.
@@ -180,7 +181,9 @@ def record(res: dict[str, Any]) -> Path:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.large_bench", description=__doc__.split("\n")[0])
     ap.add_argument("--files", type=int, default=1_000_000, help="data files in the table")
-    ap.add_argument("--snapshots", type=int, default=1_000, help="fast appends (snapshots)")
+    ap.add_argument(
+        "--snapshots", type=int, default=0, help="fast appends (snapshots); default: one per 1,000 files"
+    )
     ap.add_argument("--work-dir", default=str(BENCH_DIR / ".work" / "large"))
     ap.add_argument("--no-record", action="store_true", help="do not write results/ or RESULTS.md")
     ap.add_argument("--worker", nargs=3, metavar=("SOURCE", "TARGET", "STAGING"), help=argparse.SUPPRESS)
@@ -188,7 +191,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.worker:
         _worker(*args.worker)
         return
-    res = run(args.files, args.snapshots, Path(args.work_dir).resolve())
+    snapshots = args.snapshots or max(1, args.files // 1000)
+    res = run(args.files, snapshots, Path(args.work_dir).resolve())
     if not args.no_record:
         print(f"recorded {record(res).relative_to(REPO)} and benchmarks/RESULTS.md", file=sys.stderr)
     shutil.rmtree(args.work_dir, ignore_errors=True)  # sparse files, but a million inodes
