@@ -17,7 +17,8 @@ from typing import Any
 import fastavro
 
 from icelake.errors import UnsupportedFileError
-from icelake.migrate.avro_patch import NotPatchable, patch_manifest, zigzag
+from icelake.migrate.avro_binary import NotPatchable, zigzag
+from icelake.migrate.avro_patch import patch_manifest
 
 # Field id of the `file_path` column in position-delete files (Iceberg spec, reserved ids).
 DELETE_FILE_PATH_FIELD_ID = 2147483546

@@ -17,8 +17,9 @@ from typing import TypeVar
 
 import fastavro
 
+from icelake.migrate.avro_binary import NotPatchable
+from icelake.migrate.avro_entries import EntryFields, read_entry_fields
 from icelake.migrate.avro_files import is_rewritable_delete, manifest_entries
-from icelake.migrate.avro_patch import EntryFields, NotPatchable, read_entry_fields
 
 T = TypeVar("T")
 R = TypeVar("R")

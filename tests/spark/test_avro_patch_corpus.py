@@ -9,6 +9,7 @@ import fastavro
 import pytest
 
 from icelake.aws.fileio import LocalFileIO
+from icelake.migrate.avro_binary import NotPatchable
 from icelake.migrate.avro_files import (
     POSITION_DELETES,
     DeleteRewrite,
@@ -16,7 +17,7 @@ from icelake.migrate.avro_files import (
     rewrite_manifest,
     rewrite_manifest_fastavro,
 )
-from icelake.migrate.avro_patch import NotPatchable, patch_manifest
+from icelake.migrate.avro_patch import patch_manifest
 from tests.spark.corpus import SourceTable
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -14,7 +14,8 @@ import pytest
 from icelake.aws.fileio import LocalFileIO
 from icelake.errors import TargetConflictError
 from icelake.migrate import migrate_table
-from icelake.migrate.avro_patch import NotPatchable, read_entry_fields
+from icelake.migrate.avro_binary import NotPatchable
+from icelake.migrate.avro_entries import read_entry_fields
 from icelake.migrate.plan import TablePlan, build_plan
 from icelake.migrate.plan_scan import entry_fields, entry_fields_fastavro
 from icelake.migrate.progress import NoProgress

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from icelake.errors import UnsupportedFileError
+from icelake.migrate.avro_binary import NotPatchable
 from icelake.migrate.avro_files import (
     DELETE_FILE_PATH_FIELD_ID,
     DeleteRewrite,
@@ -18,7 +19,7 @@ from icelake.migrate.avro_files import (
     rewrite_manifest,
     rewrite_manifest_fastavro,
 )
-from icelake.migrate.avro_patch import NotPatchable, patch_manifest
+from icelake.migrate.avro_patch import patch_manifest
 
 
 def _kv(name: str, value: str) -> dict[str, Any]:

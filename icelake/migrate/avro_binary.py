@@ -1,0 +1,380 @@
+"""Avro's binary encoding as fastavro writes it, for the byte-level manifest tools: varints,
+skippers compiled from a writer schema (each checks the bytes are the ones fastavro would write,
+else `NotPatchable`), the file header and its blocks. Used by `avro_patch` (rewrite paths by
+splicing bytes) and `avro_entries` (read the few fields planning needs)."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+# fastavro's Writer closes a block once its buffer holds this many bytes (1000 * SYNC_SIZE).
+SYNC_INTERVAL = 16000
+MAGIC = b"Obj\x01"
+SYNC_SIZE = 16
+
+# datetime.date(1970, 1, 1).toordinal(), and the ordinals datetime.date accepts.
+_DAYS_SHIFT = 719163
+_MIN_ORDINAL, _MAX_ORDINAL = 1, 3652059
+
+Skip = Callable[[bytes, int], int]
+SkipN = Callable[[bytes, int, int], int]
+Span = tuple[int, int, int, int, int, int, int, int, int]
+
+
+class NotPatchable(Exception):
+    """The file (or one of its records) is not one the byte-level rewrite reproduces exactly."""
+
+
+def zigzag(n: int) -> bytes:
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while n & ~0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def read_long(buf: bytes, pos: int) -> tuple[int, int]:
+    """A zigzag varint as fastavro writes it (minimal, at most 64 bits); anything else is refused."""
+    b = buf[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    start = pos
+    n = b & 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        b = buf[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+    _check_varint_end(b, pos - start)
+    return (n >> 1) ^ -(n & 1), pos
+
+
+def _check_varint_end(last: int, length: int) -> None:
+    if last == 0 or length > 10 or (length == 10 and last > 1):
+        raise NotPatchable("varint not in minimal 64-bit form")
+
+
+def skip_varints(buf: bytes, pos: int, count: int) -> int:
+    for _ in range(count):
+        b = buf[pos]
+        pos += 1
+        if b & 0x80:
+            start = pos - 1
+            while b & 0x80:
+                b = buf[pos]
+                pos += 1
+            _check_varint_end(b, pos - start)
+    return pos
+
+
+def _skip_long(buf: bytes, pos: int) -> int:
+    if buf[pos] < 0x80:
+        return pos + 1
+    return skip_varints(buf, pos, 1)
+
+
+def _skip_bytes(buf: bytes, pos: int) -> int:
+    n, pos = read_long(buf, pos)
+    if n < 0 or pos + n > len(buf):
+        raise NotPatchable("bad bytes length")
+    return pos + n
+
+
+def _skip_string(buf: bytes, pos: int) -> int:
+    end = _skip_bytes(buf, pos)
+    if end - pos > 1:
+        buf[pos:end].decode()  # fastavro refuses invalid UTF-8: so must the copy
+    return end
+
+
+def _skip_int_bytes_pairs(buf: bytes, pos: int, n: int) -> int:
+    """`n` {key: int, value: bytes} records: the lower and upper bounds maps."""
+    for _ in range(n):
+        if buf[pos] < 0x80:
+            pos += 1
+        else:
+            pos = skip_varints(buf, pos, 1)
+        size = buf[pos]
+        if size < 0x80:  # a length below 64: its varint is one byte
+            if size & 1:
+                raise NotPatchable("negative bytes length")
+            pos += 1 + (size >> 1)
+        else:
+            pos = _skip_bytes(buf, pos)
+    return pos
+
+
+def _skip_boolean(buf: bytes, pos: int) -> int:
+    if buf[pos] > 1:
+        raise NotPatchable("boolean byte is not 0 or 1")
+    return pos + 1
+
+
+def _skip_float(buf: bytes, pos: int) -> int:
+    # A float goes through a C double in fastavro: a NaN may come back with another payload.
+    if (
+        (buf[pos + 3] & 0x7F) == 0x7F
+        and (buf[pos + 2] & 0x80)
+        and (buf[pos + 2] & 0x7F or buf[pos + 1] or buf[pos])
+    ):
+        raise NotPatchable("float NaN")
+    return pos + 4
+
+
+def _skip_double(buf: bytes, pos: int) -> int:
+    return pos + 8
+
+
+def skip_null(buf: bytes, pos: int) -> int:
+    return pos
+
+
+def _skip_date(buf: bytes, pos: int) -> int:
+    days, end = read_long(buf, pos)
+    if not _MIN_ORDINAL <= days + _DAYS_SHIFT <= _MAX_ORDINAL:
+        raise NotPatchable("date fastavro cannot read")
+    return end
+
+
+_PRIMITIVES: dict[str, Skip] = {
+    "null": skip_null,
+    "boolean": _skip_boolean,
+    "int": _skip_long,
+    "long": _skip_long,
+    "float": _skip_float,
+    "double": _skip_double,
+    "bytes": _skip_bytes,
+    "string": _skip_string,
+}
+
+
+class Compiler:
+    """Turns an Avro schema into skip functions; a schema it does not know raises NotPatchable."""
+
+    def __init__(self) -> None:
+        self.named: dict[str, Skip] = {}
+        self.namespace = ""
+
+    def full_name(self, schema: dict[str, Any]) -> str:
+        name = str(schema["name"])
+        if "." in name:
+            return name
+        namespace = schema.get("namespace", self.namespace)
+        return f"{namespace}.{name}" if namespace else name
+
+    def skip(self, schema: Any) -> Skip:
+        if isinstance(schema, str):
+            return self.by_name(schema)
+        if isinstance(schema, list):
+            return self.union(schema)
+        if not isinstance(schema, dict):
+            raise NotPatchable(f"unknown schema {schema!r}")
+        kind = schema.get("type")
+        if kind == "record":
+            return self.record(schema)
+        if kind == "array":
+            return self.array(self.items(schema["items"]))
+        return self.named_type(schema)
+
+    def by_name(self, name: str) -> Skip:
+        if name in _PRIMITIVES:
+            return _PRIMITIVES[name]
+        for full in (name, f"{self.namespace}.{name}"):
+            if full in self.named:
+                return self.named[full]
+        raise NotPatchable(f"unknown type {name}")
+
+    def named_type(self, schema: dict[str, Any]) -> Skip:
+        """Primitives spelled as objects (with a logical type or not), enums and fixed."""
+        kind, logical = schema.get("type"), schema.get("logicalType")
+        if kind in _PRIMITIVES and logical is None:
+            return self.by_name(str(kind))
+        if kind == "int" and logical == "date":
+            return _skip_date
+        if kind == "enum":
+            skip = self.enum(len(schema["symbols"]))
+        elif kind == "fixed" and logical is None:
+            skip = _skip_fixed(int(schema["size"]))
+        else:  # logical types fastavro may not round-trip, maps (a dict drops repeated keys)...
+            raise NotPatchable(f"type {kind}/{logical}")
+        self.named[self.full_name(schema)] = skip
+        return skip
+
+    def union(self, branches: list[Any]) -> Skip:
+        if len(branches) != 2 or "null" not in branches or branches[0] == branches[1]:
+            raise NotPatchable("only [null, T] unions")
+        null_byte = zigzag(branches.index("null"))[0]
+        other_byte = zigzag(1 - branches.index("null"))[0]
+        inner = self.skip(branches[1 - branches.index("null")])
+
+        def skip_union(buf: bytes, pos: int) -> int:
+            b = buf[pos]
+            if b == null_byte:
+                return pos + 1
+            if b == other_byte:
+                return inner(buf, pos + 1)
+            raise NotPatchable("union branch")
+
+        return skip_union
+
+    def fields(self, schema: dict[str, Any]) -> list[Skip]:
+        name = self.full_name(schema)
+        outer, self.namespace = self.namespace, name.rpartition(".")[0]
+        self.named[name] = unfinished
+        try:
+            return [self.skip(f["type"]) for f in schema["fields"]]
+        finally:
+            self.namespace = outer
+
+    def record(self, schema: dict[str, Any]) -> Skip:
+        fields = self.fields(schema)
+        skip_all = chain(fields)
+        self.named[self.full_name(schema)] = skip_all
+        return skip_all
+
+    def items(self, schema: Any) -> SkipN:
+        """A skipper of `n` array items; Iceberg's int-keyed maps (key/value records) get a loop
+        of their own."""
+        if schema in ("int", "long"):
+            return skip_varints
+        if isinstance(schema, dict) and schema.get("type") == "record":
+            skip = self.record(schema)
+            types = [f["type"] for f in schema["fields"]]
+            if types and all(t in ("int", "long") for t in types):
+                width = len(types)
+                return lambda buf, pos, n: skip_varints(buf, pos, n * width)
+            if types == ["int", "bytes"]:
+                return _skip_int_bytes_pairs
+        else:
+            skip = self.skip(schema)
+
+        def skip_items(buf: bytes, pos: int, n: int) -> int:
+            for _ in range(n):
+                pos = skip(buf, pos)
+            return pos
+
+        return skip_items
+
+    @staticmethod
+    def array(skip_items: SkipN) -> Skip:
+        def skip_array(buf: bytes, pos: int) -> int:
+            n, pos = read_long(buf, pos)
+            if n == 0:
+                return pos
+            if n < 0:
+                raise NotPatchable("array block with a byte size")
+            pos = skip_items(buf, pos, n)
+            if buf[pos] != 0:
+                raise NotPatchable("array in more than one block")
+            return pos + 1
+
+        return skip_array
+
+    @staticmethod
+    def enum(symbols: int) -> Skip:
+        def skip_enum(buf: bytes, pos: int) -> int:
+            i, pos = read_long(buf, pos)
+            if not 0 <= i < symbols:
+                raise NotPatchable("enum index")
+            return pos
+
+        return skip_enum
+
+
+def unfinished(buf: bytes, pos: int) -> int:
+    raise NotPatchable("recursive type")
+
+
+def _skip_fixed(size: int) -> Skip:
+    def skip_fixed(buf: bytes, pos: int) -> int:
+        return pos + size
+
+    return skip_fixed
+
+
+def chain(fields: list[Skip]) -> Skip:
+    if len(fields) == 1:
+        return fields[0]
+
+    def skip_record(buf: bytes, pos: int) -> int:
+        for skip in fields:
+            pos = skip(buf, pos)
+        return pos
+
+    return skip_record
+
+
+def entry_compiler(schema: dict[str, Any]) -> tuple[Compiler, list[dict[str, Any]], list[str]]:
+    """A compiler for a `manifest_entry` record schema, its fields and their names."""
+    if schema.get("type") != "record":
+        raise NotPatchable("not a record schema")
+    c = Compiler()
+    c.named[c.full_name(schema)] = unfinished
+    entry_fields: list[dict[str, Any]] = schema["fields"]
+    return c, entry_fields, [f["name"] for f in entry_fields]
+
+
+@dataclass(frozen=True)
+class Header:
+    metadata: dict[str, str]
+    sync: bytes
+    end: int
+
+
+def read_header(data: bytes) -> Header:
+    if data[:4] != MAGIC:
+        raise NotPatchable("not an Avro container")
+    pos = 4
+    meta: dict[str, str] = {}
+    while True:
+        n, pos = read_long(data, pos)
+        if n == 0:
+            break
+        if n < 0:
+            raise NotPatchable("header map block with a byte size")
+        for _ in range(n):
+            key, pos = read_string(data, pos)
+            value, pos = read_string(data, pos)
+            if key in meta:
+                raise NotPatchable("repeated header key")
+            meta[key] = value
+    sync = data[pos : pos + SYNC_SIZE]
+    if len(sync) != SYNC_SIZE:
+        raise NotPatchable("truncated header")
+    return Header(meta, sync, pos + SYNC_SIZE)
+
+
+def read_string(data: bytes, pos: int) -> tuple[str, int]:
+    n, start = read_long(data, pos)
+    end = start + n
+    if n < 0 or end > len(data):
+        raise NotPatchable("bad string length")
+    return data[start:end].decode(), end
+
+
+def blocks(data: bytes, header: Header, codec: str) -> Iterator[tuple[int, bytes]]:
+    """(record count, decoded bytes) of each block, checking sizes and sync markers."""
+    pos = header.end
+    while pos < len(data):
+        count, pos = read_long(data, pos)
+        size, pos = read_long(data, pos)
+        if count < 0 or size < 0 or pos + size + SYNC_SIZE > len(data):
+            raise NotPatchable("bad block")
+        raw = data[pos : pos + size]
+        pos += size
+        if data[pos : pos + SYNC_SIZE] != header.sync:
+            raise NotPatchable("sync marker mismatch")
+        pos += SYNC_SIZE
+        yield count, (zlib.decompress(raw, -15) if codec == "deflate" else raw)
+
+
+CODECS = ("null", "deflate")
