@@ -47,18 +47,22 @@ def stat_by_listing(
     wanted = list(dict.fromkeys(uris))
     if progress:
         progress.start(phase, len(wanted))
-    under: dict[str, list[str]] = defaultdict(list)
+    under: dict[str, list[tuple[str, str]]] = defaultdict(list)  # root -> [(canonical, uri)]
     alone: list[str] = []
     ordered_roots = sorted({canonical(r).rstrip("/") for r in roots}, key=len, reverse=True)
     for uri in wanted:
-        root = next((r for r in ordered_roots if is_under(canonical(uri), r)), None)
-        (under[root] if root is not None else alone).append(uri)
+        c = canonical(uri)
+        root = next((r for r in ordered_roots if is_under(c, r)), None)
+        if root is None:
+            alone.append(uri)
+        else:
+            under[root].append((c, uri))
     for root in [r for r, keys in under.items() if len(keys) < MIN_KEYS_TO_LIST]:
-        alone.extend(under.pop(root))
+        alone.extend(uri for _c, uri in under.pop(root))
 
     found: dict[str, ObjectInfo | None] = {}
 
-    def list_root(item: tuple[str, list[str]]) -> dict[str, ObjectInfo | None]:
+    def list_root(item: tuple[str, list[tuple[str, str]]]) -> dict[str, ObjectInfo | None]:
         root, keys = item
         return _listed(io, root, keys, progress, phase)
 
@@ -81,11 +85,11 @@ def stat_by_listing(
 
 
 def _listed(
-    io: FileIO, root: str, keys: list[str], progress: ProgressSink | None, phase: str
+    io: FileIO, root: str, keys: list[tuple[str, str]], progress: ProgressSink | None, phase: str
 ) -> dict[str, ObjectInfo | None]:
-    """The keys a listing of `root` settles: present ones with their info, absent ones as None.
-    A listing that runs over its budget settles only what it saw present."""
-    wanted = {canonical(k): k for k in keys}
+    """The keys (canonical, as given) a listing of `root` settles: present ones with their info,
+    absent ones as None. A listing that runs over its budget settles only what it saw present."""
+    wanted = dict(keys)
     budget = (math.ceil(LIST_OVERHEAD * len(keys) / KEYS_PER_PAGE) + LIST_BUDGET) * KEYS_PER_PAGE
     seen: dict[str, ObjectInfo | None] = {}
     for listed, (uri, info) in enumerate(io.list(root), start=1):
@@ -96,7 +100,7 @@ def _listed(
                 progress.advance(phase)
         if listed >= budget:
             return seen  # a prefix full of other objects: the rest are asked one by one
-    for key in keys:
+    for _c, key in keys:
         if key not in seen:
             seen[key] = None  # a complete listing did not have it: absent (S3 lists consistently)
             if progress:
