@@ -199,6 +199,15 @@ def _names_uri(fn: Callable[Concatenate[S3FileIO, str, P], R]) -> Callable[Conca
     return call
 
 
+def is_absent(exc: BaseException) -> bool:
+    """Whether a read failed because the object is not there (and nothing else: a denied,
+    throttled or unreachable read is not an absence)."""
+    if isinstance(exc, FileNotFoundError):
+        return True
+    code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+    return code in ("404", "NoSuchKey", "NotFound")
+
+
 class S3FileIO(FileIO):
     """S3 through one boto3 client. `kms_key_id` encrypts every object this IO writes."""
 
@@ -217,7 +226,7 @@ class S3FileIO(FileIO):
         try:
             head = self.client.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+            if is_absent(exc):
                 return None
             raise
         return ObjectInfo(

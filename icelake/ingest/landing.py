@@ -18,7 +18,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
-from icelake.aws.fileio import FileIO, io_for
+from icelake.aws.fileio import FileIO, io_for, is_absent
 from icelake.ingest.errors import InvalidBatchError, InvalidResponseError
 from icelake.ingest.models import BatchManifest, PendingBatch
 
@@ -93,6 +93,8 @@ def read_manifest(io: FileIO, uri: str) -> BatchManifest:
     try:
         body = io.read(marker)
     except (FileNotFoundError, ClientError) as exc:
+        if not is_absent(exc):  # denied or throttled: not "no batch here", which callers skip
+            raise
         raise InvalidBatchError(
             f"{uri} has no readable {PENDING} marker ({exc}): it is not a landed batch"
         ) from exc
@@ -235,12 +237,10 @@ def state_uri(root: str, source: str, endpoint: str) -> str:
 def read_state(io: FileIO, root: str, source: str, endpoint: str) -> dict[str, Any]:
     try:
         body = io.read(state_uri(root, source, endpoint))
-    except FileNotFoundError:
-        return {}
-    except ClientError as exc:
+    except (FileNotFoundError, ClientError) as exc:
         # Only absence means "no state yet": a denied or throttled read would silently drop the
         # watermark (a full fetch) and the empty batches' ledger (an older batch accepted).
-        if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchKey", "NotFound"):
+        if not is_absent(exc):
             raise
         return {}
     state = json.loads(body)

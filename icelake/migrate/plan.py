@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from icelake.aws.fileio import FileIO, ObjectInfo
+from icelake.aws.fileio import FileIO, ObjectInfo, is_absent
 from icelake.errors import (
     MissingSourceFilesError,
     NotAMetadataFileError,
@@ -78,15 +78,10 @@ def read_metadata(io: FileIO, uri: str) -> tuple[mj.Metadata, bool]:
     except Exception as exc:
         # Only absence means "not a metadata file"; denied, throttled or unreachable reads keep
         # their own cause, which the CLI explains.
-        if isinstance(exc, FileNotFoundError) or _not_found(exc):
+        if is_absent(exc):
             raise NotAMetadataFileError(uri, "it does not exist") from exc
         raise
     return mj.parse_metadata(uri, raw)
-
-
-def _not_found(exc: Exception) -> bool:
-    code = getattr(exc, "response", {}).get("Error", {}).get("Code")
-    return code in ("NoSuchKey", "404", "NotFound")
 
 
 def build_plan(
