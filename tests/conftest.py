@@ -1,4 +1,5 @@
-"""Shared fixtures: one SparkSession per test session (starting Spark costs seconds)."""
+"""Shared fixtures: one SparkSession per test session (starting Spark costs seconds), and moto
+in-process."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from moto import mock_aws
 
 
 @pytest.fixture(scope="session")
@@ -21,3 +23,15 @@ def spark(spark_warehouse: Path) -> Iterator[object]:
     session = local_spark({"src": str(spark_warehouse / "src")}, app_name="icelake-tests")
     yield session
     session.stop()
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """moto in-process, with fake credentials and no endpoint override."""
+    for key in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        yield

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from moto import mock_aws
 
 from icelake.ingest.local_api import ApiServer, Behaviour, Reply, SeenRequest, paged_records
 
@@ -17,18 +16,6 @@ __all__ = ["ApiServer", "Behaviour", "Reply", "SeenRequest", "paged_records"]
 def api() -> Iterator[ApiServer]:
     with ApiServer() as server:
         yield server
-
-
-@pytest.fixture
-def aws_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """moto in-process, with fake credentials and no endpoint override."""
-    for key in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
-        yield
 
 
 @pytest.fixture(scope="session")

@@ -4,13 +4,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from benchmarks.synthetic_table import build_synthetic_table
 from icelake.aws.fileio import LocalFileIO, S3FileIO
@@ -25,17 +23,11 @@ SNAPSHOTS, FILES_PER_SNAPSHOT = 3, 1000
 
 
 @pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for key in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
-        client = boto3.client("s3")
-        for bucket in ("source-lake", "target-lake"):
-            client.create_bucket(Bucket=bucket)
-        yield client
+def s3(aws_env: None) -> Any:
+    client = boto3.client("s3")
+    for bucket in ("source-lake", "target-lake"):
+        client.create_bucket(Bucket=bucket)
+    return client
 
 
 def counted(requests: list[str]) -> Any:
