@@ -61,10 +61,9 @@ def _worker(source: str, target: str, staging: str) -> None:
 def run(files: int, snapshots: int, work: Path) -> dict[str, Any]:
     from icelake.local.spark import local_spark
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from benchmarks.rewrite_bench import machine_facts
-    from benchmarks.synthetic_table import build_synthetic_table
+    from benchmarks.synthetic_table import build_with_progress_bar
 
     console = Console(stderr=True)
     shutil.rmtree(work, ignore_errors=True)
@@ -74,23 +73,14 @@ def run(files: int, snapshots: int, work: Path) -> dict[str, Any]:
     )
     facts = machine_facts(spark)
     per_snapshot = max(1, files // snapshots)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    ) as bar:
-        task = bar.add_task(f"build: {snapshots} x {per_snapshot} files", total=snapshots)
-        built = build_synthetic_table(
-            spark,
-            "large",
-            snapshots=snapshots,
-            files_per_snapshot=per_snapshot,
-            partitions_per_snapshot=5,
-            progress=lambda n: bar.update(task, completed=n),
-            touch=True,
-        )
+    built = build_with_progress_bar(
+        spark,
+        "large",
+        console,
+        snapshots=snapshots,
+        files_per_snapshot=per_snapshot,
+        partitions_per_snapshot=5,
+    )
     console.print(f"built {built.data_files} data files in {built.build_seconds} s")
 
     console.print("iceberg rewrite_table_path ...")

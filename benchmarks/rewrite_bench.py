@@ -188,9 +188,8 @@ def _count_lines(path: Path) -> int:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from icelake.local.spark import local_spark
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from benchmarks.synthetic_table import build_synthetic_table
+    from benchmarks.synthetic_table import build_with_progress_bar
     from benchmarks.verify import link_target_to_staging, verify_rewrite
 
     console = Console()
@@ -205,25 +204,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     facts = machine_facts(spark)
     console.print(f"[bold]machine[/]: {facts}")
 
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    ) as bar:
-        task = bar.add_task(
-            f"build: {args.snapshots} x {args.files_per_snapshot} files", total=args.snapshots
-        )
-        built = build_synthetic_table(
-            spark,
-            "bench",
-            snapshots=args.snapshots,
-            files_per_snapshot=args.files_per_snapshot,
-            partitions_per_snapshot=args.partitions_per_snapshot,
-            progress=lambda n: bar.update(task, completed=n),
-            touch=True,
-        )
+    built = build_with_progress_bar(
+        spark,
+        "bench",
+        console,
+        snapshots=args.snapshots,
+        files_per_snapshot=args.files_per_snapshot,
+        partitions_per_snapshot=args.partitions_per_snapshot,
+    )
     console.print(
         f"built {built.identifier}: {built.snapshots} snapshots, {built.data_files} data files in "
         f"{built.build_seconds} s (entries {built.append_seconds} s, commits {built.commit_seconds} s)"

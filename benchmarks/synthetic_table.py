@@ -163,3 +163,29 @@ def build_synthetic_table(
         append_seconds=round(append_s, 3),
         commit_seconds=round(commit_s, 3),
     )
+
+
+def build_with_progress_bar(
+    spark: Any,
+    catalog: str,
+    console: Any,
+    *,
+    snapshots: int,
+    files_per_snapshot: int,
+    partitions_per_snapshot: int,
+) -> BuiltTable:
+    """`build_synthetic_table` with touched data files, showing a progress bar on `console`."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task(f"build: {snapshots} x {files_per_snapshot} files", total=snapshots)
+        return build_synthetic_table(
+            spark,
+            catalog,
+            snapshots=snapshots,
+            files_per_snapshot=files_per_snapshot,
+            partitions_per_snapshot=partitions_per_snapshot,
+            progress=lambda n: bar.update(task, completed=n),
+            touch=True,
+        )
