@@ -84,9 +84,7 @@ def _values(table: StaticTable, snapshot: object) -> int | None:
     records = summary.get("total-records") if summary is not None else None
     if records is None:
         return None
-    schema_id = getattr(snapshot, "schema_id", None)
-    schemas = {s.schema_id: s for s in table.metadata.schemas}
-    schema = schemas.get(schema_id) if schema_id is not None else None
+    schema = table.schemas().get(getattr(snapshot, "schema_id", None))  # type: ignore[arg-type]
     return int(records) * len((schema or table.schema()).fields)
 
 

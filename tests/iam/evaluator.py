@@ -278,7 +278,8 @@ class Recorder:
             return
         with self.lock:
             call = self.calls[index]
-            if call.service == "s3" and call.operation == model.name in ("HeadObject", "GetObject"):
+            read = model.name in ("HeadObject", "GetObject")
+            if read and call.service == "s3" and call.operation == model.name:
                 self.calls[index] = replace(call, missing=True)
 
     @contextmanager
