@@ -255,19 +255,24 @@ class _nullcontext:
         return None
 
 
+# Options `migrate start` and `migrate cutover` share.
+RunIdOption = Annotated[
+    str | None, typer.Option(help="Run id (execution name); default: from the request or time.")
+]
+StateMachineOption = Annotated[str | None, typer.Option(help="Default: the deployed icelake state machine.")]
+NoFollowOption = Annotated[bool, typer.Option("--no-follow", help="Start and return at once.")]
+JsonReportOption = Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")]
+
+
 @migrate_app.command("start")
 def migrate_start(
     request: Annotated[
         typer.FileText, typer.Option("--request", help="Migration request JSON (see README).")
     ],
-    run_id: Annotated[
-        str | None, typer.Option(help="Run id (execution name); default: from the request or time.")
-    ] = None,
-    state_machine_arn: Annotated[
-        str | None, typer.Option(help="Default: the deployed icelake state machine.")
-    ] = None,
-    no_follow: Annotated[bool, typer.Option("--no-follow", help="Start and return at once.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")] = False,
+    run_id: RunIdOption = None,
+    state_machine_arn: StateMachineOption = None,
+    no_follow: NoFollowOption = False,
+    as_json: JsonReportOption = False,
     allow_empty: Annotated[
         bool, typer.Option("--allow-empty", help="A selection that matches no table is not an error.")
     ] = False,
@@ -281,14 +286,10 @@ def migrate_cutover(
     request: Annotated[
         typer.FileText, typer.Option("--request", help="Migration request JSON; its mode becomes cutover.")
     ],
-    run_id: Annotated[
-        str | None, typer.Option(help="Run id (execution name); default: from the request or time.")
-    ] = None,
-    state_machine_arn: Annotated[
-        str | None, typer.Option(help="Default: the deployed icelake state machine.")
-    ] = None,
-    no_follow: Annotated[bool, typer.Option("--no-follow", help="Start and return at once.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")] = False,
+    run_id: RunIdOption = None,
+    state_machine_arn: StateMachineOption = None,
+    no_follow: NoFollowOption = False,
+    as_json: JsonReportOption = False,
 ) -> None:
     """The last sync: catch up with the source, prove it did not move, promote the target.
 
