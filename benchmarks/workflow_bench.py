@@ -94,6 +94,7 @@ def compare_engines(file_counts: list[int]) -> list[dict[str, Any]]:
     from icelake.local.lake import build_lake
     from icelake.local.spark import local_spark
     from icelake.workflow import steps
+    from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput
 
     sys_path_glue = str(REPO / "glue_jobs")
     sys.path.insert(0, sys_path_glue)
@@ -106,14 +107,19 @@ def compare_engines(file_counts: list[int]) -> list[dict[str, Any]]:
         lake = build_lake(Path(tempfile.mkdtemp(prefix="icelake-engines-")), orchestrator_resources=False)
         for n in file_counts:
             _table(lake, f"f{n}", n)
-            inv = steps.inventory(lake.request(f"lam-{n}", selection={"tables": [f"bench.f{n}"]}), lake.env)
+            inv = steps.inventory(
+                InventoryInput.model_validate(
+                    lake.request(f"lam-{n}", selection={"tables": [f"bench.f{n}"]})
+                ),
+                lake.deps,
+            )
             body = (
                 boto3.client("s3").get_object(Bucket=inv.worklist_bucket, Key=inv.worklist_key)["Body"].read()
             )
             item = json.loads(body)[0]
-            planned = steps.plan({"item": item}, lake.env).model_dump(mode="json")
+            planned = steps.plan(PlanInput.model_validate({"item": item}), lake.deps).model_dump(mode="json")
             t0 = time.monotonic()
-            steps.copy({"plan": planned}, lake.env)
+            steps.copy(PlannedInput.model_validate({"plan": planned}), lake.deps)
             lambda_seconds = time.monotonic() - t0
             glue_target = item["target_location"] + "-glue"
             t0 = time.monotonic()

@@ -16,6 +16,7 @@ from icelake.aws.ledger import create_ledger_table
 from icelake.aws.session import assume_role_session
 from icelake.constants import ARTIFACTS_BUCKET, LEDGER_TABLE, ORCHESTRATOR_ACCOUNT_LOCAL
 from icelake.migrate import migrate_table
+from icelake.workflow.steps.deps import Deps
 from icelake.workflow.wiring import WorkflowEnv
 
 SOURCE_ACCOUNT = "111111111111"
@@ -33,6 +34,11 @@ class Lake:
     env: WorkflowEnv
     kms_key: str
     local_root: Path
+
+    @property
+    def deps(self) -> Deps:
+        """What the workflow steps get in the Lambdas, here on the orchestrator's moto credentials."""
+        return Deps(self.env)
 
     def request(self, run_id: str, **overrides: Any) -> dict[str, Any]:
         body: dict[str, Any] = {

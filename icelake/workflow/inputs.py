@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from icelake.migrate.models import MigrationResult
 from icelake.workflow.models import (
@@ -33,6 +33,14 @@ class InventoryInput(_StepInput):
     request: dict[str, Any]
     execution_name: str | None = None
     execution_arn: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_request(cls, data: Any) -> Any:
+        """A request sent straight to the Lambda (console, CLI) rather than by the state machine."""
+        if isinstance(data, dict) and not isinstance(data.get("request"), dict):
+            return {"request": data}
+        return data
 
 
 class PlanInput(_StepInput):

@@ -9,7 +9,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icelake.workflow import steps
-from icelake.workflow.wiring import WorkflowEnv
+from icelake.workflow.inputs import InventoryInput
 
 logger = Logger()
 tracer = Tracer()
@@ -21,6 +21,6 @@ metrics = Metrics()
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="Invocations", unit=MetricUnit.Count, value=1)  # published on failures too
-    result = steps.inventory(event, WorkflowEnv.from_environ())
+    result = steps.inventory(InventoryInput.model_validate(event), steps.Deps.from_environ())
     metrics.add_metric(name="Inventories", unit=MetricUnit.Count, value=1)
     return result.model_dump(mode="json")

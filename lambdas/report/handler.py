@@ -9,7 +9,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from icelake.workflow import steps
-from icelake.workflow.wiring import WorkflowEnv
+from icelake.workflow.inputs import ReportInput
 
 logger = Logger()
 tracer = Tracer()
@@ -21,7 +21,7 @@ metrics = Metrics()
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="Invocations", unit=MetricUnit.Count, value=1)  # published on failures too
-    result = steps.report(event, WorkflowEnv.from_environ())
+    result = steps.report(ReportInput.model_validate(event), steps.Deps.from_environ())
     metrics.add_metric(name="Reports", unit=MetricUnit.Count, value=1)
     for name, value in result.metrics().items():  # the dashboard's "Table outcomes"
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)

@@ -11,6 +11,7 @@ import pytest
 from icelake.local.deploy import LocalDeployment
 from icelake.local.embedded import run_execution
 from icelake.workflow import steps
+from icelake.workflow.inputs import InventoryInput, PlanInput, RollbackInput
 from tests.e2e.conftest import run_workflow
 from tests.lake import SOURCE_BUCKET, TARGET_BUCKET, Lake, add_source_table, bucket_state, catalog_state
 
@@ -19,13 +20,15 @@ pytestmark = pytest.mark.slow
 
 def _hold(lake: Lake, run_id: str, table: str, execution_arn: str | None) -> dict[str, object]:
     """Another run's Plan for `table`: it now holds the table (its copy would come next)."""
-    inventory = steps.inventory(lake.request(run_id), lake.env)
+    inventory = steps.inventory(InventoryInput.model_validate(lake.request(run_id)), lake.deps)
     s3 = boto3.client("s3")
     items = json.loads(
         s3.get_object(Bucket=inventory.worklist_bucket, Key=inventory.worklist_key)["Body"].read()
     )
     item = next(i for i in items if i["source_table"] == table)
-    planned = steps.plan({"item": {**item, "execution_arn": execution_arn}}, lake.env)
+    planned = steps.plan(
+        PlanInput.model_validate({"item": {**item, "execution_arn": execution_arn}}), lake.deps
+    )
     assert planned.stopped is None
     return planned.model_dump(mode="json")
 
@@ -49,7 +52,10 @@ def test_a_table_held_by_a_running_run_is_busy(world: tuple[Lake, LocalDeploymen
     assert not [k for k in target_before if "/orders/" in k]
 
     # When the holder ends (here: its copy fails and it rolls back), the table is free again
-    steps.rollback({"item": held["item"], "plan": held, "error": {"Cause": "stopped"}}, lake.env)
+    steps.rollback(
+        RollbackInput.model_validate({"item": held["item"], "plan": held, "error": {"Cause": "stopped"}}),
+        lake.deps,
+    )
     again = run_workflow(deployment, lake.request("third-run"))
     assert {t["table"]: t["status"] for t in again["tables"]}["sales.orders"] == "migrated"
     assert bucket_state(lake.source, SOURCE_BUCKET) == source_before

@@ -16,7 +16,7 @@ from icelake.aws import catalog
 from icelake.aws.fileio import LocalFileIO, S3FileIO
 from icelake.local.deploy import LocalDeployment
 from icelake.migrate import migrate_table
-from icelake.workflow import steps
+from icelake.workflow.steps import validating
 from tests.e2e.conftest import run_workflow
 from tests.lake import SOURCE_BUCKET, TARGET_BUCKET, Lake, bucket_state, catalog_state, s3_props
 from tests.verify import assert_same_table
@@ -72,7 +72,7 @@ def test_a_failed_table_never_deletes_another_tables_files_under_a_shared_prefix
     source_a = _add_table_with_shared_data(lake, "a", [1, 2, 3])
     source_b = _add_table_with_shared_data(lake, "b", [10, 20])
     source_before, source_catalog = bucket_state(lake.source, SOURCE_BUCKET), catalog_state(lake.source)
-    real_check = steps.check_target_files
+    real_check = validating.check_target_files
 
     def fails_for_a_after_its_copy(io: Any, target_metadata: str, prefixes: Any) -> list[str]:
         if "/sales/a/" not in target_metadata:
@@ -81,7 +81,7 @@ def test_a_failed_table_never_deletes_another_tables_files_under_a_shared_prefix
         lake.target.client("s3").put_object(Bucket=TARGET_BUCKET, Key=FOREIGN_KEY, Body=b"theirs")
         return ["injected failure after the copy of sales.a"]
 
-    monkeypatch.setattr(steps, "check_target_files", fails_for_a_after_its_copy)
+    monkeypatch.setattr(validating, "check_target_files", fails_for_a_after_its_copy)
     request = lake.request(
         "shared-1",
         target={

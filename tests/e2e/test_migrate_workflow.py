@@ -140,6 +140,7 @@ def test_a_run_killed_mid_copy_is_resumed_by_running_it_again(
 ) -> None:
     from icelake.migrate import engine
     from icelake.workflow import steps
+    from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput
 
     lake, deployment = world
     add_source_table(lake, "orders", [[1], [2], [3], [4]])
@@ -149,11 +150,14 @@ def test_a_run_killed_mid_copy_is_resumed_by_running_it_again(
     assert killed.status == "FAILED"
     listed = boto3.client("stepfunctions").list_executions(stateMachineArn=deployment.state_machine_arn)
     killed_arn = next(e["executionArn"] for e in listed["executions"] if e["name"] == "killed-1")
-    inv = steps.inventory({"request": lake.request("killed-1"), "execution_arn": killed_arn}, lake.env)
+    inv = steps.inventory(
+        InventoryInput.model_validate({"request": lake.request("killed-1"), "execution_arn": killed_arn}),
+        lake.deps,
+    )
     item = json.loads(
         lake.source.client("s3").get_object(Bucket=inv.worklist_bucket, Key=inv.worklist_key)["Body"].read()
     )[0]
-    planned = steps.plan({"item": item}, lake.env).model_dump(mode="json")
+    planned = steps.plan(PlanInput.model_validate({"item": item}), lake.deps).model_dump(mode="json")
     real_copy, calls = engine.copy_file, []
 
     def dies_on_third(*args: Any) -> None:
@@ -164,7 +168,7 @@ def test_a_run_killed_mid_copy_is_resumed_by_running_it_again(
 
     monkeypatch.setattr(engine, "copy_file", dies_on_third)
     with pytest.raises(KeyboardInterrupt):
-        steps.copy({"plan": planned}, lake.env)
+        steps.copy(PlannedInput.model_validate({"plan": planned}), lake.deps)
     monkeypatch.undo()
     assert 0 < len(bucket_state(lake.target, TARGET_BUCKET)) < 4
 
@@ -190,20 +194,21 @@ def test_a_source_commit_during_the_migration_is_picked_up_by_the_next_run(
     world: tuple[Lake, LocalDeployment],
 ) -> None:
     from icelake.workflow import steps
+    from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput
 
     lake, deployment = world
     pinned = add_source_table(lake, "orders", [[1], [2]])
     # Given a run that pinned the source version at inventory time
-    inv = steps.inventory(lake.request("pin-1"), lake.env)
+    inv = steps.inventory(InventoryInput.model_validate(lake.request("pin-1")), lake.deps)
     item = json.loads(
         lake.source.client("s3").get_object(Bucket=inv.worklist_bucket, Key=inv.worklist_key)["Body"].read()
     )[0]
     # When the source commits while the run is in flight
     newer = commit(lake, "orders", [3])
-    state = {"plan": steps.plan({"item": item}, lake.env).model_dump(mode="json")}
-    steps.copy(state, lake.env)
-    steps.register(state, lake.env)
-    outcome = steps.validate(state, lake.env)
+    state = {"plan": steps.plan(PlanInput.model_validate({"item": item}), lake.deps).model_dump(mode="json")}
+    steps.copy(PlannedInput.model_validate(state), lake.deps)
+    steps.register(PlannedInput.model_validate(state), lake.deps)
+    outcome = steps.validate(PlannedInput.model_validate(state), lake.deps)
 
     # Then the target is exactly the pinned version, not a mix
     assert item["source_metadata_location"] == pinned

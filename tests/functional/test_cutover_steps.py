@@ -16,6 +16,7 @@ import pytest
 from icelake.aws import catalog
 from icelake.local.moto_server import embedded_aws
 from icelake.workflow import steps
+from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput
 from tests.lake import SOURCE_BUCKET, Lake, add_source_table, bucket_state, build_lake, catalog_state, commit
 
 
@@ -30,19 +31,21 @@ def _sync(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Plan, copy when needed, register and validate: one pass of the Map's iteration; `during`
     runs between Plan and Validate, as a writer committing to the source meanwhile would."""
-    planned = steps.plan({"item": item}, lake.env).model_dump(mode="json")
+    planned = steps.plan(PlanInput.model_validate({"item": item}), lake.deps).model_dump(mode="json")
     state = {"plan": planned}
     if planned["engine"] == "lambda":
-        steps.copy(state, lake.env)
-        steps.register(state, lake.env)
+        steps.copy(PlannedInput.model_validate(state), lake.deps)
+        steps.register(PlannedInput.model_validate(state), lake.deps)
     during()
-    return planned, steps.validate(state, lake.env).model_dump(mode="json")
+    return planned, steps.validate(PlannedInput.model_validate(state), lake.deps).model_dump(mode="json")
 
 
 def _item(lake: Lake, run_id: str, **options: Any) -> dict[str, Any]:
     request = lake.request(run_id, mode="cutover")
     request["options"] = {**request["options"], **options}
-    inventory = steps.inventory({"request": request, "execution_name": run_id}, lake.env)
+    inventory = steps.inventory(
+        InventoryInput.model_validate({"request": request, "execution_name": run_id}), lake.deps
+    )
     body = boto3.client("s3").get_object(Bucket=inventory.worklist_bucket, Key=inventory.worklist_key)["Body"]
     (item,) = json.loads(body.read())
     return dict(item)

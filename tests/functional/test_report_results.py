@@ -22,6 +22,7 @@ from icelake.local.deploy import deploy_migration_workflow
 from icelake.local.embedded import run_execution, start_embedded_aws
 from icelake.workflow import steps
 from icelake.workflow.client import read_report
+from icelake.workflow.inputs import ReportInput
 from tests.lake import Lake, add_source_table, build_lake
 
 pytestmark = pytest.mark.slow
@@ -179,7 +180,7 @@ def test_report_of_3000_tables_reads_every_result_file_and_returns_a_small_summa
     payload.update(_worklist(real, "big-1", tables))
 
     # When the Report step runs on them
-    summary = steps.report(payload, real.lake.env).model_dump(mode="json")
+    summary = steps.report(ReportInput.model_validate(payload), real.lake.deps).model_dump(mode="json")
 
     # Then it returns a few hundred bytes, and report.json holds all 3,000 tables
     assert len(json.dumps(summary)) < 8 * 1024
@@ -202,7 +203,7 @@ def test_a_failed_iteration_and_a_missing_table_become_failed_outcomes(real: Rea
     payload = _export(real, "fail-1", {"SUCCEEDED": [[ok]], "FAILED": [[failed]]})
     payload.update(_worklist(real, "fail-1", ["sales.ok", "sales.bad", "sales.lost"]))
 
-    summary = steps.report(payload, real.lake.env)
+    summary = steps.report(ReportInput.model_validate(payload), real.lake.deps)
 
     # Then both are reported failed with why, and the run is partial
     outcomes = {t["table"]: t for t in read_report(summary.report_uri)["tables"]}

@@ -12,9 +12,10 @@ import pytest
 
 from icelake.aws import catalog
 from icelake.aws.ledger import Ledger
-from icelake.errors import TargetNotOursError
+from icelake.errors import InvalidRequestError, TargetNotOursError
 from icelake.local.moto_server import embedded_aws
 from icelake.workflow import steps
+from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput, ReportInput, RollbackInput
 from icelake.workflow.models import PlanResult
 from tests.lake import (
     SOURCE_BUCKET,
@@ -37,12 +38,12 @@ def lake(tmp_path: Path) -> Iterator[Lake]:
 
 
 def _run_table(lake: Lake, item: dict[str, Any]) -> dict[str, Any]:
-    planned = steps.plan({"item": item}, lake.env).model_dump(mode="json")
+    planned = steps.plan(PlanInput.model_validate({"item": item}), lake.deps).model_dump(mode="json")
     state = {"plan": planned}
     if planned["engine"] == "lambda":
-        steps.copy(state, lake.env)
-        steps.register(state, lake.env)
-    return steps.validate(state, lake.env).model_dump(mode="json")
+        steps.copy(PlannedInput.model_validate(state), lake.deps)
+        steps.register(PlannedInput.model_validate(state), lake.deps)
+    return steps.validate(PlannedInput.model_validate(state), lake.deps).model_dump(mode="json")
 
 
 def _worklist(lake: Lake, result: Any) -> list[dict[str, Any]]:
@@ -59,10 +60,12 @@ def test_full_then_incremental_run(lake: Lake) -> None:
     source_before = bucket_state(lake.source, SOURCE_BUCKET)
 
     # When the steps run for a full migration
-    inv = steps.inventory({"request": lake.request("run-1"), "execution_name": "x"}, lake.env)
+    inv = steps.inventory(
+        InventoryInput.model_validate({"request": lake.request("run-1"), "execution_name": "x"}), lake.deps
+    )
     items = _worklist(lake, inv)
     outcomes = [_run_table(lake, i) for i in items]
-    report = steps.report({"run_id": inv.run_id, "outcomes": outcomes}, lake.env)
+    report = steps.report(ReportInput.model_validate({"run_id": inv.run_id, "outcomes": outcomes}), lake.deps)
 
     # Then both tables are registered in the target catalog and read like their sources
     assert inv.tables == 2 and report.status == "succeeded"
@@ -84,7 +87,9 @@ def test_full_then_incremental_run(lake: Lake) -> None:
 
     # When the source gets a new commit and an incremental run follows
     commit(lake, "orders", [4])
-    inv2 = steps.inventory(lake.request("run-2", mode="incremental"), lake.env)
+    inv2 = steps.inventory(
+        InventoryInput.model_validate(lake.request("run-2", mode="incremental")), lake.deps
+    )
     outcomes2 = {o["table"]: o for o in (_run_table(lake, i) for i in _worklist(lake, inv2))}
 
     # Then only the new data file is copied, and the unchanged table is reported in sync
@@ -99,11 +104,14 @@ def test_malformed_request_is_refused_before_anything_happens(lake: Lake) -> Non
     bad = lake.request("run-x")
     bad["target"]["bucket"] = "Not_A_Bucket"
     bad["source"]["account_id"] = "12"
-    with pytest.raises(steps.InvalidRequestError) as info:
-        steps.inventory({"request": bad, "execution_name": "x"}, lake.env)
+    with pytest.raises(InvalidRequestError) as info:
+        steps.inventory(InventoryInput.model_validate({"request": bad, "execution_name": "x"}), lake.deps)
     assert "target.bucket" in str(info.value) and "source.account_id" in str(info.value)
-    with pytest.raises(steps.InvalidRequestError, match="does not exist"):
-        steps.inventory(lake.request("run-y", selection={"tables": ["sales.nope"]}), lake.env)
+    with pytest.raises(InvalidRequestError, match="does not exist"):
+        steps.inventory(
+            InventoryInput.model_validate(lake.request("run-y", selection={"tables": ["sales.nope"]})),
+            lake.deps,
+        )
 
 
 def test_target_table_that_is_not_ours_is_refused(lake: Lake) -> None:
@@ -113,15 +121,15 @@ def test_target_table_that_is_not_ours_is_refused(lake: Lake) -> None:
     glue.create_table(
         DatabaseName="sales", TableInput={"Name": "orders", "Parameters": {"table_type": "ICEBERG"}}
     )
-    inv = steps.inventory(lake.request("run-1"), lake.env)
+    inv = steps.inventory(InventoryInput.model_validate(lake.request("run-1")), lake.deps)
     with pytest.raises(TargetNotOursError, match="not created by icelake"):
-        steps.plan({"item": _worklist(lake, inv)[0]}, lake.env)
+        steps.plan(PlanInput.model_validate({"item": _worklist(lake, inv)[0]}), lake.deps)
 
 
 def test_failure_after_copy_is_rolled_back_to_exactly_the_previous_state(lake: Lake) -> None:
     # Given a table migrated once (so the target has a previous version)
     add_source_table(lake, "orders", [[1, 2]])
-    first = steps.inventory(lake.request("run-1"), lake.env)
+    first = steps.inventory(InventoryInput.model_validate(lake.request("run-1")), lake.deps)
     _run_table(lake, _worklist(lake, first)[0])
     target_before = bucket_state(lake.target, TARGET_BUCKET)
     catalog_before = catalog_state(lake.target)
@@ -129,15 +137,18 @@ def test_failure_after_copy_is_rolled_back_to_exactly_the_previous_state(lake: L
     # When a new source commit is copied and registered, and then a later step fails
     commit(lake, "orders", [3])
     source_before = bucket_state(lake.source, SOURCE_BUCKET)
-    second = steps.inventory(lake.request("run-2"), lake.env)
+    second = steps.inventory(InventoryInput.model_validate(lake.request("run-2")), lake.deps)
     item = _worklist(lake, second)[0]
-    planned = steps.plan({"item": item}, lake.env)
+    planned = steps.plan(PlanInput.model_validate({"item": item}), lake.deps)
     state = {"plan": planned.model_dump(mode="json")}
-    steps.copy(state, lake.env)
-    steps.register(state, lake.env)
+    steps.copy(PlannedInput.model_validate(state), lake.deps)
+    steps.register(PlannedInput.model_validate(state), lake.deps)
     assert bucket_state(lake.target, TARGET_BUCKET) != target_before
     outcome = steps.rollback(
-        {"item": item, "plan": state["plan"], "error": {"Error": "Boom", "Cause": "x"}}, lake.env
+        RollbackInput.model_validate(
+            {"item": item, "plan": state["plan"], "error": {"Error": "Boom", "Cause": "x"}}
+        ),
+        lake.deps,
     )
 
     # Then the target bucket and catalog are exactly as before, and the source was never written
@@ -149,12 +160,17 @@ def test_failure_after_copy_is_rolled_back_to_exactly_the_previous_state(lake: L
 
 def test_rollback_of_a_first_migration_removes_the_table(lake: Lake) -> None:
     add_source_table(lake, "orders", [[1]])
-    item = _worklist(lake, steps.inventory(lake.request("run-1"), lake.env))[0]
-    planned = steps.plan({"item": item}, lake.env)
+    item = _worklist(lake, steps.inventory(InventoryInput.model_validate(lake.request("run-1")), lake.deps))[
+        0
+    ]
+    planned = steps.plan(PlanInput.model_validate({"item": item}), lake.deps)
     state = {"plan": planned.model_dump(mode="json")}
-    steps.copy(state, lake.env)
-    steps.register(state, lake.env)
-    steps.rollback({"item": item, "plan": state["plan"], "error": {"Cause": "x"}}, lake.env)
+    steps.copy(PlannedInput.model_validate(state), lake.deps)
+    steps.register(PlannedInput.model_validate(state), lake.deps)
+    steps.rollback(
+        RollbackInput.model_validate({"item": item, "plan": state["plan"], "error": {"Cause": "x"}}),
+        lake.deps,
+    )
     assert bucket_state(lake.target, TARGET_BUCKET) == {}
     assert catalog_state(lake.target) == {}
     assert PlanResult.model_validate(state["plan"]).target_table_existed is False

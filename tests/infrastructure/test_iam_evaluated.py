@@ -2,7 +2,7 @@
 the migration's steps call is allowed, and what must never happen is denied.
 
 The calls below are the ones Plan, Copy, Register, Validate and Rollback make with each role
-(icelake/workflow/steps.py, icelake/aws/catalog.py, icelake/migrate/copy.py), with the IAM action
+(icelake/workflow/steps/, icelake/aws/catalog.py, icelake/migrate/copy.py), with the IAM action
 and resource ARNs AWS checks for them (e.g. Glue checks the catalog, the database and the table)."""
 
 from __future__ import annotations

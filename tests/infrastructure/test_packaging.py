@@ -387,4 +387,6 @@ def test_the_laptop_harness_is_not_deployed(functions: list[DeployedFunction]) -
                 continue
             shipped = [p for p in LOCAL_ONLY if (package / p).exists()]
             assert not shipped, f"{fn.name} ships the local harness: {shipped}"
-            assert (package / "workflow" / "steps.py").is_file()  # ... and what the handlers need
+            assert (
+                package / "workflow" / "steps" / "planning.py"
+            ).is_file()  # ... and what the handlers need

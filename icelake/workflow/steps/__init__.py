@@ -1,0 +1,30 @@
+"""The steps of statemachines/migrate_tables.asl.json, one module each (one Lambda each).
+
+Every step is `step(input, deps) -> output`: its input model (icelake/workflow/inputs.py) is what
+the ASL sends, `Deps` is everything it touches besides (settings, the orchestrator's session, the
+ledger, the artifacts bucket). Cross-account work assumes the source role (read) and the target
+role (write) inside the step; the orchestrator's own credentials only touch the artifacts bucket,
+the ledger, events and Step Functions.
+"""
+
+from icelake.workflow.steps.copying import copy
+from icelake.workflow.steps.deps import Deps, Sessions
+from icelake.workflow.steps.inventorying import inventory, parse_request
+from icelake.workflow.steps.planning import plan
+from icelake.workflow.steps.registering import register
+from icelake.workflow.steps.reporting import report
+from icelake.workflow.steps.rolling_back import rollback
+from icelake.workflow.steps.validating import validate
+
+__all__ = [
+    "Deps",
+    "Sessions",
+    "copy",
+    "inventory",
+    "parse_request",
+    "plan",
+    "register",
+    "report",
+    "rollback",
+    "validate",
+]

@@ -1,0 +1,31 @@
+"""Copy, for tables small enough for a Lambda; larger ones run glue_jobs/migrate_table.py with the
+same plan. The result goes to the artifacts bucket for Validate."""
+
+from __future__ import annotations
+
+from icelake.aws.fileio import io_for
+from icelake.migrate.engine import migrate_table
+from icelake.migrate.models import MigrationResult
+from icelake.workflow.inputs import PlannedInput
+from icelake.workflow.steps.deps import Deps
+from icelake.workflow.steps.shared import prefix_maps
+
+
+def copy(given: PlannedInput, deps: Deps) -> MigrationResult:
+    planned = given.plan
+    item = planned.item
+    sessions = deps.sessions(item.request)
+    deps.ledger.record_table(item.run_id, item.name, "COPYING")
+    result = migrate_table(
+        item.source_metadata_location,
+        item.target_location,
+        prefix_maps(item),
+        src_io=sessions.source_io(),
+        dst_io=sessions.target_io(),
+        processes=1,  # Lambda cannot start worker processes
+        lock_target=False,  # the table's lock is in the ledger: a timed-out Lambda leaves none behind
+    )
+    io_for(planned.copy_result_uri, deps.orchestrator).write(
+        planned.copy_result_uri, result.model_dump_json().encode()
+    )
+    return result

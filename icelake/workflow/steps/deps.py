@@ -1,0 +1,108 @@
+"""What a step needs from the outside, passed in rather than created inside: the settings its
+Lambda reads from the environment, the orchestrator's own boto3 session (artifacts bucket, ledger,
+events, Step Functions) and the request's source and target sessions (assumed roles)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+import boto3
+
+from icelake.aws.clients import new_session
+from icelake.aws.fileio import FileIO, S3FileIO, io_for
+from icelake.aws.ledger import Ledger
+from icelake.aws.session import AssumedRole
+from icelake.workflow.models import MigrationRequest
+from icelake.workflow.wiring import WorkflowEnv
+
+
+@dataclass
+class Sessions:
+    """The request's two sides: the source (read) and target (write) roles it names, assumed
+    lazily; a side without a role uses the orchestrator's own credentials."""
+
+    request: MigrationRequest
+    orchestrator: boto3.Session = field(default_factory=new_session)
+
+    def role(self, side: Literal["src", "dst"]) -> AssumedRole | None:
+        """The source (read) or target (write) role as this request assumes it, if it names one."""
+        spec = self.request.source if side == "src" else self.request.target
+        if not spec.role_arn:
+            return None
+        return AssumedRole(
+            spec.role_arn,
+            external_id=spec.external_id,
+            session_name=f"icelake-{side}-{self.request.run_id}",
+            duration_seconds=self.request.options.session_duration_seconds,
+        )
+
+    def _session(self, side: Literal["src", "dst"]) -> boto3.Session:
+        role = self.role(side)
+        return role.session() if role else self.orchestrator
+
+    @cached_property
+    def source(self) -> boto3.Session:
+        return self._session("src")
+
+    @cached_property
+    def target(self) -> boto3.Session:
+        return self._session("dst")
+
+    def source_io(self) -> FileIO:
+        return io_for("s3://x", self.source)
+
+    def target_io(self) -> FileIO:
+        return io_for("s3://x", self.target, self.request.target.kms_key_id)
+
+
+@dataclass
+class Artifacts:
+    """The run's files in the artifacts bucket (worklist, journals, copy results, reports), read
+    and written with the orchestrator's credentials."""
+
+    bucket: str
+    io: FileIO
+
+    @staticmethod
+    def key(run_id: str, table: str, name: str) -> str:
+        return f"runs/{run_id}/{table}/{name}"
+
+    def uri(self, key: str) -> str:
+        return f"s3://{self.bucket}/{key}"
+
+    def put_json(self, key: str, value: Any) -> None:
+        self.io.write(self.uri(key), json.dumps(value).encode())
+
+    def read_json(self, key: str, bucket: str | None = None) -> Any:
+        return json.loads(self.io.read(f"s3://{bucket or self.bucket}/{key}"))
+
+
+@dataclass
+class Deps:
+    """Everything a step touches besides its input. Lambdas build it from their environment;
+    tests build it around moto's sessions."""
+
+    env: WorkflowEnv
+    orchestrator: boto3.Session = field(default_factory=new_session)
+
+    @classmethod
+    def from_environ(cls) -> Deps:
+        return cls(WorkflowEnv.from_environ())
+
+    def sessions(self, request: MigrationRequest) -> Sessions:
+        return Sessions(request, self.orchestrator)
+
+    @cached_property
+    def ledger(self) -> Ledger:
+        return Ledger(self.orchestrator.client("dynamodb"), self.env.ledger_table)
+
+    @cached_property
+    def artifacts(self) -> Artifacts:
+        return Artifacts(self.env.artifacts_bucket, S3FileIO(self.orchestrator.client("s3")))
+
+    def client(self, service: str) -> Any:
+        """A client of the orchestrator's own credentials (events, Step Functions)."""
+        return self.orchestrator.client(service)

@@ -1,0 +1,184 @@
+"""Plan: pin the source version, make sure the target is icelake's to write and nobody else's
+run holds it, list what must be copied, journal every key the copy may create, and choose the
+engine (Lambda, Glue, or none)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from icelake.aws import catalog
+from icelake.aws.fileio import FileIO
+from icelake.migrate.plan import build_plan
+from icelake.migrate.progress import NoProgress
+from icelake.workflow.inputs import PlanInput
+from icelake.workflow.journal import JOURNAL_NAME, new_target_keys, write_journal
+from icelake.workflow.models import PlanResult, WorkItem
+from icelake.workflow.steps.deps import Artifacts, Deps, Sessions
+from icelake.workflow.steps.shared import owner_of, prefix_maps
+
+LOCK_LEASE_SECONDS = 24 * 3600  # longer than any table's copy; only a dead run's hold ever expires
+
+
+def plan(given: PlanInput, deps: Deps) -> PlanResult:
+    item = given.item
+    sessions = deps.sessions(item.request)
+    if item.request.mode == "cutover" and not item.source_dropped:
+        item = _with_current_source(item, sessions)
+    ledger = deps.ledger
+    existing = catalog.get_table(sessions.target.client("glue"), item.target_database, item.target_table)
+    target_name = f"{item.target_database}.{item.target_table}"
+    catalog.check_target_is_ours(existing, owner_of(item), target_name)
+    previous = catalog.metadata_location(existing) if existing else None
+    synced = ledger.last_synced(item.target_location)
+    if synced and synced.get("promoted_at"):
+        why = (
+            f"{target_name} was promoted at {synced['promoted_at']} by run {synced.get('promoted_by')}: "
+            "it is the table's home now, and icelake writes nothing to it"
+        )
+        return _stopped(item, deps, "promoted", why, previous, existing is not None)
+    holder = _claim(item, deps)
+    if holder:
+        return _stopped(item, deps, "busy", holder, previous, existing is not None)
+    dst_io = sessions.target_io()
+    if item.source_dropped:
+        why = (
+            f"{item.name} no longer exists in account {item.request.source.account_id}; its target "
+            f"{target_name} was left as it is. Drop the target table, or keep it as the table's new home"
+        )
+        return _stopped(item, deps, "source_dropped", why, previous, existing is not None)
+    diverged = _foreign_commit(dst_io, synced, previous)
+    if diverged:
+        return _stopped(item, deps, "diverged", diverged, previous, existing is not None)
+    table_plan = build_plan(
+        item.source_metadata_location,
+        item.target_location,
+        prefix_maps(item),
+        sessions.source_io(),
+        dst_io,
+        overwrite=False,
+        workers=16,
+        progress=NoProgress(),
+    )
+    copy_key = Artifacts.key(item.run_id, item.name, "copy-result.json")
+    # Written before the copy starts: what rollback may delete, should anything fail later.
+    journal_key = Artifacts.key(item.run_id, item.name, JOURNAL_NAME)
+    write_journal(deps.artifacts.io, deps.artifacts.uri(journal_key), new_target_keys(table_plan, dst_io))
+    to_copy = sum(t.info.size for t in table_plan.copies)
+    in_sync = (
+        item.request.mode in ("incremental", "cutover")
+        and synced is not None
+        and synced.get("source_metadata") == item.source_metadata_location
+        and previous == table_plan.target_metadata
+    )
+    engine: Literal["lambda", "glue", "none"]
+    if item.request.options.dry_run or in_sync:
+        engine = "none"
+    else:
+        options = item.request.options
+        many = len(table_plan.copies) > options.glue_threshold_files
+        engine = "glue" if many or to_copy > options.glue_threshold_bytes else "lambda"
+    ledger.record_table(
+        item.run_id,
+        item.name,
+        "PLANNED",
+        source_metadata=item.source_metadata_location,
+        target_metadata=table_plan.target_metadata,
+        previous_target_metadata=previous,
+        target_table_existed=existing is not None,
+        engine=engine,
+    )
+    return PlanResult(
+        item=item,
+        engine=engine,
+        files_planned=table_plan.files_planned,
+        bytes_planned=table_plan.bytes_planned,
+        files_to_copy=len(table_plan.copies),
+        bytes_to_copy=to_copy,
+        previous_target_metadata=previous,
+        target_table_existed=existing is not None,
+        target_metadata_location=table_plan.target_metadata,
+        journal_key=journal_key,
+        copy_result_uri=deps.artifacts.uri(copy_key),
+    )
+
+
+def _with_current_source(item: WorkItem, sessions: Sessions) -> WorkItem:
+    """A cutover syncs to the source as it is now, not as inventory pinned it: a sync that runs
+    again because the source moved must catch up with the move."""
+    table = catalog.get_table(sessions.source.client("glue"), item.source_database, item.source_table)
+    location = catalog.metadata_location(table) if table else None
+    if location is None:
+        return item
+    return item.model_copy(update={"source_metadata_location": location})
+
+
+def _claim(item: WorkItem, deps: Deps) -> str | None:
+    """Take the table for this run; None when taken, else why another run has it."""
+    ledger = deps.ledger
+    holder = ledger.claim_table(item.target_location, item.run_id, item.execution_arn, LOCK_LEASE_SECONDS)
+    if holder is None:
+        return None
+    other = str(holder.get("run_id"))
+    holder_arn = holder.get("execution_arn")
+    if holder_arn:  # a run that has ended (failed, aborted, timed out) holds nothing any more
+        status = deps.client("stepfunctions").describe_execution(executionArn=holder_arn)["status"]
+        if status != "RUNNING" and ledger.take_over_table(
+            item.target_location, item.run_id, item.execution_arn, LOCK_LEASE_SECONDS, other
+        ):
+            return None
+    claimed = datetime.fromtimestamp(int(holder.get("claimed_at", 0)), UTC).isoformat(timespec="seconds")
+    return (
+        f"run {other} has been working on {item.target_location} since {claimed}; this run left the "
+        "table alone: run it again when that run has ended"
+    )
+
+
+def _foreign_commit(dst_io: FileIO, synced: dict[str, Any] | None, current: str | None) -> str | None:
+    """Why the target table is no longer what icelake last registered, or None if it still is.
+
+    A later commit by anyone else (an engine writing to the migrated table) moves the Glue
+    pointer; syncing over it would silently revert that commit."""
+    registered = synced.get("target_metadata") if synced else None
+    if not registered or current is None or current == registered:
+        return None  # never synced, dropped (to migrate again), or still ours
+    try:
+        updated_ms = json.loads(dst_io.read(current)).get("last-updated-ms")
+        when = f"at {datetime.fromtimestamp(updated_ms / 1000, UTC).isoformat(timespec='seconds')}"
+    except Exception:  # the foreign metadata may be gzipped, gone or unreadable: say so, go on
+        when = "at a time its metadata does not tell"
+    return (
+        f"the target table was committed to by someone else {when}: its metadata is {current}, "
+        f"icelake last registered {registered}; nothing was written. Keep the target's commits "
+        "(stop syncing this table), or drop the target table to migrate it again"
+    )
+
+
+def _stopped(
+    item: WorkItem,
+    deps: Deps,
+    status: Literal["diverged", "source_dropped", "busy", "promoted"],
+    why: str,
+    current: str | None,
+    existed: bool,
+) -> PlanResult:
+    """The table is left alone: nothing is written, so there is nothing to roll back."""
+    deps.ledger.record_table(
+        item.run_id, item.name, status.upper(), error=why, previous_target_metadata=current
+    )
+    return PlanResult(
+        item=item,
+        engine="none",
+        files_planned=0,
+        bytes_planned=0,
+        files_to_copy=0,
+        bytes_to_copy=0,
+        previous_target_metadata=current,
+        target_table_existed=existed,
+        target_metadata_location=current or "",
+        journal_key=Artifacts.key(item.run_id, item.name, JOURNAL_NAME),  # never written: nothing to undo
+        copy_result_uri="",
+        stopped=status,
+        stop_reason=why,
+    )

@@ -1,0 +1,35 @@
+"""Register: point the target's Glue table at the rewritten metadata (creating it, or moving it
+only from the pointer Plan saw), and grant the request's Lake Formation principals."""
+
+from __future__ import annotations
+
+from icelake.aws import catalog
+from icelake.workflow.inputs import PlannedInput, RegisterResult
+from icelake.workflow.steps.deps import Deps
+from icelake.workflow.steps.shared import owner_of
+
+
+def register(given: PlannedInput, deps: Deps) -> RegisterResult:
+    planned = given.plan
+    item = planned.item
+    target = deps.sessions(item.request).target
+    catalog.register_table(
+        target.client("glue"),
+        item.target_database,
+        item.target_table,
+        item.target_location,
+        planned.target_metadata_location,
+        planned.previous_target_metadata,
+        owner_of(item),
+    )
+    for principal in item.request.target.lake_formation_principals:
+        target.client("lakeformation").grant_permissions(
+            Principal={"DataLakePrincipalIdentifier": principal},
+            Resource={"Table": {"DatabaseName": item.target_database, "Name": item.target_table}},
+            Permissions=["SELECT", "DESCRIBE"],
+        )
+    deps.ledger.record_table(item.run_id, item.name, "REGISTERED")
+    return RegisterResult(
+        table=f"{item.target_database}.{item.target_table}",
+        metadata_location=planned.target_metadata_location,
+    )

@@ -1,0 +1,125 @@
+"""Report: every table's outcome in runs/<run_id>/report.json, a summary small enough for a
+state's payload, and an EventBridge event with the run's status."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from pydantic import ValidationError
+
+from icelake.constants import EVENT_SOURCE
+from icelake.workflow.inputs import ReportInput
+from icelake.workflow.models import RunReport, RunState, RunSummary, TableOutcome
+from icelake.workflow.steps.deps import Artifacts, Deps
+from icelake.workflow.steps.shared import FAILED_STATUSES
+
+
+def report(given: ReportInput, deps: Deps) -> RunSummary:
+    """Write every table's outcome to runs/<run_id>/report.json; return a summary of a few hundred
+    bytes whatever the number of tables (Step Functions caps a state's payload at 256 KiB)."""
+    run_id = given.run_id
+    outcomes = run_outcomes(given, deps)
+    counts = Counter(o.status for o in outcomes)
+    failed = sum(n for s, n in counts.items() if s in FAILED_STATUSES)
+    status: RunState = "succeeded" if failed == 0 else ("failed" if failed == len(outcomes) else "partial")
+    key = f"runs/{run_id}/report.json"
+    uri = deps.artifacts.uri(key)
+    deps.artifacts.put_json(
+        key, RunReport(run_id=run_id, status=status, tables=outcomes, report_uri=uri).model_dump(mode="json")
+    )
+    deps.client("events").put_events(
+        Entries=[
+            {
+                "Source": EVENT_SOURCE,
+                "DetailType": f"Migration run {status}",
+                "Detail": json.dumps(
+                    {"run_id": run_id, "status": status, "failed": failed, "tables": len(outcomes)}
+                ),
+                "EventBusName": deps.env.event_bus,
+            }
+        ]
+    )
+    return RunSummary(
+        run_id=run_id,
+        status=status,
+        tables=len(outcomes),
+        counts=dict(sorted(counts.items())),
+        files_pruned=sum(o.files_pruned for o in outcomes),
+        report_uri=uri,
+    )
+
+
+def run_outcomes(given: ReportInput, deps: Deps) -> list[TableOutcome]:
+    """Every table's outcome: inline `outcomes`, the Map's exported results (`map_results`, its output
+    with a ResultWriter), and for worklist tables neither covers (`worklist_bucket`/`worklist_key`),
+    the ledger. So no table of the run is missing from its report."""
+    outcomes = list(given.outcomes)
+    if given.map_results:
+        outcomes.extend(map_outcomes(given.run_id, given.map_results["ResultWriterDetails"], deps.artifacts))
+    if given.worklist_key:
+        seen = {o.table for o in outcomes}
+        worklist = deps.artifacts.read_json(given.worklist_key, given.worklist_bucket)
+        missing = [name for name in map(_item_name, worklist) if name not in seen]
+        if missing:
+            outcomes.extend(_ledger_outcomes(given.run_id, missing, deps))
+    return outcomes
+
+
+def map_outcomes(run_id: str, writer_details: dict[str, Any], artifacts: Artifacts) -> Iterator[TableOutcome]:
+    """The outcomes a Distributed Map exported with its ResultWriter, one result file at a time.
+
+    `writer_details` is the Map's ResultWriterDetails: {Bucket, Key} of its manifest.json, whose
+    ResultFiles list the result files ({Key, Size}) by status: SUCCEEDED, FAILED, PENDING. A result
+    file is a JSON array of child executions: Input and Output are the iteration's input and output as
+    JSON strings; FAILED ones carry Error and Cause instead of Output.
+    """
+    manifest = artifacts.read_json(writer_details["Key"], writer_details["Bucket"])
+    bucket = manifest.get("DestinationBucket") or writer_details["Bucket"]
+    for status, files in manifest.get("ResultFiles", {}).items():
+        for result_file in files:
+            for entry in artifacts.read_json(result_file["Key"], bucket):
+                yield _result_outcome(run_id, status, entry)
+
+
+def _failed(run_id: str, table: str, error: str) -> TableOutcome:
+    return TableOutcome(run_id=run_id, table=table, status="failed", error=error[:2000])
+
+
+def _item_name(item: dict[str, Any]) -> str:
+    return f"{item['source_database']}.{item['source_table']}"
+
+
+def _result_outcome(run_id: str, status: str, entry: dict[str, Any]) -> TableOutcome:
+    """One child execution of a ResultWriter result file as the table's outcome."""
+    if status == "SUCCEEDED":
+        try:
+            return TableOutcome.model_validate_json(entry["Output"])
+        except (KeyError, TypeError, ValidationError) as exc:
+            error = f"unreadable output of {entry.get('ExecutionArn', 'a child execution')}: {exc}"
+    elif status == "FAILED":  # failed despite the item's own catches (e.g. a States.Runtime error)
+        error = f"{entry.get('Error') or 'States.ALL'}: {entry.get('Cause') or 'no cause given'}"
+    else:
+        error = f"the Map run ended before this table finished ({status})"
+    try:
+        table = _item_name(json.loads(entry["Input"])["item"])
+    except (KeyError, TypeError, ValueError):
+        table = "unknown"
+    return _failed(run_id, table, error)
+
+
+def _ledger_outcomes(run_id: str, tables: Iterable[str], deps: Deps) -> Iterator[TableOutcome]:
+    """Outcomes of worklist tables that no Map result covers, as their item's last step recorded them
+    in the ledger; a table without one failed. (moto 5.2.5, the embedded runtime, writes the
+    ResultWriter's manifest but no result files: there every table comes from here.)"""
+    rows = {str(r["sk"]).removeprefix("TABLE#"): r for r in deps.ledger.run_tables(run_id)}
+    for table in tables:
+        row = rows.get(table, {})
+        if row.get("outcome"):
+            yield TableOutcome.model_validate_json(row["outcome"])
+        else:
+            yield _failed(
+                run_id, table, f"no outcome recorded (last state in the ledger: {row.get('state', 'none')})"
+            )

@@ -1,0 +1,41 @@
+"""Rollback: remove what this run wrote for the table (only keys its journal names, never one
+under the source) and restore the table's Glue entry. Never writes the source."""
+
+from __future__ import annotations
+
+from icelake.aws import catalog
+from icelake.uris import PrefixMap
+from icelake.workflow.inputs import RollbackInput
+from icelake.workflow.journal import read_journal
+from icelake.workflow.models import TableOutcome
+from icelake.workflow.steps.deps import Deps
+from icelake.workflow.steps.shared import owner_of, record_outcome, source_prefixes
+
+
+def rollback(given: RollbackInput, deps: Deps) -> TableOutcome:
+    item = given.item
+    error = given.error or {}
+    cause = str(error.get("Cause") or error.get("Error") or "unknown error")
+    if error.get("Step") == "Validate":
+        cause = (
+            f"validation failed, not the copy ({error.get('Error') or 'error'}): the copied table could "
+            f"not be shown to read like its source, so it was rolled back. {cause}"
+        )
+    planned = given.plan
+    removed = 0
+    if planned is not None:
+        sessions = deps.sessions(item.request)
+        journaled = read_journal(deps.artifacts.io, deps.artifacts.uri(planned.journal_key))
+        source = PrefixMap([(p, "s3://never/written") for p in source_prefixes(item)])
+        removed = sessions.target_io().delete_many([k for k in journaled if not source.under_any_source(k)])
+        catalog.restore_table(
+            sessions.target.client("glue"),
+            item.target_database,
+            item.target_table,
+            planned.previous_target_metadata,
+            owner_of(item),
+        )
+    outcome = TableOutcome(run_id=item.run_id, table=item.name, status="rolled_back", error=cause[:2000])
+    record_outcome(deps.ledger, outcome, "ROLLED_BACK", error=outcome.error, files_removed=removed)
+    deps.ledger.release_table(item.target_location, item.run_id)
+    return outcome

@@ -1,0 +1,31 @@
+"""Small facts about a work item that several steps share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from icelake.aws.ledger import Ledger
+from icelake.workflow.models import TableOutcome, WorkItem
+
+# Outcomes that mean the table is not where the request wanted it (README "Outcome states").
+FAILED_STATUSES = ("failed", "rolled_back", "diverged", "source_dropped", "busy")
+
+
+def owner_of(item: WorkItem) -> str:
+    """The owner mark icelake puts on the target table: which source table it mirrors."""
+    return f"{item.request.source.account_id}:{item.source_database}.{item.source_table}"
+
+
+def prefix_maps(item: WorkItem) -> list[tuple[str, str]]:
+    return [(m.source, m.target) for m in item.request.target.prefix_maps]
+
+
+def source_prefixes(item: WorkItem) -> list[str]:
+    """Where the source table's files live: nothing under these is ever written or deleted."""
+    meta_dir = item.source_metadata_location.rsplit("/", 2)[0]  # <location>/metadata/<file>
+    return [meta_dir, *(m.source for m in item.request.target.prefix_maps)]
+
+
+def record_outcome(ledger: Ledger, outcome: TableOutcome, state: str, **attrs: Any) -> None:
+    """The table's last ledger record of the run carries its whole outcome (see reporting)."""
+    ledger.record_table(outcome.run_id, outcome.table, state, outcome=outcome.model_dump_json(), **attrs)

@@ -1,0 +1,140 @@
+"""Validate: show that the target reads like the source (at the request's validation tier) and
+holds no file of the source's, record the sync, prune what the source expired, and for a cutover
+promote the target. A table that Plan left alone gets its outcome here too."""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+import boto3
+
+from icelake.aws.fileio import io_for
+from icelake.errors import ValidationFailedError
+from icelake.migrate.models import MigrationResult
+from icelake.migrate.validate import check_target_files, validate_tables
+from icelake.workflow.inputs import PlannedInput
+from icelake.workflow.models import PlanResult, TableOutcome
+from icelake.workflow.prune import prune_target
+from icelake.workflow.steps.cutover import cutover
+from icelake.workflow.steps.deps import Deps, Sessions
+from icelake.workflow.steps.shared import record_outcome, source_prefixes
+
+
+def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
+    planned = given.plan
+    item = planned.item
+    ledger = deps.ledger
+    if planned.engine == "none":  # dry run, in sync, or left alone: nothing was written to check
+        outcome = skipped(planned)
+        if outcome.status == "in_sync" and item.request.mode == "cutover":
+            outcome = cutover(planned, deps, outcome)
+        record_outcome(ledger, outcome, _ledger_state(outcome))
+        if outcome.status != "busy":  # a busy table's lock is another run's
+            ledger.release_table(item.target_location, item.run_id)
+        return outcome
+    sessions = deps.sessions(item.request)
+    copied = MigrationResult.model_validate_json(
+        io_for(planned.copy_result_uri, deps.orchestrator).read(planned.copy_result_uri)
+    )
+    report = validate_tables(
+        item.source_metadata_location,
+        planned.target_metadata_location,
+        source_props=_pyiceberg_props(sessions.source),
+        target_props=_pyiceberg_props(sessions.target),
+        tier=item.request.options.validation,
+    )
+    problems = report.problems + check_target_files(
+        sessions.target_io(), planned.target_metadata_location, source_prefixes(item)
+    )
+    if problems:
+        raise ValidationFailedError(f"{item.name}: the target is not the same table: {problems[:10]}")
+    ledger.record_synced(
+        item.target_location,
+        item.source_metadata_location,
+        planned.target_metadata_location,
+        item.run_id,
+        journal_key=planned.journal_key,
+    )
+    pruned, prune_error = _prune(planned, sessions, deps) if item.request.options.prune else (0, None)
+    outcome = TableOutcome(
+        run_id=item.run_id,
+        table=item.name,
+        status="migrated",
+        target_metadata_location=planned.target_metadata_location,
+        files_copied=copied.files_copied,
+        files_verified=copied.files_verified,
+        bytes_copied=copied.bytes_copied,
+        files_rewritten=copied.files_rewritten,
+        files_skipped=copied.files_skipped,
+        snapshots_validated=copied.snapshots,
+        validation="; ".join([report.tier, *report.notes[:3]]),
+        files_pruned=pruned,
+        error=prune_error,
+        seconds=copied.elapsed_seconds,
+    )
+    if item.request.mode == "cutover":
+        outcome = cutover(planned, deps, outcome)
+    record_outcome(ledger, outcome, _ledger_state(outcome), snapshots_validated=len(report.snapshots))
+    ledger.release_table(item.target_location, item.run_id)
+    return outcome
+
+
+def skipped(planned: PlanResult) -> TableOutcome:
+    """The outcome of a table Plan chose to write nothing to: left alone, dry run, or in sync."""
+    if planned.stopped:
+        return TableOutcome(
+            run_id=planned.item.run_id,
+            table=planned.item.name,
+            status=planned.stopped,
+            target_metadata_location=planned.previous_target_metadata,
+            error=planned.stop_reason,
+        )
+    status: Literal["dry_run", "in_sync"] = "dry_run" if planned.item.request.options.dry_run else "in_sync"
+    return TableOutcome(
+        run_id=planned.item.run_id,
+        table=planned.item.name,
+        status=status,
+        target_metadata_location=planned.target_metadata_location,
+        files_copied=planned.files_to_copy if status == "dry_run" else 0,
+        bytes_copied=planned.bytes_to_copy if status == "dry_run" else 0,
+    )
+
+
+def _pyiceberg_props(session: boto3.Session) -> dict[str, str]:
+    creds = session.get_credentials().get_frozen_credentials()
+    props = {
+        "s3.access-key-id": creds.access_key,
+        "s3.secret-access-key": creds.secret_key,
+        "s3.region": session.region_name or "us-east-1",
+    }
+    if creds.token:
+        props["s3.session-token"] = creds.token
+    if os.environ.get("AWS_ENDPOINT_URL"):
+        props["s3.endpoint"] = os.environ["AWS_ENDPOINT_URL"]
+    return props
+
+
+def _ledger_state(outcome: TableOutcome) -> str:
+    if outcome.sync_again:
+        return "SYNCING_AGAIN"
+    return "VALIDATED" if outcome.status == "migrated" else outcome.status.upper()
+
+
+def _prune(planned: PlanResult, sessions: Sessions, deps: Deps) -> tuple[int, str | None]:
+    """Mirror the source's retention (prune.py says what may go). A failed prune does not undo a
+    validated sync: the outcome says so, and the next run prunes again."""
+    item = planned.item
+    synced = deps.ledger.last_synced(item.target_location) or {}
+    journals = [deps.artifacts.uri(key) for key in synced.get("journals", [])]
+    try:
+        deleted = prune_target(
+            sessions.target_io(),
+            deps.artifacts.io,
+            journals,
+            item.target_location,
+            planned.target_metadata_location,
+        )
+    except Exception as exc:
+        return 0, f"the sync is good, but pruning expired files failed ({exc}); the next run prunes again"
+    return len(deleted), None
