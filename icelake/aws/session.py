@@ -15,7 +15,7 @@ import botocore.session
 from botocore.credentials import CredentialProvider, CredentialResolver, RefreshableCredentials
 
 from icelake.aws.clients import ROLE_ATTR, new_session
-from icelake.errors import IcelakeError
+from icelake.errors import IcelakeError, SessionDurationError
 
 MIN_SESSION_SECONDS = 900  # STS's minimum DurationSeconds
 # icelake assumes the source and target roles from credentials that are themselves a role session
@@ -24,10 +24,6 @@ MIN_SESSION_SECONDS = 900  # STS's minimum DurationSeconds
 # themselves before they expire, so a long copy never needs more.
 MAX_SESSION_SECONDS = 3_600
 DEFAULT_SESSION_SECONDS = 3_600
-
-
-class SessionDurationError(IcelakeError, ValueError):
-    """A session duration STS would refuse (ValueError too, so pydantic validators report it)."""
 
 
 def check_session_duration(seconds: int, option: str = "session_duration_seconds") -> int:

@@ -117,7 +117,7 @@ def ingest_requeue(
     fetch order. Refused (exit 1, with the reason) when a later batch of its endpoint was merged
     since: SCD2 history is never rewritten, re-fetch its keys instead (reason.json lists them)."""
     from icelake.aws.fileio import io_for
-    from icelake.ingest.errors import IngestError
+    from icelake.errors import IngestError
     from icelake.ingest.landing import requeue
 
     try:

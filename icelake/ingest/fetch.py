@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from icelake.aws.clients import new_session
 from icelake.aws.fileio import FileIO, io_for
-from icelake.ingest.errors import (
+from icelake.errors import (
     HTTPStatusError,
     InvalidResponseError,
     PaginationError,

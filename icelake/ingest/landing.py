@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
 from icelake.aws.fileio import FileIO, io_for, is_absent
-from icelake.ingest.errors import InvalidBatchError, InvalidResponseError
+from icelake.errors import InvalidBatchError, InvalidResponseError
 from icelake.ingest.models import BatchManifest, PendingBatch
 
 PENDING = ".pending"

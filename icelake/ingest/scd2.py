@@ -26,7 +26,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from icelake.aws.fileio import FileIO
-from icelake.ingest.errors import (
+from icelake.errors import (
     EmptyFullLoadError,
     IngestError,
     InvalidBatchError,

@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
-from icelake.ingest.errors import TypeConflictError
+from icelake.errors import TypeConflictError
 
 _DECIMAL = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 PRIMITIVES = ("boolean", "int", "long", "float", "double", "date", "timestamp", "timestamptz", "string")

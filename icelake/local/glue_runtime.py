@@ -40,6 +40,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from icelake.errors import ScriptResolutionError
+
 LOCAL_SCRIPT_ARG = "--icelake-local-script"
 _LOCAL_ARG_PREFIX = "--icelake-local-"
 ERROR_ATTR = "_icelake_error_message"
@@ -76,10 +78,6 @@ def disable_run_queuing(job_name: str) -> None:
 def queues_runs(job_name: str) -> bool:
     with _STATE_LOCK:
         return job_name in _queuing
-
-
-class ScriptResolutionError(LookupError):
-    """No repo script is known for a Glue job."""
 
 
 def register_script(job_name: str, script: str | Path) -> None:

@@ -50,6 +50,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from icelake.errors import HandlerResolutionError
+
 HANDLER_TAG = "icelake:local-handler"
 
 _CALL_LOCK = threading.Lock()  # one handler at a time: os.environ is process-wide
@@ -57,10 +59,6 @@ _STATE_LOCK = threading.Lock()
 _registry: dict[str, str] = {}
 _modules: dict[tuple[str, Path], tuple[float, ModuleType]] = {}
 _root: dict[str, Path] = {}  # "repo": the directory relative handler paths resolve against
-
-
-class HandlerResolutionError(LookupError):
-    """No repo file is known for a Lambda function."""
 
 
 @dataclass

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from icelake.errors import NotPatchable
+
 # fastavro's Writer closes a block once its buffer holds this many bytes (1000 * SYNC_SIZE).
 SYNC_INTERVAL = 16000
 MAGIC = b"Obj\x01"
@@ -22,10 +24,6 @@ _MIN_ORDINAL, _MAX_ORDINAL = 1, 3652059
 Skip = Callable[[bytes, int], int]
 SkipN = Callable[[bytes, int, int], int]
 Span = tuple[int, int, int, int, int, int, int, int, int]
-
-
-class NotPatchable(Exception):
-    """The file (or one of its records) is not one the byte-level rewrite reproduces exactly."""
 
 
 def zigzag(n: int) -> bytes:

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from icelake.errors import NotPatchable
 from icelake.migrate.avro_binary import (
     CODECS,
-    NotPatchable,
     Skip,
     blocks,
     chain,

@@ -16,8 +16,8 @@ from typing import Any
 
 import fastavro
 
-from icelake.errors import UnsupportedFileError
-from icelake.migrate.avro_binary import NotPatchable, zigzag
+from icelake.errors import NotPatchable, UnsupportedFileError
+from icelake.migrate.avro_binary import zigzag
 from icelake.migrate.avro_patch import patch_manifest
 
 # Field id of the `file_path` column in position-delete files (Iceberg spec, reserved ids).

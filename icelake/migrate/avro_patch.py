@@ -24,10 +24,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from icelake.errors import NotPatchable
 from icelake.migrate.avro_binary import (
     CODECS,
     SYNC_INTERVAL,
-    NotPatchable,
     Skip,
     Span,
     blocks,

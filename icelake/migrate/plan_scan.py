@@ -17,7 +17,7 @@ from typing import TypeVar
 
 import fastavro
 
-from icelake.migrate.avro_binary import NotPatchable
+from icelake.errors import NotPatchable
 from icelake.migrate.avro_entries import EntryFields, read_entry_fields
 from icelake.migrate.avro_files import is_rewritable_delete, manifest_entries
 

@@ -11,7 +11,7 @@ import boto3
 import pytest
 
 from icelake.aws.fileio import LocalFileIO, S3FileIO
-from icelake.ingest.errors import (
+from icelake.errors import (
     HTTPStatusError,
     InvalidResponseError,
     PaginationError,

@@ -8,7 +8,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from icelake.aws.fileio import S3FileIO
-from icelake.ingest.errors import InvalidBatchError
+from icelake.errors import InvalidBatchError
 from icelake.ingest.landing import read_manifest, read_state, write_state
 
 

@@ -14,13 +14,13 @@ import pytest
 
 from glue_jobs import scd2_merge
 from icelake.aws.fileio import LocalFileIO
-from icelake.ingest import scd2
-from icelake.ingest.errors import (
+from icelake.errors import (
     EmptyFullLoadError,
     InvalidBatchError,
     OutOfOrderBatchError,
     SchemaMismatchError,
 )
+from icelake.ingest import scd2
 from icelake.ingest.landing import land_batch, list_pending, mark_complete
 from icelake.ingest.models import MaintenanceConfig, PendingBatch, Scd2Spec
 from icelake.ingest.scd2 import maintain, merge_pending

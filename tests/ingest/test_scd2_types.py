@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from icelake.aws.fileio import LocalFileIO
-from icelake.ingest.errors import (
+from icelake.errors import (
     EmptyFullLoadError,
     OutOfOrderBatchError,
     SchemaMismatchError,

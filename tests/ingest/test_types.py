@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from icelake.ingest.errors import TypeConflictError
+from icelake.errors import TypeConflictError
 from icelake.ingest.models import Scd2Spec
 from icelake.ingest.types import can_promote, convert, parse_type
 

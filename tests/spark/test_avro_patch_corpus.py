@@ -9,7 +9,7 @@ import fastavro
 import pytest
 
 from icelake.aws.fileio import LocalFileIO
-from icelake.migrate.avro_binary import NotPatchable
+from icelake.errors import NotPatchable
 from icelake.migrate.avro_files import (
     POSITION_DELETES,
     DeleteRewrite,

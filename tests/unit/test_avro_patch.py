@@ -10,8 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from icelake.errors import UnsupportedFileError
-from icelake.migrate.avro_binary import NotPatchable
+from icelake.errors import NotPatchable, UnsupportedFileError
 from icelake.migrate.avro_files import (
     DELETE_FILE_PATH_FIELD_ID,
     DeleteRewrite,

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from icelake.migrate.avro_binary import NotPatchable
+from icelake.errors import NotPatchable
 from icelake.migrate.avro_entries import read_entry_fields
 from icelake.migrate.plan_scan import entry_fields, entry_fields_fastavro, map_in_chunks
 from tests.unit.test_avro_patch import SETTINGS, manifests

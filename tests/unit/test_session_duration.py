@@ -14,11 +14,11 @@ from icelake.aws.fileio import FileIOSpec
 from icelake.aws.session import (
     DEFAULT_SESSION_SECONDS,
     AssumedRole,
-    SessionDurationError,
     check_session_duration,
     refresh_windows,
 )
 from icelake.cli import app
+from icelake.errors import SessionDurationError
 from icelake.migrate.distributed import executor_spec
 from icelake.workflow.models import MigrationRequest, Options, WorkItem
 from icelake.workflow.steps import Sessions
