@@ -7,13 +7,12 @@ already at the target. Writes nothing.
 
 from __future__ import annotations
 
-import functools
 import os
 import posixpath
 from collections import Counter
-from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 from icelake.aws.fileio import FileIO, ObjectInfo, is_absent
 from icelake.errors import (
@@ -25,16 +24,19 @@ from icelake.errors import (
     UnsafeTargetError,
 )
 from icelake.migrate import metadata_json as mj
+from icelake.migrate.avro_entries import EntryFields
 from icelake.migrate.avro_files import POSITION_DELETES, ManifestRef, manifest_refs
 from icelake.migrate.collisions import refuse_duplicate_targets, refuse_overlapping_targets
 from icelake.migrate.copy import is_same_copy
 from icelake.migrate.delete_files import check_delete_file
 from icelake.migrate.inventory import stat_by_listing
-from icelake.migrate.plan_scan import entry_fields, entry_fields_fastavro, map_in_chunks
+from icelake.migrate.plan_scan import entry_fields, map_in_chunks
 from icelake.migrate.progress import ProgressSink
 from icelake.uris import PrefixMap, canonical, is_local, is_under, local_path, parent
 
 DELETED = 2  # manifest entry status
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,41 @@ def read_metadata(io: FileIO, uri: str) -> tuple[mj.Metadata, bool]:
     return mj.parse_metadata(uri, raw)
 
 
+class Stat(Protocol):
+    """uri -> what the object is (None: absent) for every uri; `roots` are prefixes a listing may
+    read, `full` asks present objects for everything a HEAD says (see inventory.stat_by_listing)."""
+
+    def __call__(
+        self,
+        io: FileIO,
+        uris: Iterable[str],
+        roots: Iterable[str],
+        workers: int,
+        progress: ProgressSink | None = None,
+        phase: str = "",
+        *,
+        full: bool = False,
+    ) -> dict[str, ObjectInfo | None]: ...
+
+
+class ThreadMap(Protocol):
+    def __call__(self, fn: Callable[[T], R], items: Sequence[T], workers: int) -> list[R]: ...
+
+
+@dataclass(frozen=True)
+class PlanReads:
+    """How a plan reads manifest entries, learns which objects exist and spreads work on threads.
+    `FAST_READS` is what icelake runs; the tests hold the obvious, slow reference (every entry
+    decoded by fastavro, one HEAD per object) and assert that both give the same plan."""
+
+    entries: Callable[[str, bytes], list[EntryFields]]
+    stat: Stat
+    map: ThreadMap
+
+
+FAST_READS = PlanReads(entries=entry_fields, stat=stat_by_listing, map=map_in_chunks)
+
+
 def build_plan(
     source_metadata: str,
     target_location: str,
@@ -94,12 +131,8 @@ def build_plan(
     overwrite: bool,
     workers: int,
     progress: ProgressSink,
-    fast: bool = True,
+    reads: PlanReads = FAST_READS,
 ) -> TablePlan:
-    """`fast=False` is the reference path (every manifest entry decoded by fastavro, one pool task
-    per object checked); both give the same plan, which tests assert."""
-    read_entries = entry_fields if fast else entry_fields_fastavro
-    stat = functools.partial(stat_all, each=not fast)
     meta, gz = read_metadata(src_io, source_metadata)
     # The table location always maps to the target location; --map adds the other prefixes.
     prefix_map = PrefixMap([*maps, (meta["location"], target_location)])
@@ -108,53 +141,11 @@ def build_plan(
     _refuse_files_in_the_way(prefix_map)
 
     paths = Counter[str]()  # every referenced path -> how often; for the prefix check
-
-    def see(path_list: Iterable[str]) -> None:
-        paths.update(path_list)
-
-    # 1. The metadata chain: logged files that still exist are carried over.
-    logged = mj.metadata_log(meta)
-    if fast:  # the log lives in the metadata directory: one listing answers for all of it
-        logged_exist = stat_by_listing(src_io, logged, [parent(source_metadata)], workers)
-    else:
-        logged_exist = stat(src_io, logged, workers)
-    metadata_files = [p for p in logged if logged_exist[p] is not None] + [source_metadata]
-    see([source_metadata])
-    for uri in metadata_files[:-1]:
-        see(mj.referenced_paths(read_metadata(src_io, uri)[0]))
-    see(mj.referenced_paths(meta))
-
-    # 2. Manifest lists of the live snapshots, and the manifests they name (each once).
+    metadata_files = _metadata_chain(src_io, source_metadata, meta, paths, reads, workers)
     lists = mj.manifest_lists(meta)
-    manifests: dict[str, ManifestRef] = {}
-    progress.start("scan manifest lists", len(lists))
-    for uri in lists:
-        for ref in manifest_refs(uri, _read_required(src_io, uri)):
-            manifests.setdefault(ref.path, ref)
-        progress.advance("scan manifest lists")
-    for uri in mj.inline_manifests(meta):
-        manifests.setdefault(uri, ManifestRef(uri, -1, 0))
-    see(list(manifests))
-
-    # 3. Every data and delete file; live ones must exist, deleted-entry ones may be gone.
-    files: dict[str, tuple[int, bool]] = {}  # path -> (size recorded, live)
-    delete_formats: dict[str, str] = {}
-    progress.start("scan manifests", len(manifests))
-    for uri in manifests:
-        for status, content, path, file_size, reference, file_format in read_entries(
-            uri, _read_required(src_io, uri)
-        ):
-            live = status != DELETED or files.get(path, (0, False))[1]
-            files[path] = (file_size, live)
-            if reference:
-                see([reference])
-            if content == POSITION_DELETES:
-                delete_formats[path] = file_format  # type: ignore[assignment]
-        progress.advance("scan manifests")
-    see(list(files))
-    stats = mj.statistics_files(meta)
-    for path, size in stats:
-        files.setdefault(path, (size if size is not None else -1, True))
+    manifests = _manifests(src_io, meta, lists, progress)
+    paths.update(manifests)
+    files, delete_formats = _files(src_io, meta, manifests, paths, reads, progress)
 
     directories = {
         meta["location"],
@@ -169,62 +160,11 @@ def build_plan(
     assert target_metadata is not None
     refuse_other_table(dst_io, parent(target_metadata), mj.table_uuid(meta))
 
-    # 4. Source existence and target state of every file that is copied or rewritten.
-    src_roots = [m.source for m in prefix_map.mappings]
-    if fast:  # listings, HEAD only for what they cannot settle
-        src_info = stat_by_listing(src_io, files, src_roots, workers, progress, "check source files")
-    else:
-        src_info = stat(src_io, list(files), workers, progress, "check source files")
-    missing = sorted(p for p, (_s, live) in files.items() if live and src_info[p] is None)
-    wrong_size = sorted(
-        f"{p} (metadata says {files[p][0]} bytes, found {info.size})"
-        for p, info in src_info.items()
-        if info is not None and files[p][0] >= 0 and info.size != files[p][0]
-    )
-    if missing or wrong_size:
-        raise MissingSourceFilesError(missing, wrong_size)
-    # Delete files are parsed, not just copied: a damaged footer is refused before any write.
-    footers = [(p, fmt, info.size) for p, fmt in delete_formats.items() if (info := src_info[p])]
-    map_in_chunks(lambda f: check_delete_file(src_io, *f), footers, workers)
-
+    src_info = _check_sources(src_io, files, delete_formats, prefix_map, reads, workers, progress)
     copy_paths = [p for p in files if p not in delete_formats and src_info[p] is not None]
-    targets = {p: prefix_map.map(p) or "" for p in copy_paths}
-    if fast:  # a present target is asked in full: its metadata names the copy's source
-        dst_roots = [m.target for m in prefix_map.mappings]
-        dst_info = stat_by_listing(
-            dst_io, targets.values(), dst_roots, workers, progress, "check target files", full=True
-        )
-    else:
-        dst_info = stat(dst_io, list(targets.values()), workers, progress, "check target files")
-    copies: list[CopyTask] = []
-    conflicts: list[str] = []
-    skipped = 0
-
-    def decide(p: str) -> str:
-        s, t = src_info[p], dst_info[targets[p]]
-        assert s is not None
-        if t is None:
-            return "copy"
-        return "skip" if is_same_copy(src_io, p, s, dst_io, targets[p], t) else "conflict"
-
-    if fast:
-        decided = map_in_chunks(decide, copy_paths, workers)
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            decided = list(pool.map(decide, copy_paths))
-    decisions = dict(zip(copy_paths, decided, strict=True))
-    for p, decision in decisions.items():
-        info = src_info[p]
-        assert info is not None
-        if decision == "skip":
-            skipped += 1
-        elif decision == "copy" or overwrite:
-            copies.append(CopyTask(p, targets[p], info))
-        else:
-            conflicts.append(targets[p])
-    if conflicts:
-        raise TargetConflictError(sorted(conflicts))
-
+    copies, skipped = _decide_copies(
+        src_io, dst_io, copy_paths, src_info, prefix_map, reads, workers, progress, overwrite=overwrite
+    )
     prefix_counts = Counter[str]()
     for p in paths:
         m = prefix_map.match(p)
@@ -251,6 +191,141 @@ def build_plan(
         files_planned=len(present) + len(metadata_files) + len(lists) + len(manifests),
         prefix_counts=prefix_counts,
     )
+
+
+def _metadata_chain(
+    src_io: FileIO,
+    source_metadata: str,
+    meta: mj.Metadata,
+    paths: Counter[str],
+    reads: PlanReads,
+    workers: int,
+) -> list[str]:
+    """The metadata files to carry over: the logged ones that still exist, then the current one.
+    The log lives in the metadata directory, so one listing answers for all of it."""
+    logged = mj.metadata_log(meta)
+    logged_exist = reads.stat(src_io, logged, [parent(source_metadata)], workers)
+    metadata_files = [p for p in logged if logged_exist[p] is not None] + [source_metadata]
+    paths.update([source_metadata])
+    for uri in metadata_files[:-1]:
+        paths.update(mj.referenced_paths(read_metadata(src_io, uri)[0]))
+    paths.update(mj.referenced_paths(meta))
+    return metadata_files
+
+
+def _manifests(
+    src_io: FileIO, meta: mj.Metadata, lists: list[str], progress: ProgressSink
+) -> dict[str, ManifestRef]:
+    """The manifests the live snapshots' manifest lists name (each once), and inline ones (v1)."""
+    manifests: dict[str, ManifestRef] = {}
+    progress.start("scan manifest lists", len(lists))
+    for uri in lists:
+        for ref in manifest_refs(uri, _read_required(src_io, uri)):
+            manifests.setdefault(ref.path, ref)
+        progress.advance("scan manifest lists")
+    for uri in mj.inline_manifests(meta):
+        manifests.setdefault(uri, ManifestRef(uri, -1, 0))
+    return manifests
+
+
+def _files(
+    src_io: FileIO,
+    meta: mj.Metadata,
+    manifests: dict[str, ManifestRef],
+    paths: Counter[str],
+    reads: PlanReads,
+    progress: ProgressSink,
+) -> tuple[dict[str, tuple[int, bool]], dict[str, str]]:
+    """Every data, delete and statistics file: path -> (size recorded, live), and the position
+    delete files' formats. Live files must exist; deleted-entry ones may be gone."""
+    files: dict[str, tuple[int, bool]] = {}
+    delete_formats: dict[str, str] = {}
+    progress.start("scan manifests", len(manifests))
+    for uri in manifests:
+        for status, content, path, file_size, reference, file_format in reads.entries(
+            uri, _read_required(src_io, uri)
+        ):
+            live = status != DELETED or files.get(path, (0, False))[1]
+            files[path] = (file_size, live)
+            if reference:
+                paths.update([reference])
+            if content == POSITION_DELETES:
+                delete_formats[path] = file_format  # type: ignore[assignment]
+        progress.advance("scan manifests")
+    paths.update(files)
+    for path, size in mj.statistics_files(meta):
+        files.setdefault(path, (size if size is not None else -1, True))
+    return files, delete_formats
+
+
+def _check_sources(
+    src_io: FileIO,
+    files: dict[str, tuple[int, bool]],
+    delete_formats: dict[str, str],
+    prefix_map: PrefixMap,
+    reads: PlanReads,
+    workers: int,
+    progress: ProgressSink,
+) -> dict[str, ObjectInfo | None]:
+    """What exists at the source; refuses missing live files, sizes unlike the metadata's, and
+    damaged delete files (parsed, not just copied: a bad footer is refused before any write)."""
+    src_roots = [m.source for m in prefix_map.mappings]
+    src_info = reads.stat(src_io, files, src_roots, workers, progress, "check source files")
+    missing = sorted(p for p, (_s, live) in files.items() if live and src_info[p] is None)
+    wrong_size = sorted(
+        f"{p} (metadata says {files[p][0]} bytes, found {info.size})"
+        for p, info in src_info.items()
+        if info is not None and files[p][0] >= 0 and info.size != files[p][0]
+    )
+    if missing or wrong_size:
+        raise MissingSourceFilesError(missing, wrong_size)
+    footers = [(p, fmt, info.size) for p, fmt in delete_formats.items() if (info := src_info[p])]
+    reads.map(lambda f: check_delete_file(src_io, *f), footers, workers)
+    return src_info
+
+
+def _decide_copies(
+    src_io: FileIO,
+    dst_io: FileIO,
+    copy_paths: list[str],
+    src_info: dict[str, ObjectInfo | None],
+    prefix_map: PrefixMap,
+    reads: PlanReads,
+    workers: int,
+    progress: ProgressSink,
+    *,
+    overwrite: bool,
+) -> tuple[list[CopyTask], int]:
+    """(copies, how many are already there). A present target is asked in full: its metadata
+    names the copy's source. Anything else at a target key is a conflict, unless `overwrite`."""
+    targets = {p: prefix_map.map(p) or "" for p in copy_paths}
+    dst_roots = [m.target for m in prefix_map.mappings]
+    dst_info = reads.stat(
+        dst_io, targets.values(), dst_roots, workers, progress, "check target files", full=True
+    )
+
+    def decide(p: str) -> str:
+        s, t = src_info[p], dst_info[targets[p]]
+        assert s is not None
+        if t is None:
+            return "copy"
+        return "skip" if is_same_copy(src_io, p, s, dst_io, targets[p], t) else "conflict"
+
+    copies: list[CopyTask] = []
+    conflicts: list[str] = []
+    skipped = 0
+    for p, decision in zip(copy_paths, reads.map(decide, copy_paths, workers), strict=True):
+        info = src_info[p]
+        assert info is not None
+        if decision == "skip":
+            skipped += 1
+        elif decision == "copy" or overwrite:
+            copies.append(CopyTask(p, targets[p], info))
+        else:
+            conflicts.append(targets[p])
+    if conflicts:
+        raise TargetConflictError(sorted(conflicts))
+    return copies, skipped
 
 
 def _refuse_targets_under_sources(prefix_map: PrefixMap) -> None:
@@ -287,32 +362,6 @@ def _read_required(io: FileIO, uri: str) -> bytes:
         if io.stat(uri) is None:
             raise MissingSourceFilesError([uri]) from exc
         raise
-
-
-def stat_all(
-    io: FileIO,
-    uris: list[str],
-    workers: int,
-    progress: ProgressSink | None = None,
-    phase: str = "",
-    *,
-    each: bool = False,
-) -> dict[str, ObjectInfo | None]:
-    """`io.stat` of every uri on `workers` threads, a run of uris per pool task (`each`: one
-    task per uri, the reference path)."""
-    if progress:
-        progress.start(phase, len(uris))
-
-    def one(uri: str) -> ObjectInfo | None:
-        info = io.stat(uri)
-        if progress:
-            progress.advance(phase)
-        return info
-
-    if not each:
-        return dict(zip(uris, map_in_chunks(one, uris, workers), strict=True))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return dict(zip(uris, pool.map(one, uris), strict=True))
 
 
 def _unmapped_prefixes(paths: Counter[str], prefix_map: PrefixMap, directories: set[str]) -> dict[str, int]:

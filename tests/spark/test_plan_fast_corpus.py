@@ -12,13 +12,13 @@ import fastavro
 import pytest
 
 from icelake.aws.fileio import LocalFileIO
-from icelake.errors import TargetConflictError
+from icelake.errors import NotPatchable, TargetConflictError
 from icelake.migrate import migrate_table
-from icelake.migrate.avro_binary import NotPatchable
 from icelake.migrate.avro_entries import read_entry_fields
-from icelake.migrate.plan import TablePlan, build_plan
+from icelake.migrate.plan import FAST_READS, TablePlan, build_plan
 from icelake.migrate.plan_scan import entry_fields, entry_fields_fastavro
 from icelake.migrate.progress import NoProgress
+from tests.reference_plan import REFERENCE_READS
 from tests.spark.corpus import SourceTable
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -40,7 +40,7 @@ def _plan(table: SourceTable, target_root: Path, *, fast: bool, overwrite: bool 
             overwrite=overwrite,
             workers=3,
             progress=NoProgress(),
-            fast=fast,
+            reads=FAST_READS if fast else REFERENCE_READS,
         )
     except Exception as exc:  # the same refusal, with the same message
         return f"{type(exc).__name__}: {exc}"

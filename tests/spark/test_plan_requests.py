@@ -13,9 +13,10 @@ import pytest
 from benchmarks.synthetic_table import build_synthetic_table
 from icelake.aws.fileio import LocalFileIO, S3FileIO
 from icelake.migrate.engine import migrate_table
-from icelake.migrate.plan import build_plan
+from icelake.migrate.plan import FAST_READS, build_plan
 from icelake.migrate.progress import NoProgress
 from icelake.uris import local_path
+from tests.reference_plan import REFERENCE_READS
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 FILE_SIZE = 16
@@ -71,7 +72,7 @@ def test_planning_sends_far_fewer_than_one_request_per_data_file(spark: Any, s3:
             overwrite=False,
             workers=4,
             progress=NoProgress(),
-            fast=fast,
+            reads=FAST_READS if fast else REFERENCE_READS,
         )
         return src_requests, dst_requests, result
 

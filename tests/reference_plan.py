@@ -1,0 +1,49 @@
+"""The reference way to plan: every manifest entry decoded by fastavro, one HEAD per object on
+its own pool task, a plain thread pool. Slow and obvious; the tests assert that icelake's fast
+plan (`icelake.migrate.plan.FAST_READS`) gives exactly the plan this one gives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from icelake.aws.fileio import FileIO, ObjectInfo
+from icelake.migrate.plan import PlanReads
+from icelake.migrate.plan_scan import entry_fields_fastavro
+from icelake.migrate.progress import ProgressSink
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def thread_map(fn: Callable[[T], R], items: Sequence[T], workers: int) -> list[R]:
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(fn, items))
+
+
+def head_each(
+    io: FileIO,
+    uris: Iterable[str],
+    roots: Iterable[str],
+    workers: int,
+    progress: ProgressSink | None = None,
+    phase: str = "",
+    *,
+    full: bool = False,
+) -> dict[str, ObjectInfo | None]:
+    """`io.stat` (a HEAD) of every uri; `roots` and `full` do not matter: a HEAD says it all."""
+    uris = list(uris)
+    if progress:
+        progress.start(phase, len(uris))
+
+    def one(uri: str) -> ObjectInfo | None:
+        info = io.stat(uri)
+        if progress:
+            progress.advance(phase)
+        return info
+
+    return dict(zip(uris, thread_map(one, uris, workers), strict=True))
+
+
+REFERENCE_READS = PlanReads(entries=entry_fields_fastavro, stat=head_each, map=thread_map)
