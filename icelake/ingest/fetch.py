@@ -163,6 +163,22 @@ class PagePosition:
     seen: tuple[str, ...] = ()
 
 
+def _request_headers(config: FetchConfig, auth_header_value: str | None) -> dict[str, str]:
+    headers = {"Accept": "application/json", **config.headers}
+    if config.auth is not None:
+        if auth_header_value is None:
+            raise ValueError("config.auth is set: pass the header value from resolve_auth_header()")
+        headers[config.auth.header] = auth_header_value
+    return headers
+
+
+def _json_body(url: str, body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError as exc:
+        raise InvalidResponseError(url, f"the body is not JSON ({exc})") from exc
+
+
 def walk_pages(
     config: FetchConfig,
     http: requests.Session,
@@ -176,11 +192,7 @@ def walk_pages(
     """(raw response body, records, the position of the next page or None after the last) in
     order, from `start` (the first page by default) until the pagination's end."""
     pg = config.pagination
-    headers = {"Accept": "application/json", **config.headers}
-    if config.auth is not None:
-        if auth_header_value is None:
-            raise ValueError("config.auth is set: pass the header value from resolve_auth_header()")
-        headers[config.auth.header] = auth_header_value
+    headers = _request_headers(config, auth_header_value)
     params = {**config.params, **(extra_params or {})}
     if pg.kind == "page" and pg.size_param and pg.page_size:
         params[pg.size_param] = str(pg.page_size)
@@ -198,10 +210,7 @@ def walk_pages(
         response = get_with_retries(http, config, params, headers, counters=counters, sleep=sleep)
         body = response.content
         counters.bytes += len(body)
-        try:
-            doc = json.loads(body)
-        except ValueError as exc:
-            raise InvalidResponseError(response.url, f"the body is not JSON ({exc})") from exc
+        doc = _json_body(response.url, body)
         records = extract_records(doc, config.records_path, response.url)
         if pg.kind == "none":
             yield body, records, None

@@ -191,6 +191,20 @@ def _is_marker(value: Any, marker: Any) -> bool:
     return json.dumps(value, default=str) == json.dumps(marker, default=str)
 
 
+def _check_record(record: dict[str, Any], page: str, pos: int, spec: Scd2Spec, batch_id: str) -> None:
+    """Refuse a record that uses a bookkeeping column or lacks a key value."""
+    clash = RESERVED & set(record)
+    if clash:
+        raise InvalidBatchError(f"{page} has fields reserved for SCD2 bookkeeping: {sorted(clash)}")
+    missing = [k for k in spec.keys if record.get(k) is None]
+    if missing:
+        what = "no" if any(k not in record for k in missing) else "a NULL"
+        raise InvalidBatchError(
+            f"batch {batch_id}: record {pos} of {page} has {what} key column(s) {missing} "
+            f"(keys {list(spec.keys)}); nothing was merged: fix the source or Scd2Spec.keys"
+        )
+
+
 def batch_frame(spark: SparkSession, io: FileIO, batch: PendingBatch, spec: Scd2Spec) -> BatchFrame:
     """The batch's records with `_source_file`, their position and the tombstone flag. Declared
     columns (`spec.types`) are converted strictly (TypeConflictError names column, value, type);
@@ -205,16 +219,7 @@ def batch_frame(spark: SparkSession, io: FileIO, batch: PendingBatch, spec: Scd2
     present: set[str] = set()
     batch_id = batch.manifest.batch_id
     for pos, (page, record) in enumerate(iter_batch_records(io, batch, exact=True)):
-        clash = RESERVED & set(record)
-        if clash:
-            raise InvalidBatchError(f"{page} has fields reserved for SCD2 bookkeeping: {sorted(clash)}")
-        missing = [k for k in spec.keys if record.get(k) is None]
-        if missing:
-            what = "no" if any(k not in record for k in missing) else "a NULL"
-            raise InvalidBatchError(
-                f"batch {batch_id}: record {pos} of {page} has {what} key column(s) {missing} "
-                f"(keys {list(spec.keys)}); nothing was merged: fix the source or Scd2Spec.keys"
-            )
+        _check_record(record, page, pos, spec, batch_id)
         deleted = False
         if marker is not None and marker.column in record:
             deleted = _is_marker(record.pop(marker.column), marker.value)

@@ -104,8 +104,16 @@ def compile_entry_reader(schema: dict[str, Any]) -> EntryReader:
             fields.append((_STATUS, read_long))
         else:
             fields.append((-1, c.skip(f["type"])))
+    fields += _data_file_fields(c, df_schema)
+    fields += [(-1, c.skip(f["type"])) for f in entry_fields[at + 1 :]]
+    return EntryReader(_steps(fields))
+
+
+def _data_file_fields(c: Any, df_schema: dict[str, Any]) -> list[tuple[int, Any]]:
+    """(slot, reader) of the data_file fields planning reads, (-1, skipper) of the others."""
     c.named[c.full_name(df_schema)] = unfinished
     outer, c.namespace = c.namespace, c.full_name(df_schema).rpartition(".")[0]
+    fields: list[tuple[int, Any]] = []
     seen: set[int] = set()
     for f in df_schema["fields"]:
         skip = c.skip(f["type"])
@@ -121,8 +129,7 @@ def compile_entry_reader(schema: dict[str, Any]) -> EntryReader:
     if not {_PATH, _SIZE, _FORMAT} <= seen:
         raise NotPatchable("data_file lacks file_path, file_size_in_bytes or file_format")
     c.namespace = outer
-    fields += [(-1, c.skip(f["type"])) for f in entry_fields[at + 1 :]]
-    return EntryReader(_steps(fields))
+    return fields
 
 
 def read_entry_fields(data: bytes, schema_ok: Callable[[str], bool]) -> list[EntryFields]:

@@ -15,13 +15,15 @@ independent evidence. Three tiers (`Options.validation`), each including the one
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Literal
 
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 from pyiceberg.manifest import FileFormat, ManifestContent
 from pyiceberg.table import StaticTable
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.snapshots import Snapshot
 
 from icelake.aws.fileio import FileIO
 from icelake.migrate import metadata_json as mj
@@ -133,45 +135,17 @@ def validate_tables(
 ) -> ValidationReport:
     src = StaticTable.from_metadata(source_metadata, properties=source_props or {})
     dst = StaticTable.from_metadata(target_metadata, properties=target_props or {})
-    sm, tm = src.metadata, dst.metadata
-    problems: list[str] = []
-    for name in (
-        "table_uuid",
-        "format_version",
-        "current_snapshot_id",
-        "current_schema_id",
-        "default_spec_id",
-    ):
-        if getattr(sm, name) != getattr(tm, name):
-            problems.append(f"{name}: source {getattr(sm, name)} != target {getattr(tm, name)}")
-    if [s.model_dump() for s in sm.schemas] != [s.model_dump() for s in tm.schemas]:
-        problems.append("schemas differ")
-    if [s.model_dump() for s in sm.partition_specs] != [s.model_dump() for s in tm.partition_specs]:
-        problems.append("partition specs differ")
-    if {k: v.model_dump() for k, v in sm.refs.items()} != {k: v.model_dump() for k, v in tm.refs.items()}:
-        problems.append("branches/tags differ")
-    target_snaps = {s.snapshot_id: s for s in tm.snapshots}
+    problems = _table_problems(src.metadata, dst.metadata)
+    target_snaps = {s.snapshot_id: s for s in dst.metadata.snapshots}
     checks: list[SnapshotCheck] = []
     notes: list[str] = []
-    done: Tier = "metadata"
-    for s in sm.snapshots:
+    sampled = False
+    for s in src.metadata.snapshots:
         t = target_snaps.get(s.snapshot_id)
         if t is None:
             problems.append(f"snapshot {s.snapshot_id} missing at the target")
             continue
-        if (t.parent_snapshot_id, t.sequence_number, t.timestamp_ms, t.summary) != (
-            s.parent_snapshot_id,
-            s.sequence_number,
-            s.timestamp_ms,
-            s.summary,
-        ):
-            problems.append(f"snapshot {s.snapshot_id}: lineage or summary differs")
-        source_counts, target_counts = _counts(src, s), _counts(dst, t)
-        if source_counts != target_counts:
-            problems.append(
-                f"snapshot {s.snapshot_id}: (data files, rows, delete files, rows) source "
-                f"{source_counts} != target {target_counts}"
-            )
+        problems.extend(_snapshot_metadata_problems(src, dst, s, t))
         values = _values(src, s)
         compare_rows = tier == "rows" and values is not None and values <= rows_max_values
         if tier == "rows" and not compare_rows:
@@ -182,29 +156,71 @@ def validate_tables(
             )
         if tier == "sample" or (tier == "rows" and not compare_rows):
             problems.extend(_sample_problems(src, dst, s.snapshot_id))
-            done = "sample" if done == "metadata" else done
+            sampled = True
         if compare_rows:
-            a, b = _rows(src, s.snapshot_id), _rows(dst, s.snapshot_id)
-            diff = diff_rows(a, b)
-            checks.append(
-                SnapshotCheck(
-                    snapshot_id=s.snapshot_id,
-                    sequence_number=s.sequence_number,
-                    source_rows=len(a),
-                    target_rows=len(b),
-                    rows_equal=diff.equal,
-                )
-            )
-            if not diff.equal:
-                problems.append(
-                    f"snapshot {s.snapshot_id}: rows differ ({diff.only_in_source} only in the source, "
-                    f"{diff.only_in_target} only in the target)"
-                )
-    if len(target_snaps) != len(sm.snapshots):
-        problems.append(f"target has {len(target_snaps)} snapshots, source {len(sm.snapshots)}")
-    if tier == "rows" and checks and not notes:
-        done = "rows"
+            check, differ = _compare_rows(src, dst, s)
+            checks.append(check)
+            problems.extend(differ)
+    if len(target_snaps) != len(src.metadata.snapshots):
+        problems.append(f"target has {len(target_snaps)} snapshots, source {len(src.metadata.snapshots)}")
+    done: Tier = "rows" if tier == "rows" and checks and not notes else ("sample" if sampled else "metadata")
     return ValidationReport(ok=not problems, problems=problems, snapshots=checks, tier=done, notes=notes)
+
+
+def _table_problems(sm: TableMetadata, tm: TableMetadata) -> list[str]:
+    """Table-level fields, schemas, specs and refs that differ."""
+    problems = [
+        f"{name}: source {getattr(sm, name)} != target {getattr(tm, name)}"
+        for name in (
+            "table_uuid",
+            "format_version",
+            "current_snapshot_id",
+            "current_schema_id",
+            "default_spec_id",
+        )
+        if getattr(sm, name) != getattr(tm, name)
+    ]
+    if [s.model_dump() for s in sm.schemas] != [s.model_dump() for s in tm.schemas]:
+        problems.append("schemas differ")
+    if [s.model_dump() for s in sm.partition_specs] != [s.model_dump() for s in tm.partition_specs]:
+        problems.append("partition specs differ")
+    if {k: v.model_dump() for k, v in sm.refs.items()} != {k: v.model_dump() for k, v in tm.refs.items()}:
+        problems.append("branches/tags differ")
+    return problems
+
+
+def _snapshot_metadata_problems(src: StaticTable, dst: StaticTable, s: Snapshot, t: Snapshot) -> list[str]:
+    """Lineage, summary and the counts the manifests record (the `metadata` tier, per snapshot)."""
+    problems = []
+    lineage = (s.parent_snapshot_id, s.sequence_number, s.timestamp_ms, s.summary)
+    if (t.parent_snapshot_id, t.sequence_number, t.timestamp_ms, t.summary) != lineage:
+        problems.append(f"snapshot {s.snapshot_id}: lineage or summary differs")
+    source_counts, target_counts = _counts(src, s), _counts(dst, t)
+    if source_counts != target_counts:
+        problems.append(
+            f"snapshot {s.snapshot_id}: (data files, rows, delete files, rows) source "
+            f"{source_counts} != target {target_counts}"
+        )
+    return problems
+
+
+def _compare_rows(src: StaticTable, dst: StaticTable, s: Snapshot) -> tuple[SnapshotCheck, list[str]]:
+    """The snapshot's rows on both sides (the `rows` tier), and the problem if they differ."""
+    a, b = _rows(src, s.snapshot_id), _rows(dst, s.snapshot_id)
+    diff = diff_rows(a, b)
+    check = SnapshotCheck(
+        snapshot_id=s.snapshot_id,
+        sequence_number=s.sequence_number,
+        source_rows=len(a),
+        target_rows=len(b),
+        rows_equal=diff.equal,
+    )
+    if diff.equal:
+        return check, []
+    return check, [
+        f"snapshot {s.snapshot_id}: rows differ ({diff.only_in_source} only in the source, "
+        f"{diff.only_in_target} only in the target)"
+    ]
 
 
 def check_target_files(io: FileIO, target_metadata: str, source_prefixes: Iterable[str]) -> list[str]:
@@ -214,38 +230,41 @@ def check_target_files(io: FileIO, target_metadata: str, source_prefixes: Iterab
     meta, _gz = mj.parse_metadata(target_metadata, io.read(target_metadata))
     # One listing of the table location is cheaper than a HEAD per file; other prefixes are stat-ed.
     known = {canonical(uri): info.size for uri, info in io.list(meta["location"])}
-    problems: list[str] = []
-
-    def check(path: str, recorded: int | None, what: str) -> None:
+    problems = [
+        f"table location or property {path} is under a source prefix"
+        for path in (meta["location"], *(meta.get("properties", {}).get(k) for k in mj.PATH_PROPERTIES))
+        if path and any(is_under(canonical(path), s) for s in sources)
+    ]
+    for path, recorded, what in _referenced_files(io, meta):
         c = canonical(path)
         if any(is_under(c, s) for s in sources):
             problems.append(f"{what} {path} is under a source prefix")
-            return
+            continue
         info = None if c in known else io.stat(path)
         size = known.get(c, info.size if info else None)
         if size is None:
             problems.append(f"{what} {path} is missing at the target")
         elif recorded is not None and recorded >= 0 and size != recorded:
             problems.append(f"{what} {path}: metadata says {recorded} bytes, the file has {size}")
+    return problems
 
-    for path in (meta["location"], *(meta.get("properties", {}).get(k) for k in mj.PATH_PROPERTIES)):
-        if path and any(is_under(canonical(path), s) for s in sources):
-            problems.append(f"table location or property {path} is under a source prefix")
+
+def _referenced_files(io: FileIO, meta: mj.Metadata) -> Iterator[tuple[str, int | None, str]]:
+    """(path, recorded size or None, what it is) of every file the metadata reaches, except data
+    files of deleted manifest entries (they may name files expired long ago)."""
     for path in mj.metadata_log(meta):
-        check(path, None, "logged metadata file")
+        yield path, None, "logged metadata file"
     for path, size in mj.statistics_files(meta):
-        check(path, size, "statistics file")
+        yield path, size, "statistics file"
     seen: set[str] = set()
     for manifest_list in mj.manifest_lists(meta):
-        check(manifest_list, None, "manifest list")
+        yield manifest_list, None, "manifest list"
         for ref in manifest_refs(manifest_list, io.read(manifest_list)):
-            check(ref.path, ref.length, "manifest")
+            yield ref.path, ref.length, "manifest"
             if ref.path in seen:
                 continue
             seen.add(ref.path)
             for entry in manifest_entries(ref.path, io.read(ref.path)):
-                if entry["status"] != 2:  # deleted entries may name files expired long ago
-                    check(
-                        entry["data_file"]["file_path"], entry["data_file"]["file_size_in_bytes"], "data file"
-                    )
-    return problems
+                if entry["status"] != 2:
+                    data_file = entry["data_file"]
+                    yield data_file["file_path"], data_file["file_size_in_bytes"], "data file"

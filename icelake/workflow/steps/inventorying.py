@@ -26,40 +26,7 @@ def parse_request(raw: dict[str, Any]) -> MigrationRequest:
 def inventory(given: InventoryInput, deps: Deps) -> InventoryResult:
     """The execution name is the run id unless the request names one."""
     request = parse_request({"run_id": given.execution_name, **given.request})
-    glue = deps.sessions(request).source.client("glue")
-    chosen: dict[tuple[str, str], dict[str, Any]] = {}
-    for database in request.selection.databases:
-        if not catalog.database_exists(glue, database):
-            raise InvalidRequestError(
-                f"database {database} does not exist in account {request.source.account_id}"
-            )
-        for table in catalog.list_tables(glue, database):
-            if catalog.is_iceberg(table) and any(
-                fnmatch.fnmatchcase(table["Name"], p) for p in request.selection.patterns
-            ):
-                chosen[(database, table["Name"])] = table
-    problems = []
-    dropped: set[tuple[str, str]] = set()
-    for ident in request.selection.tables:
-        database, name = ident.split(".")
-        found = catalog.get_table(glue, database, name)
-        if found is None and (database, name) in _migrated_before(request, deps, database, [name]):
-            dropped.add((database, name))
-        elif found is None:
-            problems.append(f"{ident} does not exist in account {request.source.account_id}")
-        elif not catalog.is_iceberg(found):
-            problems.append(f"{ident} is not an Iceberg table (table_type is not ICEBERG)")
-        else:
-            chosen[(database, name)] = found
-    if problems:
-        raise InvalidRequestError("; ".join(problems))
-    for database in request.selection.databases:
-        names = {n for d, n in chosen if d == database}
-        dropped |= {
-            (d, n)
-            for d, n in _migrated_before(request, deps, database, None)
-            if n not in names and any(fnmatch.fnmatchcase(n, p) for p in request.selection.patterns)
-        }
+    chosen, dropped = _selected(request, deps)
     items = [_item(request, database, name) for database, name in sorted(dropped)]
     for (database, name), table in sorted(chosen.items()):
         location = catalog.metadata_location(table)
@@ -76,6 +43,61 @@ def inventory(given: InventoryInput, deps: Deps) -> InventoryResult:
         worklist_key=key,
         concurrency=request.options.concurrency,
     )
+
+
+Table = dict[str, Any]
+
+
+def _selected(
+    request: MigrationRequest, deps: Deps
+) -> tuple[dict[tuple[str, str], Table], set[tuple[str, str]]]:
+    """(the source's Iceberg tables the selection names, keyed by (database, name); the selected
+    tables icelake migrated before whose source is gone). Names that match nothing are refused."""
+    glue = deps.sessions(request).source.client("glue")
+    chosen: dict[tuple[str, str], Table] = {}
+    for database in request.selection.databases:
+        if not catalog.database_exists(glue, database):
+            raise InvalidRequestError(
+                f"database {database} does not exist in account {request.source.account_id}"
+            )
+        for table in catalog.list_tables(glue, database):
+            if catalog.is_iceberg(table) and _matches(request, table["Name"]):
+                chosen[(database, table["Name"])] = table
+    named, dropped = _named_tables(request, deps, glue)
+    chosen |= named
+    for database in request.selection.databases:
+        names = {n for d, n in chosen if d == database}
+        before = _migrated_before(request, deps, database, None)
+        dropped |= {(d, n) for d, n in before if n not in names and _matches(request, n)}
+    return chosen, dropped
+
+
+def _named_tables(
+    request: MigrationRequest, deps: Deps, glue: Any
+) -> tuple[dict[tuple[str, str], Table], set[tuple[str, str]]]:
+    """The tables the selection names one by one: found, or gone from a source icelake migrated
+    before; any other name is refused, all problems in one error."""
+    found_tables: dict[tuple[str, str], Table] = {}
+    dropped: set[tuple[str, str]] = set()
+    problems = []
+    for ident in request.selection.tables:
+        database, name = ident.split(".")
+        found = catalog.get_table(glue, database, name)
+        if found is None and (database, name) in _migrated_before(request, deps, database, [name]):
+            dropped.add((database, name))
+        elif found is None:
+            problems.append(f"{ident} does not exist in account {request.source.account_id}")
+        elif not catalog.is_iceberg(found):
+            problems.append(f"{ident} is not an Iceberg table (table_type is not ICEBERG)")
+        else:
+            found_tables[(database, name)] = found
+    if problems:
+        raise InvalidRequestError("; ".join(problems))
+    return found_tables, dropped
+
+
+def _matches(request: MigrationRequest, name: str) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in request.selection.patterns)
 
 
 def _migrated_before(
