@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lakeformation as lakeformation
@@ -13,8 +13,9 @@ from aws_cdk import aws_s3 as s3
 from cdk_nag import NagSuppressions
 from constructs import Construct
 
-from cdk.buckets import access_log_bucket
-from cdk.common import glue_catalog_arns, glue_databases, list_prefix_statement
+from cdk.buckets import AccessLogBucket
+from cdk.common import GlueDatabases, glue_catalog_arns, list_prefix_statement
+from cdk.component import IcelakeStack
 from cdk.config import SOURCE_ROLE_NAME, TARGET_ROLE_NAME, BucketPrefix, Settings
 
 # Read-only actions of the source role; tests assert nothing else ever appears there.
@@ -51,7 +52,7 @@ def _s3_read(locations: tuple[BucketPrefix, ...], sid: str) -> list[iam.PolicySt
     return statements
 
 
-class SourceAccessStack(Stack):
+class SourceAccessStack(IcelakeStack):
     """Deployed in the source account: what the orchestrator may read there, and nothing more."""
 
     def __init__(self, scope: Construct, cid: str, *, settings: Settings, **kw: object):
@@ -131,7 +132,7 @@ class SourceAccessStack(Stack):
         CfnOutput(self, "SourceRoleArn", value=self.role.role_arn)
 
 
-class TargetAccessStack(Stack):
+class TargetAccessStack(IcelakeStack):
     """Deployed in the target account: the target bucket and key, Glue databases, and the role."""
 
     def __init__(self, scope: Construct, cid: str, *, settings: Settings, **kw: object):
@@ -145,7 +146,7 @@ class TargetAccessStack(Stack):
             description="icelake: SSE-KMS of the migrated tables",
             removal_policy=RemovalPolicy.RETAIN,
         )
-        access_logs = access_log_bucket(self)
+        access_logs = AccessLogBucket(self, "AccessLogs").bucket
         self.bucket = s3.Bucket(
             self,
             "TargetBucket",
@@ -162,12 +163,13 @@ class TargetAccessStack(Stack):
         )
         location = s.target_location
         prefix = location.prefix.strip("/")
-        self.databases = glue_databases(
+        self.databases = GlueDatabases(
             self,
-            s.target_databases,
-            f"s3://{s.target_bucket}" + (f"/{prefix}" if prefix else ""),
-            "icelake migration target",
-        )
+            "Database",
+            databases=s.target_databases,
+            location=f"s3://{s.target_bucket}" + (f"/{prefix}" if prefix else ""),
+            description="icelake migration target",
+        ).databases
         self.role = iam.Role(
             self,
             "TargetRole",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_glue as glue
@@ -19,26 +19,22 @@ from aws_cdk import aws_s3 as s3
 from cdk_nag import NagSuppressions
 from constructs import Construct
 
-from cdk.buckets import access_log_bucket
+from cdk.buckets import AccessLogBucket
 from cdk.common import (
-    asl_state_machine,
-    failed_executions,
-    glue_asset_statement,
-    glue_assets,
+    AslStateMachine,
+    GlueDatabases,
+    GlueSecurity,
+    GlueSparkJob,
+    LambdaLayers,
+    NotificationTopic,
+    PythonFunction,
+    ServiceKey,
     glue_catalog_arns,
-    glue_databases,
     glue_log_statements,
-    glue_security_configuration,
-    glue_spark_job,
-    grant_steps,
-    lambda_layers,
     list_prefix_statement,
-    notification_topic,
-    python_function,
-    service_key,
     sns_alarm,
-    suppress_python_runtime,
 )
+from cdk.component import IcelakeStack
 from cdk.config import (
     INGEST_COMPLETE_ROLE_NAME,
     INGEST_FETCH_ROLE_NAME,
@@ -86,7 +82,7 @@ def spark_catalog_conf(catalogs: list[str], warehouse: str) -> str:
     return " --conf ".join(confs)
 
 
-class IngestStack(Stack):
+class IngestStack(IcelakeStack):
     def __init__(self, scope: Construct, cid: str, *, settings: Settings, build_dir: Path, **kw: object):
         super().__init__(scope, cid, **kw)  # type: ignore[arg-type]
         settings.check_ingest()
@@ -94,8 +90,9 @@ class IngestStack(Stack):
         self.via_s3 = {"StringEquals": {"kms:ViaService": f"s3.{self.region}.amazonaws.com"}}
 
         # -- the raw key: raw bucket, logs, notifications, the Glue job's logs and bookmarks --------
-        self.key = service_key(
+        self.key = ServiceKey(
             self,
+            "Key",
             alias="alias/icelake-ingest",
             description="icelake ingest: raw landing bucket, logs, notifications, Glue logs and bookmarks",
             logs_sid="Ingest logs in CloudWatch Logs",
@@ -105,10 +102,10 @@ class IngestStack(Stack):
                 f"/aws/lambda/{COMPLETE_FUNCTION}",
                 f"/aws/vendedlogs/states/{INGEST_STATE_MACHINE}",
             ],
-        )
+        ).key
 
         # -- storage -------------------------------------------------------------------------------
-        self.access_logs = access_log_bucket(self)
+        self.access_logs = AccessLogBucket(self, "AccessLogs").bucket
         self.raw = self._bucket("Raw", RAW_BUCKET.format(account=s.orchestrator_account), self.key)
         self.warehouse_key: kms.IKey | None
         if s.ingest_warehouse_bucket:
@@ -135,10 +132,16 @@ class IngestStack(Stack):
         self.warehouse_uri = f"s3://{self.warehouse.bucket_name}" + (f"/{prefix}" if prefix else "")
         self.databases = s.ingest_database_names
         if s.ingest_create_databases:
-            glue_databases(self, self.databases, self.warehouse_uri, "icelake ingest: SCD2 tables")
+            GlueDatabases(
+                self,
+                "Database",
+                databases=self.databases,
+                location=self.warehouse_uri,
+                description="icelake ingest: SCD2 tables",
+            )
 
         # -- Lambdas: fetch and complete, each with its own role ------------------------------------
-        self.layers = lambda_layers(self, s, build_dir)
+        self.layers = LambdaLayers(self, "Layer", settings=s, build_dir=build_dir).layers
         self.fetch_fn, self.fetch_role, fetch_logs = self._function(
             "Fetch", FETCH_FUNCTION, "handler.handler", INGEST_FETCH_ROLE_NAME, "fetches the APIs into raw/"
         )
@@ -190,15 +193,18 @@ class IngestStack(Stack):
         self.substitutions = ingest_substitutions(
             self.fetch_fn.function_arn, self.complete_fn.function_arn, MERGE_JOB, s.ingest_maintenance
         )
-        self.state_machine = asl_state_machine(
+        # logs_id: the log group's id before components; a new one would replace the deployed group.
+        self.workflow = AslStateMachine(
             self,
             "IngestSource",
             name=INGEST_STATE_MACHINE,
             asl=INGEST_ASL,
             substitutions=self.substitutions,
             log_key=self.key,
+            logs_id="StateMachineLogs",
         )
-        grant_steps(self.state_machine, [self.fetch_fn, self.complete_fn], self.glue_job_arn)
+        self.state_machine = self.workflow.state_machine
+        self.workflow.allow_steps([self.fetch_fn, self.complete_fn], self.glue_job_arn)
 
         # -- one schedule per source -------------------------------------------------------------------
         self.rules = {
@@ -221,12 +227,18 @@ class IngestStack(Stack):
         }
 
         # -- notifications and alarm -----------------------------------------------------------------
-        self.topic = notification_topic(self, "icelake-ingest-notifications", self.key, s.notification_emails)
+        self.topic = NotificationTopic(
+            self,
+            "Notifications",
+            name="icelake-ingest-notifications",
+            key=self.key,
+            emails=s.notification_emails,
+        ).topic
         self.alarm = sns_alarm(
             self,
             "ExecutionsFailedAlarm",
             name="icelake-ingest-executions-failed",
-            metric=failed_executions(self.state_machine, Duration.minutes(5)),
+            metric=self.workflow.failed_executions(Duration.minutes(5)),
             description="An ingestion execution failed, timed out or was aborted: its batches stay pending "
             "and the next run merges them; open it in the Step Functions console.",
             topic=self.topic,
@@ -268,7 +280,7 @@ class IngestStack(Stack):
             description=f"icelake ingest Lambda that {what}",
         )
         memory, timeout = FUNCTION_SIZES[cid]
-        fn, log_group = python_function(
+        function = PythonFunction(
             self,
             cid,
             name=name,
@@ -287,7 +299,7 @@ class IngestStack(Stack):
             timeout=timeout,
             log_key=self.key,
         )
-        return fn, role, log_group
+        return function.function, role, function.log_group
 
     def _raw_key_statement(self, actions: list[str]) -> iam.PolicyStatement:
         return iam.PolicyStatement(
@@ -339,7 +351,6 @@ class IngestStack(Stack):
 
     def _glue_job(self, build_dir: Path) -> glue.CfnJob:
         s = self.settings
-        script, wheel = glue_assets(self, MERGE_SCRIPT, build_dir)
         self.glue_role = iam.Role(
             self,
             "GlueRole",
@@ -347,9 +358,37 @@ class IngestStack(Stack):
             assumed_by=iam.ServicePrincipal("glue.amazonaws.com"),
             description="icelake ingest Glue job: reads raw/, writes the warehouse prefix and its tables",
         )
+        s3_encryption = (
+            glue.CfnSecurityConfiguration.S3EncryptionProperty(
+                s3_encryption_mode="SSE-KMS", kms_key_arn=self.warehouse_key.key_arn
+            )
+            if self.warehouse_key is not None
+            else glue.CfnSecurityConfiguration.S3EncryptionProperty(s3_encryption_mode="DISABLED")
+        )
+        security = GlueSecurity(
+            self, "GlueSecurity", name="icelake-ingest", key=self.key, s3_encryption=s3_encryption
+        )
+        catalogs = sorted({src.table.table.split(".")[0] for src in s.ingest_sources}) or [DEFAULT_CATALOG]
+        job = GlueSparkJob(
+            self,
+            "MergeJob",
+            name=MERGE_JOB,
+            script=MERGE_SCRIPT,
+            build_dir=build_dir,
+            role=self.glue_role,
+            glue_version=s.glue_version,
+            worker_type=s.ingest_glue_worker_type,
+            workers=s.ingest_glue_workers,
+            timeout_minutes=3 * 60,
+            security=security,
+            # One run at a time: two merges into one table would conflict (and SCD2 needs batch order).
+            max_concurrent_runs=1,
+            pip_modules=MERGE_PIP_MODULES,
+            arguments={"--conf": spark_catalog_conf(catalogs, self.warehouse_uri)},
+        )
         location = self.location
         statements = [
-            glue_asset_statement(script, wheel),
+            job.asset_statement(),
             # Reads pending batches; moves a poison batch to quarantine/ (copy, then delete).
             iam.PolicyStatement(
                 sid="RawRead",
@@ -398,35 +437,9 @@ class IngestStack(Stack):
                 )
             )
         self.glue_policy = iam.Policy(self, "GluePolicy", roles=[self.glue_role], statements=statements)
-        s3_encryption = (
-            glue.CfnSecurityConfiguration.S3EncryptionProperty(
-                s3_encryption_mode="SSE-KMS", kms_key_arn=self.warehouse_key.key_arn
-            )
-            if self.warehouse_key is not None
-            else glue.CfnSecurityConfiguration.S3EncryptionProperty(s3_encryption_mode="DISABLED")
-        )
-        security = glue_security_configuration(self, "icelake-ingest", self.key, s3_encryption)
-        catalogs = sorted({src.table.table.split(".")[0] for src in s.ingest_sources}) or [DEFAULT_CATALOG]
-        return glue_spark_job(
-            self,
-            "MergeJob",
-            name=MERGE_JOB,
-            role=self.glue_role,
-            glue_version=s.glue_version,
-            worker_type=s.ingest_glue_worker_type,
-            workers=s.ingest_glue_workers,
-            timeout_minutes=3 * 60,
-            security=security,
-            # One run at a time: two merges into one table would conflict (and SCD2 needs batch order).
-            max_concurrent_runs=1,
-            script=script,
-            wheel=wheel,
-            pip_modules=MERGE_PIP_MODULES,
-            arguments={"--conf": spark_catalog_conf(catalogs, self.warehouse_uri)},
-        )
+        return job.job
 
     def _suppressions(self) -> None:
-        suppress_python_runtime([self.fetch_fn, self.complete_fn])
         lambda_reason = (
             "Batches are written under per-run keys (raw/<source>/<endpoint>/<run>/...), each endpoint "
             "keeps its state in state/<source>/<endpoint>.json, quarantined batches are told by "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -17,24 +17,20 @@ from aws_cdk import aws_s3 as s3
 from cdk_nag import NagSuppressions
 from constructs import Construct
 
-from cdk.buckets import access_log_bucket
+from cdk.buckets import AccessLogBucket
 from cdk.common import (
     COLON,
-    asl_state_machine,
-    failed_executions,
-    glue_asset_statement,
-    glue_assets,
+    AslStateMachine,
+    GlueSecurity,
+    GlueSparkJob,
+    LambdaLayers,
+    NotificationTopic,
+    PythonFunction,
+    ServiceKey,
     glue_log_statements,
-    glue_security_configuration,
-    glue_spark_job,
-    grant_steps,
-    lambda_layers,
-    notification_topic,
-    python_function,
-    service_key,
     sns_alarm,
-    suppress_python_runtime,
 )
+from cdk.component import IcelakeStack
 from cdk.config import GLUE_ROLE_NAME, STEPS_ROLE_NAME, Settings
 from icelake.constants import (
     ARTIFACTS_BUCKET,
@@ -63,7 +59,7 @@ GLUE_PIP_MODULES = ("pyiceberg", "fastavro", "pydantic")
 STEP_SIZES = {"copy": (3008, Duration.minutes(15)), "validate": (3008, Duration.minutes(15))}
 
 
-class OrchestratorStack(Stack):
+class OrchestratorStack(IcelakeStack):
     def __init__(self, scope: Construct, cid: str, *, settings: Settings, build_dir: Path, **kw: object):
         super().__init__(scope, cid, **kw)  # type: ignore[arg-type]
         self.settings = settings
@@ -71,16 +67,17 @@ class OrchestratorStack(Stack):
         event_bus_arn = self.format_arn(service="events", resource="event-bus", resource_name="default")
 
         # -- encryption key for notifications, logs and Glue's security configuration -------------
-        self.key = service_key(
+        self.key = ServiceKey(
             self,
+            "Key",
             alias="alias/icelake-orchestrator",
             description="icelake orchestrator: SNS topic, Glue job logs and bookmarks",
             logs_sid="Glue job logs in CloudWatch Logs",
             log_groups=["/aws-glue/*"],
-        )
+        ).key
 
         # -- storage -------------------------------------------------------------------------------
-        self.access_logs = access_log_bucket(self)
+        self.access_logs = AccessLogBucket(self, "AccessLogs").bucket
         self.artifacts = s3.Bucket(
             self,
             "Artifacts",
@@ -109,7 +106,9 @@ class OrchestratorStack(Stack):
         )
 
         # -- notifications ---------------------------------------------------------------------------
-        self.topic = notification_topic(self, "icelake-notifications", self.key, s.notification_emails)
+        self.topic = NotificationTopic(
+            self, "Notifications", name="icelake-notifications", key=self.key, emails=s.notification_emails
+        ).topic
 
         # -- Lambdas ---------------------------------------------------------------------------------
         self.steps_role = iam.Role(
@@ -119,13 +118,13 @@ class OrchestratorStack(Stack):
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description="icelake step Lambdas: ledger, artifacts, events; cross-account only by AssumeRole",
         )
-        layers = lambda_layers(self, s, build_dir)
+        layers = LambdaLayers(self, "Layer", settings=s, build_dir=build_dir).layers
         env = migrate_lambda_environment(self.ledger.table_name, self.artifacts.bucket_name, embedded=False)
         self.functions: dict[str, lambda_.Function] = {}
         log_group_arns = []
         for step, (name, handler_path, _placeholder) in LAMBDA_STEPS.items():
             memory, timeout = STEP_SIZES.get(step, (1024, Duration.minutes(5)))
-            fn, log_group = python_function(
+            function = PythonFunction(
                 self,
                 step.title(),
                 name=name,
@@ -137,8 +136,8 @@ class OrchestratorStack(Stack):
                 memory=memory,
                 timeout=timeout,
             )
-            log_group_arns.append(log_group.log_group_arn)
-            self.functions[step] = fn
+            log_group_arns.append(function.log_group.log_group_arn)
+            self.functions[step] = function.function
         self._grant_steps(log_group_arns, event_bus_arn)
 
         # -- Glue job --------------------------------------------------------------------------------
@@ -148,9 +147,16 @@ class OrchestratorStack(Stack):
         self.substitutions = substitutions = migrate_substitutions(
             {step: fn.function_arn for step, fn in self.functions.items()}, self.artifacts.bucket_name
         )
-        self.state_machine = asl_state_machine(
-            self, "MigrateTables", name=MIGRATE_STATE_MACHINE, asl=MIGRATE_ASL, substitutions=substitutions
+        # logs_id: the log group's id before components; a new one would replace the deployed group.
+        self.workflow = AslStateMachine(
+            self,
+            "MigrateTables",
+            name=MIGRATE_STATE_MACHINE,
+            asl=MIGRATE_ASL,
+            substitutions=substitutions,
+            logs_id="StateMachineLogs",
         )
+        self.state_machine = self.workflow.state_machine
         self._grant_state_machine()
 
         # -- EventBridge -----------------------------------------------------------------------------
@@ -210,7 +216,6 @@ class OrchestratorStack(Stack):
 
     def _glue_job(self, build_dir: Path) -> glue.CfnJob:
         s = self.settings
-        script, wheel = glue_assets(self, GLUE_MIGRATE_SCRIPT, build_dir)
         role = iam.Role(
             self,
             "GlueRole",
@@ -218,12 +223,39 @@ class OrchestratorStack(Stack):
             assumed_by=iam.ServicePrincipal("glue.amazonaws.com"),
             description="icelake Glue job: its assets, artifacts, logs; cross-account only by AssumeRole",
         )
+        security = GlueSecurity(
+            self,
+            "GlueSecurity",
+            name="icelake-migrate",
+            key=self.key,
+            s3_encryption=glue.CfnSecurityConfiguration.S3EncryptionProperty(s3_encryption_mode="SSE-S3"),
+        )
+        job = GlueSparkJob(
+            self,
+            "MigrateJob",
+            name=GLUE_MIGRATE_JOB,
+            script=GLUE_MIGRATE_SCRIPT,
+            build_dir=build_dir,
+            role=role,
+            glue_version=s.glue_version,
+            worker_type=s.glue_worker_type,
+            workers=s.glue_workers,
+            timeout_minutes=24 * 60,
+            security=security,
+            # One run per table of the Map's default concurrency; a request may ask for up to 1,000
+            # tables at once, and those beyond the slots queue for one (instead of failing after the
+            # task's retries and being rolled back).
+            max_concurrent_runs=s.map_concurrency,
+            run_queuing=True,
+            pip_modules=GLUE_PIP_MODULES,
+            arguments={"--TempDir": f"s3://{self.artifacts.bucket_name}/glue-temp/"},
+        )
         self.glue_policy = iam.Policy(
             self,
             "GluePolicy",
             roles=[role],
             statements=[
-                glue_asset_statement(script, wheel),
+                job.asset_statement(),
                 iam.PolicyStatement(
                     sid="ArtifactsObjects",
                     actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
@@ -245,34 +277,8 @@ class OrchestratorStack(Stack):
                 ),
             ],
         )
-        security = glue_security_configuration(
-            self,
-            "icelake-migrate",
-            self.key,
-            glue.CfnSecurityConfiguration.S3EncryptionProperty(s3_encryption_mode="SSE-S3"),
-        )
-        job = glue_spark_job(
-            self,
-            "MigrateJob",
-            name=GLUE_MIGRATE_JOB,
-            role=role,
-            glue_version=s.glue_version,
-            worker_type=s.glue_worker_type,
-            workers=s.glue_workers,
-            timeout_minutes=24 * 60,
-            security=security,
-            # One run per table of the Map's default concurrency; a request may ask for up to 1,000
-            # tables at once, and those beyond the slots queue for one (instead of failing after the
-            # task's retries and being rolled back).
-            max_concurrent_runs=s.map_concurrency,
-            run_queuing=True,
-            script=script,
-            wheel=wheel,
-            pip_modules=GLUE_PIP_MODULES,
-            arguments={"--TempDir": f"s3://{self.artifacts.bucket_name}/glue-temp/"},
-        )
         self.glue_role = role
-        return job
+        return job.job
 
     def _grant_state_machine(self) -> None:
         sm_arn = self.format_arn(
@@ -285,7 +291,7 @@ class OrchestratorStack(Stack):
             arn_format=COLON,
         )
         job_arn = self.format_arn(service="glue", resource="job", resource_name=GLUE_MIGRATE_JOB)
-        grant_steps(self.state_machine, list(self.functions.values()), job_arn)
+        self.workflow.allow_steps(list(self.functions.values()), job_arn)
         self.state_machine.add_to_role_policy(
             iam.PolicyStatement(
                 sid="WorkList", actions=["s3:GetObject"], resources=[self.artifacts.arn_for_objects("runs/*")]
@@ -397,7 +403,7 @@ class OrchestratorStack(Stack):
         alarm(
             "ExecutionsFailedAlarm",
             "icelake-executions-failed",
-            failed_executions(sm, period),
+            self.workflow.failed_executions(period),
             "A migration execution failed, timed out or was aborted: open it in the Step Functions console.",
         )
         glue_failed = cw.Metric(
@@ -519,7 +525,6 @@ class OrchestratorStack(Stack):
         ]
 
     def _suppressions(self) -> None:
-        suppress_python_runtime(list(self.functions.values()))
         NagSuppressions.add_resource_suppressions(
             [self.steps_role, self.steps_policy],
             [

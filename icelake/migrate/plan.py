@@ -144,7 +144,7 @@ def build_plan(
     metadata_files = _metadata_chain(src_io, source_metadata, meta, paths, reads, workers)
     lists = mj.manifest_lists(meta)
     manifests = _manifests(src_io, meta, lists, progress)
-    paths.update(manifests)
+    paths.update(list(manifests))  # the keys: a mapping would add its values as counts
     files, delete_formats = _files(src_io, meta, manifests, paths, reads, progress)
 
     directories = {
@@ -252,7 +252,7 @@ def _files(
             if content == POSITION_DELETES:
                 delete_formats[path] = file_format  # type: ignore[assignment]
         progress.advance("scan manifests")
-    paths.update(files)
+    paths.update(list(files))
     for path, size in mj.statistics_files(meta):
         files.setdefault(path, (size if size is not None else -1, True))
     return files, delete_formats
