@@ -15,14 +15,14 @@ from rich.console import Console
 from rich.table import Table
 
 from icelake.console import stdout_console
-from icelake.ingest.local_run import RunSummary
+from icelake.ingest.local_run import IngestRunSummary
 
 ingest_app = typer.Typer(no_args_is_help=True, help="Ingest HTTP APIs into SCD2 Iceberg tables.")
 err = Console(stderr=True)
 TOKEN = "local-demo-token"
 
 
-def summary_table(summaries: list[RunSummary], table: str) -> Table:
+def summary_table(summaries: list[IngestRunSummary], table: str) -> Table:
     out = Table(title=f"SCD2 runs into {table}")
     for column in ("run", "status", "fetched", "batches", "inserted", "closed", "deleted", "current", "rows"):
         out.add_column(column, justify="left" if column == "status" else "right")
@@ -75,7 +75,7 @@ def ingest_run(
     repo = Path(__file__).resolve().parents[2]
     where = str(warehouse or tempfile.mkdtemp(prefix="icelake-ingest-"))
     source = GeneratedSource(initial=records, seed=seed, change_rate=change_rate)
-    summaries: list[RunSummary] = []
+    summaries: list[IngestRunSummary] = []
     noise = io.StringIO()  # the Glue script's JSON report lines; the summary table says it better
     with ApiServer(serve_pages(source.records, token=TOKEN)) as api, start_embedded_aws(repo):
         err.print(f"local API {api.url}/customers; warehouse {where}", highlight=False)

@@ -63,7 +63,7 @@ def batch_id_of(uri: str) -> str:
 
 
 @dataclass(frozen=True)
-class RunSummary:
+class IngestRunSummary:
     run: int
     status: str
     error: str | None
@@ -85,7 +85,7 @@ def batch_as_of(spark: SparkSession, table: str, batch_ids: list[str]) -> list[d
     return [t for b in batch_ids if (t := found.get(b)) is not None]
 
 
-def summarise(spark: SparkSession, table: str, run: int, result: ExecutionResult) -> RunSummary:
+def summarise(spark: SparkSession, table: str, run: int, result: ExecutionResult) -> IngestRunSummary:
     fetched = result.output.get("fetched", {}) if result.status == "SUCCEEDED" else {}
     pending = [str(u) for u in fetched.get("pending", [])]
     error = None
@@ -107,7 +107,7 @@ def summarise(spark: SparkSession, table: str, run: int, result: ExecutionResult
             f"SELECT count_if({q(IS_CURRENT)}) AS cur, count(1) AS n FROM {qtable(table)}"
         ).collect()[0]
         current, total = int(row["cur"]), int(row["n"])
-    return RunSummary(
+    return IngestRunSummary(
         run=run,
         status=result.status,
         error=error,

@@ -9,7 +9,7 @@ running it again (identical files are recognised and skipped).
 
 The phases are written once (`_execute`) over a `Runner` that maps one step over many items:
 threads of this process (`ThreadRunner`, used by `migrate_table`) or Spark executors
-(`icelake.migrate.distributed.SparkRunner`, used by the Glue job). A step (`Steps`) does one
+(`icelake.migrate.distributed.SparkRunner`, used by the Glue job). A file job (`FileJobs`) does one
 file and returns an `Outcome`; counts are summed from the outcomes where the work was started.
 Manifest lists and metadata.json files are always written by the process that planned.
 """
@@ -66,7 +66,7 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class Steps:
+class FileJobs:
     """One file of each phase. Picklable (for Spark executors) when `src` and `dst` are specs.
 
     `cpu` is where Avro encoding of manifests runs when not in the calling thread: worker
@@ -236,8 +236,8 @@ def run_migration(
             for mapping in plan.prefix_map.mappings:  # a killed run's half-written temp files
                 if is_local(mapping.target):
                     remove_stale_temp_files(mapping.target)
-            steps = Steps(src, dst, plan.prefix_map, overwrite, copy_settings or CopySettings())
-            outcomes = _execute(plan, steps, runner, ThreadRunner(workers, progress))
+            jobs = FileJobs(src, dst, plan.prefix_map, overwrite, copy_settings or CopySettings())
+            outcomes = _execute(plan, jobs, runner, ThreadRunner(workers, progress))
     if dry_run:  # what a run would copy
         files_copied, bytes_copied = len(plan.copies), sum(c.info.size for c in plan.copies)
     else:
@@ -268,24 +268,24 @@ def run_migration(
     )
 
 
-def _execute(plan: TablePlan, steps: Steps, runner: Runner, driver: ThreadRunner) -> list[Outcome]:
+def _execute(plan: TablePlan, jobs: FileJobs, runner: Runner, driver: ThreadRunner) -> list[Outcome]:
     # 1. Delete files that name data files: rewritten, and what changed is remembered. First,
     # because they are parsed whole: a damaged one stops the run before the bulk copy.
-    deletes = runner.map("rewrite delete files", steps.rewrite_delete, plan.delete_files)
+    deletes = runner.map("rewrite delete files", jobs.rewrite_delete, plan.delete_files)
     outcomes = [o for o, _ in deletes]
     delete_rewrites = {t.source: r for t, (_, r) in zip(plan.delete_files, deletes, strict=True)}
 
     # 2. Unchanged files, server-side where possible.
-    outcomes += runner.map("copy files", steps.copy, plan.copies)
+    outcomes += runner.map("copy files", jobs.copy, plan.copies)
 
     # 3. Manifests, then (here) the manifest lists that record their new lengths.
     refs = list(plan.manifests.values())
     with runner.cpu_pool(len(refs)) as cpu:
-        rewrite = partial(replace(steps, cpu=cpu).rewrite_manifest, delete_rewrites)
+        rewrite = partial(replace(jobs, cpu=cpu).rewrite_manifest, delete_rewrites)
         manifests = runner.map("rewrite manifests", rewrite, refs)
     outcomes += manifests
     new_lengths = {ref.path: o.size for ref, o in zip(refs, manifests, strict=True)}
-    lists = partial(steps.rewrite_manifest_list, new_lengths)
+    lists = partial(jobs.rewrite_manifest_list, new_lengths)
     outcomes += driver.map("rewrite manifest lists", lists, plan.manifest_lists)
     _refuse_conflicts(outcomes)
 
@@ -295,12 +295,12 @@ def _execute(plan: TablePlan, steps: Steps, runner: Runner, driver: ThreadRunner
     progress.start("rewrite metadata.json", len(plan.metadata_files))
     for uri in plan.metadata_files:
         meta, gz = (
-            read_metadata(open_io(steps.src), uri)
+            read_metadata(open_io(jobs.src), uri)
             if uri != plan.source_metadata
             else (plan.meta, plan.meta_gzipped)
         )
         rewritten = mj.rewrite_metadata(meta, plan.map_path, lambda p: p in kept_logs)
-        outcomes.append(steps.put(plan.map_path(uri), mj.serialize_metadata(rewritten, gz)))
+        outcomes.append(jobs.put(plan.map_path(uri), mj.serialize_metadata(rewritten, gz)))
         progress.advance("rewrite metadata.json")
     _refuse_conflicts(outcomes)
     return outcomes

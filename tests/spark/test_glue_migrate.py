@@ -16,7 +16,7 @@ import pytest
 from glue_jobs import migrate_table as glue_job
 from icelake.aws.fileio import FileIO, FileIOSpec, LocalFileIO, S3FileIO
 from icelake.migrate import MigrationResult, migrate_table
-from icelake.migrate.engine import Steps
+from icelake.migrate.engine import FileJobs
 from icelake.uris import PrefixMap, canonical
 from tests.spark.corpus import SourceTable
 from tests.spark.test_migrate_s3 import SOURCE_ROLE, TARGET_ROLE, _listing, _pyiceberg_props, aws
@@ -180,13 +180,13 @@ def test_glue_job_s3_to_s3_across_accounts_writes_what_the_engine_writes(
     assert _tree(dst_s3, roots) == expected_tree
 
 
-def test_executor_steps_pickle_without_clients_and_hide_credentials(aws: dict[str, Any]) -> None:
-    # Given steps built from FileIO specs of an assumed role (what the Glue job ships to executors)
+def test_executor_file_jobs_pickle_without_clients_and_hide_credentials(aws: dict[str, Any]) -> None:
+    # Given file jobs built from FileIO specs of an assumed role (what the Glue job ships to executors)
     spec = FileIOSpec.for_uri("s3://target-lake/t", aws["dst"], kms_key_id=aws["kms_key"])
-    steps = Steps(FileIOSpec.for_uri("/tmp/src"), spec, PrefixMap([("s3://a/t", "s3://target-lake/t")]))
+    jobs = FileJobs(FileIOSpec.for_uri("/tmp/src"), spec, PrefixMap([("s3://a/t", "s3://target-lake/t")]))
 
     # When they are pickled and opened in the receiving process
-    shipped = pickle.loads(pickle.dumps(steps))
+    shipped = pickle.loads(pickle.dumps(jobs))
     assert isinstance(shipped.dst, FileIOSpec)
     opened = shipped.dst.open()
 
@@ -198,10 +198,10 @@ def test_executor_steps_pickle_without_clients_and_hide_credentials(aws: dict[st
     assert shipped.dst.open() is opened  # one client per process and spec
     # and the secret never shows in logs
     secret = aws["dst"].get_credentials().get_frozen_credentials().secret_key
-    assert secret not in repr(spec) and secret not in repr(steps)
+    assert secret not in repr(spec) and secret not in repr(jobs)
     # while a FileIO holding a live boto3 client is refused, not half-shipped
     with pytest.raises(Exception, match="pickle"):
-        pickle.dumps(Steps(LocalFileIO(), S3FileIO(aws["dst"].client("s3")), steps.prefix_map))
+        pickle.dumps(FileJobs(LocalFileIO(), S3FileIO(aws["dst"].client("s3")), jobs.prefix_map))
 
 
 def _asl_value(expr: str, state: dict[str, Any]) -> str:
