@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from constructs import Node
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from icelake.constants import ORCHESTRATOR_ACCOUNT_LOCAL, REGION_LOCAL
 from icelake.ingest.models import FetchConfig, MaintenanceConfig, Scd2Spec
@@ -150,14 +150,23 @@ def secret_covered(secret_id: str, arns: Sequence[str]) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class Settings:
-    orchestrator_account: str = ORCHESTRATOR_ACCOUNT_LOCAL
-    orchestrator_region: str = REGION_LOCAL
-    source_account: str = "111111111111"
-    source_region: str = REGION_LOCAL
-    target_account: str = "222222222222"
-    target_region: str = REGION_LOCAL
+Account = Annotated[str, Field(pattern=r"^\d{12}$")]
+Region = Annotated[str, Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")]
+
+
+class Settings(BaseModel):
+    """Every context key the app reads, by its name, with its type and default (the local ones, so
+    `python app.py` synthesizes on a laptop). `-c KEY=VALUE` strings are parsed to the field's type;
+    a key of the wrong shape stops synthesis with one line naming it (`from_context`)."""
+
+    model_config = ConfigDict(frozen=True, coerce_numbers_to_str=True)
+
+    orchestrator_account: Account = ORCHESTRATOR_ACCOUNT_LOCAL
+    orchestrator_region: Region = REGION_LOCAL
+    source_account: Account = "111111111111"
+    source_region: Region = REGION_LOCAL
+    target_account: Account = "222222222222"
+    target_region: Region = REGION_LOCAL
     source_external_id: str = ""
     source_locations: tuple[BucketPrefix, ...] = (BucketPrefix("source-lake", "warehouse"),)
     source_databases: tuple[str, ...] = ("sales",)
@@ -171,11 +180,11 @@ class Settings:
     lake_formation_enabled: bool = False
     lake_formation_admins: tuple[str, ...] = ()
     notification_emails: tuple[str, ...] = ()
-    sync_schedule: str = "rate(1 day)"
+    sync_schedule: Annotated[str, Field(pattern=_SCHEDULE.pattern)] = "rate(1 day)"
     sync_enabled: bool = False
-    sync_request: dict[str, Any] = field(default_factory=dict)
-    map_concurrency: int = 10
-    glue_workers: int = 10
+    sync_request: dict[str, Any] = Field(default_factory=dict)
+    map_concurrency: Annotated[int, Field(ge=1, le=10_000)] = 10
+    glue_workers: Annotated[int, Field(ge=2)] = 10
     glue_worker_type: str = "G.1X"
     glue_version: str = "5.1"
     deps_layer_dir: str = ""  # a prebuilt layer directory instead of building requirements-lambda.txt
@@ -189,9 +198,28 @@ class Settings:
     ingest_warehouse_bucket: str = ""  # "" -> the stack creates the bucket
     ingest_warehouse_prefix: str = "warehouse"
     ingest_warehouse_kms_key_arn: str = ""  # key of an existing warehouse bucket, if SSE-KMS
-    ingest_maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
-    ingest_glue_workers: int = 2
+    ingest_maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
+    ingest_glue_workers: Annotated[int, Field(ge=2)] = 2
     ingest_glue_worker_type: str = "G.1X"
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _command_line_json(cls, value: Any) -> Any:
+        """`-c key=[...]` and `-c key={...}` arrive as strings: parse them (numbers and booleans
+        parse themselves)."""
+        if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
+            return json.loads(value)
+        return value
+
+    @field_validator("ingest_sources", mode="before")
+    @classmethod
+    def _sources(cls, value: Any) -> Any:
+        return parse_ingest_sources(value) if isinstance(value, list) else value
+
+    @field_validator("ingest_maintenance", mode="before")
+    @classmethod
+    def _maintenance(cls, value: Any) -> Any:
+        return parse_maintenance(value) if isinstance(value, Mapping) else value
 
     @property
     def ingest_database_names(self) -> tuple[str, ...]:
@@ -250,17 +278,6 @@ class Settings:
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
-        def get(key: str, default: Any) -> Any:
-            value = node.try_get_context(key)
-            if value is None:
-                return default
-            # `-c key=value` on the command line gives strings; JSON ones are parsed.
-            if isinstance(value, str) and (
-                isinstance(default, (list, tuple, dict, bool, int)) or value.strip()[:1] in ("[", "{")
-            ):
-                value = json.loads(value)
-            return value
-
         missing = [k for k in REQUIRED_CONTEXT if node.try_get_context(k) in (None, "", [])]
         if missing:
             raise ContextError(
@@ -268,51 +285,24 @@ class Settings:
                 f"{'it' if len(missing) == 1 else 'them'} in cdk.json or pass -c KEY=VALUE (your accounts "
                 "and buckets; bucket names are global, so an example's would be someone else's)"
             )
-        d = cls()
-        locations = get("source_locations", None)
-        settings = cls(
-            orchestrator_account=str(get("orchestrator_account", d.orchestrator_account)),
-            orchestrator_region=get("orchestrator_region", d.orchestrator_region),
-            source_account=str(get("source_account", d.source_account)),
-            source_region=get("source_region", d.source_region),
-            target_account=str(get("target_account", d.target_account)),
-            target_region=get("target_region", d.target_region),
-            source_external_id=get("source_external_id", d.source_external_id),
-            source_locations=(
-                tuple(BucketPrefix(x["bucket"], x.get("prefix", "")) for x in locations)
-                if locations
-                else d.source_locations
-            ),
-            source_databases=tuple(get("source_databases", d.source_databases)),
-            source_kms_key_arns=tuple(get("source_kms_key_arns", d.source_kms_key_arns)),
-            source_allow_mark=bool(get("source_allow_mark", d.source_allow_mark)),
-            target_bucket=get("target_bucket", d.target_bucket),
-            target_prefix=get("target_prefix", d.target_prefix),
-            target_databases=tuple(get("target_databases", d.target_databases)),
-            lake_formation_enabled=bool(get("lake_formation_enabled", d.lake_formation_enabled)),
-            lake_formation_admins=tuple(get("lake_formation_admins", d.lake_formation_admins)),
-            notification_emails=tuple(get("notification_emails", d.notification_emails)),
-            sync_schedule=get("sync_schedule", d.sync_schedule),
-            sync_enabled=bool(get("sync_enabled", d.sync_enabled)),
-            sync_request=dict(get("sync_request", {})),
-            map_concurrency=int(get("map_concurrency", d.map_concurrency)),
-            glue_workers=int(get("glue_workers", d.glue_workers)),
-            glue_worker_type=get("glue_worker_type", d.glue_worker_type),
-            glue_version=get("glue_version", d.glue_version),
-            deps_layer_dir=get("deps_layer_dir", d.deps_layer_dir),
-            ingest_enabled=bool(get("ingest_enabled", d.ingest_enabled)),
-            ingest_sources=parse_ingest_sources(get("ingest_sources", [])),
-            ingest_secret_arns=tuple(get("ingest_secret_arns", d.ingest_secret_arns)),
-            ingest_secret_kms_key_arns=tuple(get("ingest_secret_kms_key_arns", d.ingest_secret_kms_key_arns)),
-            ingest_databases=tuple(get("ingest_databases", d.ingest_databases)),
-            ingest_create_databases=bool(get("ingest_create_databases", d.ingest_create_databases)),
-            ingest_warehouse_bucket=get("ingest_warehouse_bucket", d.ingest_warehouse_bucket),
-            ingest_warehouse_prefix=get("ingest_warehouse_prefix", d.ingest_warehouse_prefix),
-            ingest_warehouse_kms_key_arn=get("ingest_warehouse_kms_key_arn", d.ingest_warehouse_kms_key_arn),
-            ingest_maintenance=parse_maintenance(get("ingest_maintenance", {})),
-            ingest_glue_workers=int(get("ingest_glue_workers", d.ingest_glue_workers)),
-            ingest_glue_worker_type=get("ingest_glue_worker_type", d.ingest_glue_worker_type),
-        )
+        given = {k: v for k in cls.model_fields if (v := node.try_get_context(k)) is not None}
+        try:
+            settings = cls.model_validate(given)
+        except ValidationError as exc:
+            raise _context_error(exc) from None
         if settings.ingest_enabled:
             settings.check_ingest()  # before any stack is built: a bad source fails synthesis at once
         return settings
+
+
+def _context_error(exc: ValidationError) -> ValueError:
+    """One line naming each key that is wrong; IngestConfigError when the first is an ingest_ key
+    (its own validators' messages are kept as they are)."""
+    problems = []
+    for e in exc.errors():
+        key = ".".join(str(p) for p in e["loc"])
+        message = str(e["ctx"]["error"]) if e["type"] == "value_error" else f"{key}: {e['msg']}"
+        problems.append(message if e["type"] == "value_error" else f"context {message} (got {e['input']!r})")
+    first = str(exc.errors()[0]["loc"][0])
+    error = IngestConfigError if first.startswith("ingest_") else ContextError
+    return error("; ".join(problems))

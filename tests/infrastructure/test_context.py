@@ -10,7 +10,7 @@ from aws_cdk import App, Environment
 from aws_cdk.assertions import Match, Template
 
 from cdk.access import TargetAccessStack
-from cdk.config import BucketPrefix, Settings
+from cdk.config import BucketPrefix, ContextError, Settings
 from tests.infrastructure.conftest import run_app_py
 from tests.infrastructure.helpers import actions, identity_statements, role_logical_id
 
@@ -105,3 +105,30 @@ def test_synth_stops_in_one_line_when_a_required_key_is_left_out(tmp_path: Path,
         done.stderr
     )
     assert not (tmp_path / "out" / "IcelakeOrchestrator.template.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        ("map_concurrency", "lots", "map_concurrency: Input should be a valid integer"),
+        ("orchestrator_account", "12345", "orchestrator_account: String should match pattern"),
+        ("glue_workers", 1, "glue_workers: Input should be greater than or equal to 2"),
+        ("sync_schedule", "every day", "sync_schedule: String should match pattern"),
+        ("source_locations", '[{"prefix": "p"}]', "source_locations.0.bucket: Field required"),
+    ],
+)
+def test_a_context_value_of_the_wrong_shape_is_named_in_one_line(key: str, value: object, said: str) -> None:
+    # Given a context where one key has a value its field cannot hold
+    app = App(
+        context={
+            **ACCOUNTS,
+            "target_bucket": "target-lake",
+            "source_locations": [{"bucket": "b"}],
+            key: value,
+        }
+    )
+    # When it is read into settings; Then one line names the key, what is wrong and what was given
+    with pytest.raises(ContextError) as info:
+        Settings.from_context(app.node)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(f"context {said}") and "(got " in message, message
