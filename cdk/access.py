@@ -15,7 +15,7 @@ from constructs import Construct
 
 from cdk.buckets import AccessLogBucket
 from cdk.common import GlueDatabases, glue_catalog_arns, list_prefix_statement
-from cdk.component import IcelakeStack
+from cdk.component import IcelakeStack, arn_of
 from cdk.config import SOURCE_ROLE_NAME, TARGET_ROLE_NAME, BucketPrefix, Settings
 
 # Read-only actions of the source role; tests assert nothing else ever appears there.
@@ -231,7 +231,7 @@ class TargetAccessStack(IcelakeStack):
             )
         self.policy = iam.Policy(self, "Write", roles=[self.role], statements=statements)
         applies_to: list[object] = [
-            {"regex": "/^Resource::<TargetBucket[0-9A-F]+\\.Arn>\\/" + _re(location.object_pattern) + "$/g"},
+            f"Resource::{arn_of(self.bucket)}/{location.object_pattern}",
             *(f"Resource::arn:aws:s3:::{loc.bucket}/{loc.object_pattern}" for loc in s.source_locations),
             *(
                 f"Resource::arn:<AWS::Partition>:glue:{s.target_region}:{s.target_account}:table/{db}/*"
@@ -273,8 +273,3 @@ class TargetAccessStack(IcelakeStack):
             )
         CfnOutput(self, "TargetRoleArn", value=self.role.role_arn)
         CfnOutput(self, "TargetKeyArn", value=self.key.key_arn)
-
-
-def _re(text: str) -> str:
-    """`text` escaped for a cdk-nag appliesTo regex (a JavaScript regex literal)."""
-    return "".join("\\" + c if c in r"\/.*+?()[]{}|^$" else c for c in text)

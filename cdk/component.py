@@ -17,7 +17,7 @@ import hashlib
 import re
 
 from aws_cdk import CfnElement, Stack
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 # CDK's rules for a logical ID from a construct path (aws-cdk-lib core/lib/private/uniqueid.ts):
 # "Default" vanishes from the path, "Resource" from the readable part, a path of one component is
@@ -58,3 +58,11 @@ class IcelakeStack(Stack):
         if not any(isinstance(s, Component) for s in inner):
             return super()._allocate_logical_id(cfn_element)
         return unique_id([s.node.id for s in inner if not isinstance(s, Component)])
+
+
+def arn_of(resource: IConstruct) -> str:
+    """How cdk-nag writes the ARN of a resource of this stack in a finding (`<LogicalId.Arn>`), so a
+    suppression names exactly that resource instead of a regex over logical IDs."""
+    element = resource.node.default_child
+    assert isinstance(element, CfnElement), f"{resource.node.path} is not a resource of its own"
+    return f"<{Stack.of(resource).get_logical_id(element)}.Arn>"

@@ -34,7 +34,7 @@ from cdk.common import (
     list_prefix_statement,
     sns_alarm,
 )
-from cdk.component import IcelakeStack
+from cdk.component import IcelakeStack, arn_of
 from cdk.config import (
     INGEST_COMPLETE_ROLE_NAME,
     INGEST_FETCH_ROLE_NAME,
@@ -142,10 +142,10 @@ class IngestStack(IcelakeStack):
 
         # -- Lambdas: fetch and complete, each with its own role ------------------------------------
         self.layers = LambdaLayers(self, "Layer", settings=s, build_dir=build_dir).layers
-        self.fetch_fn, self.fetch_role, fetch_logs = self._function(
+        self.fetch_fn, self.fetch_role, self.fetch_logs = self._function(
             "Fetch", FETCH_FUNCTION, "handler.handler", INGEST_FETCH_ROLE_NAME, "fetches the APIs into raw/"
         )
-        self.complete_fn, self.complete_role, complete_logs = self._function(
+        self.complete_fn, self.complete_role, self.complete_logs = self._function(
             "Complete",
             COMPLETE_FUNCTION,
             "handler.complete_handler",
@@ -156,14 +156,14 @@ class IngestStack(IcelakeStack):
             self,
             "FetchPolicy",
             roles=[self.fetch_role],
-            statements=self._fetch_statements(fetch_logs.log_group_arn),
+            statements=self._fetch_statements(self.fetch_logs.log_group_arn),
         )
         self.complete_policy = iam.Policy(
             self,
             "CompletePolicy",
             roles=[self.complete_role],
             statements=[
-                _log_streams(complete_logs.log_group_arn),
+                _log_streams(self.complete_logs.log_group_arn),
                 # Reads a batch's manifest (.pending), marks it complete, and tells a quarantined
                 # batch by its reason; advances the endpoint's watermark in its state file.
                 iam.PolicyStatement(
@@ -440,6 +440,12 @@ class IngestStack(IcelakeStack):
         return job.job
 
     def _suppressions(self) -> None:
+        raw = arn_of(self.raw)
+        warehouse = (
+            arn_of(self.warehouse)
+            if self.warehouse.node.default_child is not None
+            else f"arn:<AWS::Partition>:s3:::{self.warehouse.bucket_name}"  # an existing bucket
+        )
         lambda_reason = (
             "Batches are written under per-run keys (raw/<source>/<endpoint>/<run>/...), each endpoint "
             "keeps its state in state/<source>/<endpoint>.json, quarantined batches are told by "
@@ -453,13 +459,11 @@ class IngestStack(IcelakeStack):
                     "id": "AwsSolutions-IAM5",
                     "reason": lambda_reason,
                     "appliesTo": [
-                        {
-                            "regex": "/^Resource::<Raw[0-9A-F]+\\.Arn>\\/raw\\/\\*"
-                            "(\\/\\.(pending|complete))?$/g"
-                        },
-                        {"regex": "/^Resource::<Raw[0-9A-F]+\\.Arn>\\/state\\/\\*$/g"},
-                        {"regex": "/^Resource::<Raw[0-9A-F]+\\.Arn>\\/quarantine\\/\\*\\/reason\\.json$/g"},
-                        {"regex": "/^Resource::<(Fetch|Complete)Logs[0-9A-F]+\\.Arn>:\\*$/g"},
+                        f"Resource::{raw}/{RAW_PREFIX}/*",
+                        *(f"Resource::{raw}/{RAW_PREFIX}/*/{marker}" for marker in MARKERS),
+                        f"Resource::{raw}/{STATE_PREFIX}/*",
+                        f"Resource::{raw}/{QUARANTINE_PREFIX}/*/{REASON}",
+                        *(f"Resource::{arn_of(group)}:*" for group in (self.fetch_logs, self.complete_logs)),
                         "Resource::*",
                     ],
                 }
@@ -478,11 +482,8 @@ class IngestStack(IcelakeStack):
                     "any table of the configured databases; Glue creates its own log groups under "
                     "/aws-glue/; PutMetricData has no resource type (limited to the Glue namespace).",
                     "appliesTo": [
-                        {"regex": "/^Resource::<Raw[0-9A-F]+\\.Arn>\\/(raw|state|quarantine)\\/\\*$/g"},
-                        {
-                            "regex": "/^Resource::(<Warehouse[0-9A-F]+\\.Arn>|arn:<AWS::Partition>:s3:::.+)"
-                            "\\/.*\\*$/g"
-                        },
+                        *(f"Resource::{raw}/{p}/*" for p in (RAW_PREFIX, STATE_PREFIX, QUARANTINE_PREFIX)),
+                        f"Resource::{warehouse}/{self.location.object_pattern}",
                         {"regex": "/^Resource::arn:<AWS::Partition>:glue:.*:table\\/[^/]+\\/\\*$/g"},
                         {
                             "regex": "/^Resource::arn:<AWS::Partition>:logs:.*:log-group:"

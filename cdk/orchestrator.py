@@ -13,6 +13,7 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_glue as glue
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from cdk_nag import NagSuppressions
 from constructs import Construct
@@ -30,7 +31,7 @@ from cdk.common import (
     glue_log_statements,
     sns_alarm,
 )
-from cdk.component import IcelakeStack
+from cdk.component import IcelakeStack, arn_of
 from cdk.config import GLUE_ROLE_NAME, STEPS_ROLE_NAME, Settings
 from icelake.constants import (
     ARTIFACTS_BUCKET,
@@ -121,7 +122,7 @@ class OrchestratorStack(IcelakeStack):
         layers = LambdaLayers(self, "Layer", settings=s, build_dir=build_dir).layers
         env = migrate_lambda_environment(self.ledger.table_name, self.artifacts.bucket_name, embedded=False)
         self.functions: dict[str, lambda_.Function] = {}
-        log_group_arns = []
+        self.log_groups: list[logs.LogGroup] = []
         for step, (name, handler_path, _placeholder) in LAMBDA_STEPS.items():
             memory, timeout = STEP_SIZES.get(step, (1024, Duration.minutes(5)))
             function = PythonFunction(
@@ -136,9 +137,9 @@ class OrchestratorStack(IcelakeStack):
                 memory=memory,
                 timeout=timeout,
             )
-            log_group_arns.append(function.log_group.log_group_arn)
+            self.log_groups.append(function.log_group)
             self.functions[step] = function.function
-        self._grant_steps(log_group_arns, event_bus_arn)
+        self._grant_steps([group.log_group_arn for group in self.log_groups], event_bus_arn)
 
         # -- Glue job --------------------------------------------------------------------------------
         self.glue_job = self._glue_job(build_dir)
@@ -535,8 +536,8 @@ class OrchestratorStack(IcelakeStack):
                     "named per run (Plan reads whether a lock holder's run has ended), and X-Ray has no "
                     "resource-level permissions.",
                     "appliesTo": [
-                        {"regex": "/^Resource::<Artifacts[0-9A-F]+\\.Arn>\\/\\*$/g"},
-                        {"regex": "/^Resource::<[A-Za-z]+Logs[0-9A-F]+\\.Arn>:\\*$/g"},
+                        f"Resource::{arn_of(self.artifacts)}/*",
+                        *(f"Resource::{arn_of(group)}:*" for group in self.log_groups),
                         {
                             "regex": "/^Resource::arn:<AWS::Partition>:states:.*:execution:"
                             "icelake-migrate-tables:\\*$/g"
@@ -556,7 +557,7 @@ class OrchestratorStack(IcelakeStack):
                     "log groups under /aws-glue/; PutMetricData has no resource type (limited to the Glue "
                     "namespace by condition).",
                     "appliesTo": [
-                        {"regex": "/^Resource::<Artifacts[0-9A-F]+\\.Arn>\\/\\*$/g"},
+                        f"Resource::{arn_of(self.artifacts)}/*",
                         {
                             "regex": "/^Resource::arn:<AWS::Partition>:logs:.*:log-group:"
                             "\\/aws-glue\\/\\*(:\\*)?$/g"
@@ -576,11 +577,8 @@ class OrchestratorStack(IcelakeStack):
                     "per run and Map run (runs/*/map-results/*) and manages its own child "
                     "executions; log delivery and X-Ray actions have no resource-level permissions.",
                     "appliesTo": [
-                        {"regex": "/^Resource::<Artifacts[0-9A-F]+\\.Arn>\\/runs\\/\\*$/g"},
-                        {
-                            "regex": "/^Resource::<Artifacts[0-9A-F]+\\.Arn>"
-                            "\\/runs\\/\\*\\/map-results\\/\\*$/g"
-                        },
+                        f"Resource::{arn_of(self.artifacts)}/runs/*",
+                        f"Resource::{arn_of(self.artifacts)}/runs/*/map-results/*",
                         {
                             "regex": "/^Resource::arn:<AWS::Partition>:states:.*:execution:"
                             "icelake-migrate-tables\\/\\*$/g"
