@@ -56,6 +56,27 @@ GLUE_PIP_MODULES = ("pyiceberg", "fastavro", "pydantic")
 STEP_SIZES = {"copy": (3008, Duration.minutes(15)), "validate": (3008, Duration.minutes(15))}
 
 
+def artifacts_statements(artifacts: s3.IBucket) -> list[iam.PolicyStatement]:
+    """Read, write and delete run artifacts; list them (so a missing one reads as absent)."""
+    return [
+        iam.PolicyStatement(
+            sid="ArtifactsObjects",
+            actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+            resources=[artifacts.arn_for_objects("*")],
+        ),
+        iam.PolicyStatement(sid="ArtifactsList", actions=["s3:ListBucket"], resources=[artifacts.bucket_arn]),
+    ]
+
+
+def assume_roles_statement(settings: Settings) -> iam.PolicyStatement:
+    """The only way into the source and target accounts: their icelake roles."""
+    return iam.PolicyStatement(
+        sid="CrossAccount",
+        actions=["sts:AssumeRole"],
+        resources=[settings.source_role_arn, settings.target_role_arn],
+    )
+
+
 class MigrationStore(Component):
     """The artifacts bucket (work lists, journals, copy results, Map results, reports) and the
     ledger table (runs, tables, locks, last synced versions). Both are kept when the stack goes."""
@@ -154,14 +175,7 @@ class StepLambdas(Component):
                 ],
                 resources=[ledger.table_arn],
             ),
-            iam.PolicyStatement(
-                sid="ArtifactsObjects",
-                actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
-                resources=[artifacts.arn_for_objects("*")],
-            ),
-            iam.PolicyStatement(
-                sid="ArtifactsList", actions=["s3:ListBucket"], resources=[artifacts.bucket_arn]
-            ),
+            *artifacts_statements(artifacts),
             iam.PolicyStatement(sid="Events", actions=["events:PutEvents"], resources=[event_bus_arn]),
             # Plan asks whether the run that holds a table's lock has ended (then the lock is free).
             iam.PolicyStatement(
@@ -172,11 +186,7 @@ class StepLambdas(Component):
                     f"{MIGRATE_STATE_MACHINE}:*"
                 ],
             ),
-            iam.PolicyStatement(
-                sid="CrossAccount",
-                actions=["sts:AssumeRole"],
-                resources=[settings.source_role_arn, settings.target_role_arn],
-            ),
+            assume_roles_statement(settings),
         )
         NagSuppressions.add_resource_suppressions(
             [self.role, self.policy],
@@ -257,25 +267,14 @@ class MigrateGlueJob(Component):
             roles=[role],
             statements=[
                 job.asset_statement(),
-                iam.PolicyStatement(
-                    sid="ArtifactsObjects",
-                    actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
-                    resources=[artifacts.arn_for_objects("*")],
-                ),
-                iam.PolicyStatement(
-                    sid="ArtifactsList", actions=["s3:ListBucket"], resources=[artifacts.bucket_arn]
-                ),
+                *artifacts_statements(artifacts),
                 *glue_log_statements(Stack.of(self)),
                 iam.PolicyStatement(
                     sid="Key",
                     actions=["kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey"],
                     resources=[key.key_arn],
                 ),
-                iam.PolicyStatement(
-                    sid="CrossAccount",
-                    actions=["sts:AssumeRole"],
-                    resources=[settings.source_role_arn, settings.target_role_arn],
-                ),
+                assume_roles_statement(settings),
             ],
         )
         NagSuppressions.add_resource_suppressions(

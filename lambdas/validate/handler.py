@@ -2,25 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from icelake.workflow import steps
 from icelake.workflow.inputs import PlannedInput
+from icelake.workflow.lambda_handler import step_handler
 
-logger = Logger()
-tracer = Tracer()
-metrics = Metrics()
-
-
-@logger.inject_lambda_context(log_event=False)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    metrics.add_metric(name="Invocations", unit=MetricUnit.Count, value=1)  # published on failures too
-    result = steps.validate(PlannedInput.model_validate(event), steps.Deps.from_environ())
-    metrics.add_metric(name="TablesValidated", unit=MetricUnit.Count, value=1)
-    return result.model_dump(mode="json")
+handler = step_handler(steps.validate, PlannedInput, "TablesValidated")
