@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from icelake.migrate.models import MigrationResult
 from icelake.workflow.models import (
@@ -53,15 +53,43 @@ class PlannedInput(_StepInput):
     plan: PlanResult
 
 
+class CaughtError(BaseModel):
+    """What a Catch puts in the state ({Error, Cause}), and `Step` when the ASL names the step that
+    failed (ValidationFailed sets it to Validate)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    error: str | None = Field(default=None, alias="Error")
+    cause: str | None = Field(default=None, alias="Cause")
+    step: str | None = Field(default=None, alias="Step")
+
+
 class RollbackInput(_StepInput):
     item: WorkItem
     plan: PlanResult | None = None  # None when Plan itself failed
-    error: dict[str, Any] | None = None  # the Catch's {Error, Cause}
+    error: CaughtError | None = None  # the Catch's, when a step failed
+
+
+class WriterDetails(BaseModel):
+    """Where a Distributed Map's ResultWriter put its manifest.json."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    bucket: str = Field(alias="Bucket")
+    key: str = Field(alias="Key")
+
+
+class MapResults(BaseModel):
+    """The Map's output with a ResultWriter (the rest of it is not read)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    writer: WriterDetails = Field(alias="ResultWriterDetails")
 
 
 class ReportInput(_StepInput):
     run_id: str
-    map_results: dict[str, Any] | None = None  # the Map's output with a ResultWriter
+    map_results: MapResults | None = None
     worklist_bucket: str | None = None
     worklist_key: str | None = None
     outcomes: list[TableOutcome] = []  # inline outcomes (tests and small runs)

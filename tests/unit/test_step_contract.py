@@ -15,7 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 from icelake.constants import MIGRATE_ASL
-from icelake.workflow.inputs import STEPS
+from icelake.workflow.inputs import STEPS, CaughtError
 from icelake.workflow.models import PlanResult, TableOutcome, WorkItem
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,7 +27,7 @@ ITEM_STATE_SHAPE: dict[str, Any] = {
     "plan": PlanResult,
     "planned": {"plan": PlanResult},
     "validated": {"outcome": TableOutcome},
-    "error": dict,  # a Catch's {Error, Cause}
+    "error": CaughtError,  # a Catch's {Error, Cause}, and Step
     "rollback_error": dict,
 }
 

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from icelake.constants import EVENT_SOURCE
-from icelake.workflow.inputs import ReportInput
+from icelake.workflow.inputs import ReportInput, WriterDetails
 from icelake.workflow.models import RunReport, RunState, RunSummary, TableOutcome
 from icelake.workflow.steps.deps import Artifacts, Deps
 from icelake.workflow.steps.shared import FAILED_STATUSES
@@ -58,7 +58,7 @@ def run_outcomes(given: ReportInput, deps: Deps) -> list[TableOutcome]:
     the ledger. So no table of the run is missing from its report."""
     outcomes = list(given.outcomes)
     if given.map_results:
-        outcomes.extend(map_outcomes(given.run_id, given.map_results["ResultWriterDetails"], deps.artifacts))
+        outcomes.extend(map_outcomes(given.run_id, given.map_results.writer, deps.artifacts))
     if given.worklist_key:
         seen = {o.table for o in outcomes}
         worklist = deps.artifacts.read_json(given.worklist_key, given.worklist_bucket)
@@ -68,16 +68,16 @@ def run_outcomes(given: ReportInput, deps: Deps) -> list[TableOutcome]:
     return outcomes
 
 
-def map_outcomes(run_id: str, writer_details: dict[str, Any], artifacts: Artifacts) -> Iterator[TableOutcome]:
+def map_outcomes(run_id: str, writer: WriterDetails, artifacts: Artifacts) -> Iterator[TableOutcome]:
     """The outcomes a Distributed Map exported with its ResultWriter, one result file at a time.
 
-    `writer_details` is the Map's ResultWriterDetails: {Bucket, Key} of its manifest.json, whose
+    `writer` is the Map's ResultWriterDetails: {Bucket, Key} of its manifest.json, whose
     ResultFiles list the result files ({Key, Size}) by status: SUCCEEDED, FAILED, PENDING. A result
     file is a JSON array of child executions: Input and Output are the iteration's input and output as
     JSON strings; FAILED ones carry Error and Cause instead of Output.
     """
-    manifest = artifacts.read_json(writer_details["Key"], writer_details["Bucket"])
-    bucket = manifest.get("DestinationBucket") or writer_details["Bucket"]
+    manifest = artifacts.read_json(writer.key, writer.bucket)
+    bucket = manifest.get("DestinationBucket") or writer.bucket
     for status, files in manifest.get("ResultFiles", {}).items():
         for result_file in files:
             for entry in artifacts.read_json(result_file["Key"], bucket):

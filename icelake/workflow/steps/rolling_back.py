@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from icelake.aws import catalog
 from icelake.uris import PrefixMap
-from icelake.workflow.inputs import RollbackInput
+from icelake.workflow.inputs import CaughtError, RollbackInput
 from icelake.workflow.journal import read_journal
 from icelake.workflow.models import TableOutcome
 from icelake.workflow.steps.deps import Deps
@@ -14,11 +14,11 @@ from icelake.workflow.steps.shared import owner_of, record_outcome, source_prefi
 
 def rollback(given: RollbackInput, deps: Deps) -> TableOutcome:
     item = given.item
-    error = given.error or {}
-    cause = str(error.get("Cause") or error.get("Error") or "unknown error")
-    if error.get("Step") == "Validate":
+    error = given.error or CaughtError()
+    cause = error.cause or error.error or "unknown error"
+    if error.step == "Validate":
         cause = (
-            f"validation failed, not the copy ({error.get('Error') or 'error'}): the copied table could "
+            f"validation failed, not the copy ({error.error or 'error'}): the copied table could "
             f"not be shown to read like its source, so it was rolled back. {cause}"
         )
     planned = given.plan
