@@ -184,15 +184,20 @@ def _recording(map_path: Callable[[str], str], into: list[tuple[str, str]]) -> C
 
 class RequestCountingIO(LocalFileIO):
     """LocalFileIO that counts the requests S3 would be sent for the same calls: a HEAD per stat, a
-    GET per read, a LIST per 1,000 keys listed (at least one per listing)."""
+    GET per read, a LIST per 1,000 keys listed (at least one per listing). `latency_s` is waited
+    out on each request, as S3's time to first byte would be (local files answer at once, which
+    hides whether the requests wait one after another)."""
 
-    def __init__(self) -> None:
+    def __init__(self, latency_s: float = 0.0) -> None:
         self.requests: Counter[str] = Counter()
         self._lock = threading.Lock()
+        self._latency_s = latency_s
 
     def _count(self, kind: str) -> None:
         with self._lock:
             self.requests[kind] += 1
+        if self._latency_s:
+            time.sleep(self._latency_s)
 
     def stat(self, uri: str) -> ObjectInfo | None:
         self._count("HEAD")
@@ -229,11 +234,13 @@ class PlanResult:
     target_requests: dict[str, int]
 
 
-def measure_plan(source_metadata: str, target_location: str, workers: int = 16) -> PlanResult:
+def measure_plan(
+    source_metadata: str, target_location: str, workers: int = 16, latency_s: float = 0.0
+) -> PlanResult:
     """icelake's own `build_plan` (the planning pass of `migrate_table`) on the synthetic table,
     whose data files exist (sparse); the requests it would send to S3 are counted per side."""
     Path(local_path(target_location)).mkdir(parents=True, exist_ok=True)
-    src_io, dst_io = RequestCountingIO(), RequestCountingIO()
+    src_io, dst_io = RequestCountingIO(latency_s), RequestCountingIO(latency_s)
     started = time.monotonic()
     plan = build_plan(
         source_metadata,

@@ -34,11 +34,11 @@ REPO = BENCH_DIR.parent
 GOALS = {"ratio": 3.0, "peak_rss_mib": 512.0, "plan_requests_per_file": 0.01}
 
 
-def _worker(source: str, target: str, staging: str) -> None:
+def _worker(source: str, target: str, staging: str, latency_ms: float) -> None:
     """icelake's side in this process: plan, then rewrite; one JSON line on stdout."""
     from benchmarks.icelake_side import measure_plan, rewrite_table_metadata
 
-    plan = measure_plan(source, target)
+    plan = measure_plan(source, target, latency_s=latency_ms / 1000)
     rewrite = rewrite_table_metadata(source, target, staging)
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
@@ -58,7 +58,7 @@ def _worker(source: str, target: str, staging: str) -> None:
     )
 
 
-def run(files: int, snapshots: int, work: Path) -> dict[str, Any]:
+def run(files: int, snapshots: int, work: Path, latency_ms: float = 0.0) -> dict[str, Any]:
     from icelake.local.spark import local_spark
     from rich.console import Console
 
@@ -104,6 +104,7 @@ def run(files: int, snapshots: int, work: Path) -> dict[str, Any]:
         built.current_metadata,
         str(work / "target_icelake" / "db" / "t"),
         str(work / "staging_icelake"),
+        f"--request-latency-ms={latency_ms}",
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     started = time.monotonic()
@@ -130,6 +131,7 @@ def run(files: int, snapshots: int, work: Path) -> dict[str, Any]:
         "ratio": round(iceberg_s / plan_rewrite_s, 2),
         "peak_rss_mib": round(peak, 1),
         "plan_requests_per_file": round(per_file, 5),
+        "plan_request_latency_ms": latency_ms,
         "icelake": {**icelake, "process_wall_s": wall},
         "build_s": built.build_seconds,
         "machine": facts,
@@ -176,13 +178,20 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--work-dir", default=str(BENCH_DIR / ".work" / "large"))
     ap.add_argument("--no-record", action="store_true", help="do not write results/ or RESULTS.md")
+    ap.add_argument(
+        "--request-latency-ms",
+        type=float,
+        default=0.0,
+        help="wait this long on each request the plan sends (S3's time to first byte; default 0)",
+    )
     ap.add_argument("--worker", nargs=3, metavar=("SOURCE", "TARGET", "STAGING"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        _worker(*args.worker)
+        source, target, staging = args.worker
+        _worker(source, target, staging, args.request_latency_ms)
         return
     snapshots = args.snapshots or max(1, args.files // 1000)
-    res = run(args.files, snapshots, Path(args.work_dir).resolve())
+    res = run(args.files, snapshots, Path(args.work_dir).resolve(), args.request_latency_ms)
     if not args.no_record:
         print(f"recorded {record(res).relative_to(REPO)} and benchmarks/RESULTS.md", file=sys.stderr)
     shutil.rmtree(args.work_dir, ignore_errors=True)  # sparse files, but a million inodes

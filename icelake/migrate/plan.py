@@ -30,7 +30,7 @@ from icelake.migrate.collisions import refuse_duplicate_targets, refuse_overlapp
 from icelake.migrate.copy import is_same_copy
 from icelake.migrate.delete_files import check_delete_file
 from icelake.migrate.inventory import stat_by_listing
-from icelake.migrate.plan_scan import entry_fields, map_in_chunks
+from icelake.migrate.plan_scan import entry_fields, map_ahead, map_in_chunks
 from icelake.migrate.progress import ProgressSink
 from icelake.uris import PrefixMap, canonical, is_local, is_under, local_path, parent
 
@@ -75,15 +75,24 @@ class TablePlan:
 
 
 def read_metadata(io: FileIO, uri: str) -> tuple[mj.Metadata, bool]:
+    return mj.parse_metadata(uri, _fetch_metadata(io, uri))
+
+
+def _fetch_metadata(io: FileIO, uri: str) -> bytes:
     try:
-        raw = io.read(uri)
+        return io.read(uri)
     except Exception as exc:
         # Only absence means "not a metadata file"; denied, throttled or unreachable reads keep
         # their own cause, which the CLI explains.
         if is_absent(exc):
             raise NotAMetadataFileError(uri, "it does not exist") from exc
         raise
-    return mj.parse_metadata(uri, raw)
+
+
+# Threads fetching metadata files ahead of the parser. Parsing a manifest of 1,000 entries takes
+# about as long as an S3 GET's first byte, so a few keep the parser busy; more would only take
+# the GIL from it.
+READ_AHEAD = 4
 
 
 class Stat(Protocol):
@@ -143,9 +152,9 @@ def build_plan(
     paths = Counter[str]()  # every referenced path -> how often; for the prefix check
     metadata_files = _metadata_chain(src_io, source_metadata, meta, paths, reads, workers)
     lists = mj.manifest_lists(meta)
-    manifests = _manifests(src_io, meta, lists, progress)
+    manifests = _manifests(src_io, meta, lists, workers, progress)
     paths.update(list(manifests))  # the keys: a mapping would add its values as counts
-    files, delete_formats = _files(src_io, meta, manifests, paths, reads, progress)
+    files, delete_formats = _files(src_io, meta, manifests, paths, reads, workers, progress)
 
     directories = {
         meta["location"],
@@ -207,20 +216,25 @@ def _metadata_chain(
     logged_exist = reads.stat(src_io, logged, [parent(source_metadata)], workers)
     metadata_files = [p for p in logged if logged_exist[p] is not None] + [source_metadata]
     paths.update([source_metadata])
-    for uri in metadata_files[:-1]:
-        paths.update(mj.referenced_paths(read_metadata(src_io, uri)[0]))
+    logged_uris = metadata_files[:-1]
+    for uri, raw in zip(
+        logged_uris, map_ahead(lambda u: _fetch_metadata(src_io, u), logged_uris, READ_AHEAD), strict=True
+    ):
+        paths.update(mj.referenced_paths(mj.parse_metadata(uri, raw)[0]))
     paths.update(mj.referenced_paths(meta))
     return metadata_files
 
 
 def _manifests(
-    src_io: FileIO, meta: mj.Metadata, lists: list[str], progress: ProgressSink
+    src_io: FileIO, meta: mj.Metadata, lists: list[str], workers: int, progress: ProgressSink
 ) -> dict[str, ManifestRef]:
     """The manifests the live snapshots' manifest lists name (each once), and inline ones (v1)."""
     manifests: dict[str, ManifestRef] = {}
     progress.start("scan manifest lists", len(lists))
-    for uri in lists:
-        for ref in manifest_refs(uri, _read_required(src_io, uri)):
+    for uri, data in zip(
+        lists, map_ahead(lambda u: _read_required(src_io, u), lists, READ_AHEAD), strict=True
+    ):
+        for ref in manifest_refs(uri, data):
             manifests.setdefault(ref.path, ref)
         progress.advance("scan manifest lists")
     for uri in mj.inline_manifests(meta):
@@ -234,17 +248,18 @@ def _files(
     manifests: dict[str, ManifestRef],
     paths: Counter[str],
     reads: PlanReads,
+    workers: int,
     progress: ProgressSink,
 ) -> tuple[dict[str, tuple[int, bool]], dict[str, str]]:
     """Every data, delete and statistics file: path -> (size recorded, live), and the position
-    delete files' formats. Live files must exist; deleted-entry ones may be gone."""
+    delete files' formats. Live files must exist; deleted-entry ones may be gone. Manifests are
+    fetched ahead on threads and parsed here, in order (`live` depends on the order)."""
     files: dict[str, tuple[int, bool]] = {}
     delete_formats: dict[str, str] = {}
     progress.start("scan manifests", len(manifests))
-    for uri in manifests:
-        for status, content, path, file_size, reference, file_format in reads.entries(
-            uri, _read_required(src_io, uri)
-        ):
+    uris = list(manifests)
+    for uri, data in zip(uris, map_ahead(lambda u: _read_required(src_io, u), uris, READ_AHEAD), strict=True):
+        for status, content, path, file_size, reference, file_format in reads.entries(uri, data):
             live = status != DELETED or files.get(path, (0, False))[1]
             files[path] = (file_size, live)
             if reference:

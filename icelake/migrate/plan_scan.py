@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 import fastavro
@@ -77,3 +78,26 @@ def map_in_chunks(fn: Callable[[T], R], items: Sequence[T], workers: int) -> lis
         for part in pool.map(run, range(0, len(items), chunk)):
             out.extend(part)
     return out
+
+
+def map_ahead(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
+    """`map(fn, items)` on `workers` threads, yielded lazily in item order, with at most
+    2 x `workers` items in flight. For fetches with latency (an S3 GET waits tens of ms for its
+    first byte, so a thousand manifests read one after another wait tens of seconds); the bound
+    keeps only a few fetched objects in memory. Parse in the consumer: CPU-bound work on the
+    threads would only contend for the GIL."""
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    pending: deque[Future[R]] = deque()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        try:
+            for item in items:
+                pending.append(pool.submit(fn, item))
+                if len(pending) >= 2 * workers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:  # the consumer stopped early or a call failed: start no more
+                future.cancel()

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from icelake.errors import NotPatchable
 from icelake.migrate.avro_entries import read_entry_fields
-from icelake.migrate.plan_scan import entry_fields, entry_fields_fastavro, map_in_chunks
+from icelake.migrate.plan_scan import entry_fields, entry_fields_fastavro, map_ahead, map_in_chunks
 from tests.unit.test_avro_patch import SETTINGS, manifests
 
 
@@ -168,3 +168,49 @@ def test_map_in_chunks_raises_the_first_error_in_order() -> None:
 
     with pytest.raises(ValueError, match=r"^300$"):
         map_in_chunks(fail, list(range(1000)), 4)
+
+
+def test_map_ahead_yields_in_order_with_a_bounded_number_in_flight() -> None:
+    # Given calls that finish in reverse order of submission (later items are faster)
+    started: list[int] = []
+    lock = threading.Lock()
+    consumed = 0
+    ahead: list[int] = []
+
+    def fetch(i: int) -> int:
+        with lock:
+            started.append(i)
+            ahead.append(len(started) - consumed)
+        threading.Event().wait((20 - i % 20) / 2000)
+        return i * i
+
+    # When they are mapped ahead on 3 threads and consumed one by one
+    out = []
+    for value in map_ahead(fetch, range(60), 3):
+        out.append(value)
+        consumed += 1
+    # Then the results come in item order, every item once
+    assert out == [i * i for i in range(60)]
+    assert sorted(started) == list(range(60))
+    # and never more than 2 x 3 items were started ahead of what was consumed
+    assert max(ahead) <= 6
+
+
+def test_map_ahead_raises_the_first_failure_in_order_and_starts_no_more() -> None:
+    # Given item 5 fails
+    started: list[int] = []
+
+    def fetch(i: int) -> int:
+        started.append(i)
+        if i == 5:
+            raise ValueError(f"item {i} is bad")
+        return i
+
+    # When mapped ahead on 2 threads, Then items 0-4 come first, then item 5's error
+    out = []
+    with pytest.raises(ValueError, match="item 5 is bad"):
+        for value in map_ahead(fetch, range(1000), 2):
+            out.append(value)
+    assert out == [0, 1, 2, 3, 4]
+    # and the rest of the thousand items was never started
+    assert len(started) < 20
