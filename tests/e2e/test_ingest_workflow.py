@@ -22,7 +22,7 @@ from icelake.ingest.landing import COMPLETE, PENDING
 from icelake.ingest.local_api import ApiServer, GeneratedSource, serve_pages
 from icelake.ingest.local_run import (
     API_SECRET,
-    RunSummary,
+    IngestRunSummary,
     batch_as_of,
     batch_id_of,
     demo_fetch_config,
@@ -52,7 +52,7 @@ class World:
     spark: Any
     served: dict[str, list[dict[str, Any]]]  # batch id -> the records the API served for it
 
-    def run(self, number: int) -> RunSummary:
+    def run(self, number: int) -> IngestRunSummary:
         result = run_ingest(
             self.deployment.state_machine_arn, self.fetch, self.spec, name=f"run-{number}", timeout=600
         )
