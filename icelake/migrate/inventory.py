@@ -29,6 +29,10 @@ MIN_KEYS_TO_LIST = 50  # fewer wanted keys under a root: HEAD them (a listing ma
 # other tables) are expected, a prefix a hundred times bigger than the table is not.
 LIST_OVERHEAD = 3
 LIST_BUDGET = 5
+# A listing's pages come one after another (each names where the next starts). A prefix holding
+# more wanted keys than this is listed as its subdirectories instead, side by side, as long as
+# they hold a page of wanted keys each on average: at most one extra request per listing.
+SPLIT_LISTING_AT = 10 * KEYS_PER_PAGE
 
 
 def stat_by_listing(
@@ -66,8 +70,9 @@ def stat_by_listing(
         root, keys = item
         return _listed(io, root, keys, progress, phase)
 
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(under) or 1))) as pool:
-        for answer in pool.map(list_root, under.items()):
+    listings = [part for root, keys in under.items() for part in _split_listing(root, keys)]
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(listings) or 1))) as pool:
+        for answer in pool.map(list_root, listings):
             found.update(answer)
     unsettled = [u for u in wanted if u not in found]  # the keys left alone, and those over budget
     counted = set(unsettled)
@@ -82,6 +87,27 @@ def stat_by_listing(
 
     found.update(zip(unsettled, map_in_chunks(head, unsettled, workers), strict=True))
     return {u: found[u] for u in wanted}
+
+
+def _split_listing(root: str, keys: list[tuple[str, str]]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(prefix, its wanted keys) to list: `root` itself, or its subdirectories (recursively) when it
+    has more than SPLIT_LISTING_AT wanted keys, all of them in subdirectories, a page's worth per
+    subdirectory on average. A table's data/ of a million files in a thousand partitions is then a
+    thousand short listings that run in parallel rather than a thousand pages in a row."""
+    if len(keys) <= SPLIT_LISTING_AT:
+        return [(root, keys)]
+    children: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    start = len(root) + 1
+    for c, uri in keys:
+        child, slash, _name = c[start:].partition("/")
+        if not slash:
+            return [(root, keys)]  # a wanted key directly in root: only root's listing has it
+        children[child].append((c, uri))
+    if len(children) == 1:  # one subdirectory holds them all: list it alone (the same pages)
+        return _split_listing(f"{root}/{next(iter(children))}", keys)
+    if len(keys) < KEYS_PER_PAGE * len(children):
+        return [(root, keys)]
+    return [part for child, group in children.items() for part in _split_listing(f"{root}/{child}", group)]
 
 
 def _listed(

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from icelake.aws.fileio import LocalFileIO, ObjectInfo
+from icelake.migrate import inventory
 from icelake.migrate.inventory import (
     KEYS_PER_PAGE,
     LIST_BUDGET,
@@ -67,3 +69,69 @@ def test_a_prefix_full_of_other_objects_stops_listing_and_asks_the_rest(tmp_path
     assert others and io.calls["list"] == 1
     assert found[absent] is None and all(found[u] == ObjectInfo(size=3) for u in wanted)
     assert io.calls["stat"] >= 1  # what the stopped listing had not reached was asked one by one
+
+
+class Prefixes(LocalFileIO):
+    """Records the prefix of every listing."""
+
+    def __init__(self) -> None:
+        self.listed: list[str] = []
+
+    def list(self, prefix: str) -> Iterator[tuple[str, ObjectInfo]]:
+        self.listed.append(prefix)
+        yield from super().list(prefix)
+
+
+def test_a_big_prefix_is_listed_as_its_subdirectories(tmp_path: Path, monkeypatch: Any) -> None:
+    # Given (at a small scale: pages of 10 keys, split above 40 wanted keys) a table whose data
+    # files sit in 4 partition directories of 30, and whose metadata directory holds 12 files
+    monkeypatch.setattr(inventory, "KEYS_PER_PAGE", 10)
+    monkeypatch.setattr(inventory, "SPLIT_LISTING_AT", 40)
+    root = tmp_path / "t"
+    present = [
+        uri
+        for day in range(4)
+        for uri in _files(root / "data" / f"day={day}", [f"{i}.parquet" for i in range(30)])
+    ]
+    present += _files(root / "metadata", [f"m{i}.avro" for i in range(12)])
+    absent = [f"file://{root}/data/day=1/gone.parquet", f"file://{root}/data/day=9/gone.parquet"]
+    io = Prefixes()
+    # When what exists is asked
+    found = stat_by_listing(io, present + absent, [f"file://{root}"], workers=4)
+    # Then every key is settled as it is
+    assert all(found[u] == ObjectInfo(size=3) for u in present)
+    assert all(found[u] is None for u in absent)
+    # by one listing per partition directory (side by side) and one of the metadata directory
+    days = {f"file://{root}/data/day={d}" for d in (0, 1, 2, 3)}
+    assert sorted(io.listed) == sorted(days | {f"file://{root}/data/day=9", f"file://{root}/metadata"})
+
+
+def test_a_prefix_with_wanted_keys_of_its_own_is_listed_whole(tmp_path: Path, monkeypatch: Any) -> None:
+    # Given the same shape plus one wanted file directly in data/
+    monkeypatch.setattr(inventory, "KEYS_PER_PAGE", 10)
+    monkeypatch.setattr(inventory, "SPLIT_LISTING_AT", 40)
+    root = tmp_path / "t"
+    present = [
+        uri
+        for day in range(4)
+        for uri in _files(root / "data" / f"day={day}", [f"{i}.parquet" for i in range(30)])
+    ]
+    present += _files(root / "data", ["loose.parquet"])
+    io = Prefixes()
+    found = stat_by_listing(io, present, [f"file://{root}"], workers=4)
+    # Then data/ is listed once, as only its own listing can say whether the loose file exists
+    assert all(found[u] == ObjectInfo(size=3) for u in present)
+    assert io.listed == [f"file://{root}/data"]
+
+
+def test_small_subdirectories_are_not_split(tmp_path: Path, monkeypatch: Any) -> None:
+    # Given 60 wanted keys spread over 12 directories (5 each: less than a page per directory)
+    monkeypatch.setattr(inventory, "KEYS_PER_PAGE", 10)
+    monkeypatch.setattr(inventory, "SPLIT_LISTING_AT", 40)
+    root = tmp_path / "t"
+    present = [uri for d in range(12) for uri in _files(root / f"d{d}", [f"{i}.parquet" for i in range(5)])]
+    io = Prefixes()
+    found = stat_by_listing(io, present, [f"file://{root}"], workers=4)
+    # Then one listing of the root: splitting would cost more requests than it saves pages
+    assert all(found[u] == ObjectInfo(size=3) for u in present)
+    assert io.listed == [f"file://{root}"]
