@@ -164,6 +164,12 @@ def build_plan(
     if unmapped:
         raise UnmappedPrefixesError(unmapped)
     refuse_duplicate_targets(paths, prefix_map)
+    prefix_counts = Counter[str]()
+    for p in paths:
+        m = prefix_map.match(p)
+        if m is not None:
+            prefix_counts[m.source] += 1
+    del paths  # a million-file table's paths are counted: what follows holds its own references
 
     target_metadata = prefix_map.map(source_metadata)
     assert target_metadata is not None
@@ -171,14 +177,10 @@ def build_plan(
 
     src_info = _check_sources(src_io, files, delete_formats, prefix_map, reads, workers, progress)
     copy_paths = [p for p in files if p not in delete_formats and src_info[p] is not None]
+    del files
     copies, skipped = _decide_copies(
         src_io, dst_io, copy_paths, src_info, prefix_map, reads, workers, progress, overwrite=overwrite
     )
-    prefix_counts = Counter[str]()
-    for p in paths:
-        m = prefix_map.match(p)
-        if m is not None:
-            prefix_counts[m.source] += 1
     present = [i for i in src_info.values() if i is not None]
     return TablePlan(
         source_metadata=source_metadata,
