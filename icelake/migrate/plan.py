@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import posixpath
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -95,6 +95,11 @@ def _fetch_metadata(io: FileIO, uri: str) -> bytes:
 READ_AHEAD = 4
 
 
+def _fetched_ahead(uris: Sequence[str], fetch: Callable[[str], bytes]) -> Iterator[tuple[str, bytes]]:
+    """(uri, its bytes) for every uri, in order, fetched READ_AHEAD at a time ahead of the caller."""
+    return zip(uris, map_ahead(fetch, uris, READ_AHEAD), strict=True)
+
+
 class Stat(Protocol):
     """uri -> what the object is (None: absent) for every uri; `roots` are prefixes a listing may
     read, `full` asks present objects for everything a HEAD says (see inventory.stat_by_listing)."""
@@ -152,9 +157,9 @@ def build_plan(
     paths = Counter[str]()  # every referenced path -> how often; for the prefix check
     metadata_files = _metadata_chain(src_io, source_metadata, meta, paths, reads, workers)
     lists = mj.manifest_lists(meta)
-    manifests = _manifests(src_io, meta, lists, workers, progress)
+    manifests = _manifests(src_io, meta, lists, progress)
     paths.update(list(manifests))  # the keys: a mapping would add its values as counts
-    files, delete_formats = _files(src_io, meta, manifests, paths, reads, workers, progress)
+    files, delete_formats = _files(src_io, meta, manifests, paths, reads, progress)
 
     directories = {
         meta["location"],
@@ -219,23 +224,19 @@ def _metadata_chain(
     metadata_files = [p for p in logged if logged_exist[p] is not None] + [source_metadata]
     paths.update([source_metadata])
     logged_uris = metadata_files[:-1]
-    for uri, raw in zip(
-        logged_uris, map_ahead(lambda u: _fetch_metadata(src_io, u), logged_uris, READ_AHEAD), strict=True
-    ):
+    for uri, raw in _fetched_ahead(logged_uris, lambda u: _fetch_metadata(src_io, u)):
         paths.update(mj.referenced_paths(mj.parse_metadata(uri, raw)[0]))
     paths.update(mj.referenced_paths(meta))
     return metadata_files
 
 
 def _manifests(
-    src_io: FileIO, meta: mj.Metadata, lists: list[str], workers: int, progress: ProgressSink
+    src_io: FileIO, meta: mj.Metadata, lists: list[str], progress: ProgressSink
 ) -> dict[str, ManifestRef]:
     """The manifests the live snapshots' manifest lists name (each once), and inline ones (v1)."""
     manifests: dict[str, ManifestRef] = {}
     progress.start("scan manifest lists", len(lists))
-    for uri, data in zip(
-        lists, map_ahead(lambda u: _read_required(src_io, u), lists, READ_AHEAD), strict=True
-    ):
+    for uri, data in _fetched_ahead(lists, lambda u: _read_required(src_io, u)):
         for ref in manifest_refs(uri, data):
             manifests.setdefault(ref.path, ref)
         progress.advance("scan manifest lists")
@@ -250,7 +251,6 @@ def _files(
     manifests: dict[str, ManifestRef],
     paths: Counter[str],
     reads: PlanReads,
-    workers: int,
     progress: ProgressSink,
 ) -> tuple[dict[str, tuple[int, bool]], dict[str, str]]:
     """Every data, delete and statistics file: path -> (size recorded, live), and the position
@@ -259,8 +259,7 @@ def _files(
     files: dict[str, tuple[int, bool]] = {}
     delete_formats: dict[str, str] = {}
     progress.start("scan manifests", len(manifests))
-    uris = list(manifests)
-    for uri, data in zip(uris, map_ahead(lambda u: _read_required(src_io, u), uris, READ_AHEAD), strict=True):
+    for uri, data in _fetched_ahead(list(manifests), lambda u: _read_required(src_io, u)):
         for status, content, path, file_size, reference, file_format in reads.entries(uri, data):
             live = status != DELETED or files.get(path, (0, False))[1]
             files[path] = (file_size, live)
