@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+
+import pytest
 
 from icelake.aws.fileio import LocalFileIO, ObjectInfo
 from icelake.migrate import inventory
@@ -82,18 +83,24 @@ class Prefixes(LocalFileIO):
         yield from super().list(prefix)
 
 
-def test_a_big_prefix_is_listed_as_its_subdirectories(tmp_path: Path, monkeypatch: Any) -> None:
-    # Given (at a small scale: pages of 10 keys, split above 40 wanted keys) a table whose data
-    # files sit in 4 partition directories of 30, and whose metadata directory holds 12 files
+@pytest.fixture
+def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The listing split at a small scale: pages of 10 keys, split above 40 wanted keys."""
     monkeypatch.setattr(inventory, "KEYS_PER_PAGE", 10)
     monkeypatch.setattr(inventory, "SPLIT_LISTING_AT", 40)
+
+
+def _partitions(data: Path, days: int = 4, files: int = 30) -> list[str]:
+    names = [f"{i}.parquet" for i in range(files)]
+    return [uri for day in range(days) for uri in _files(data / f"day={day}", names)]
+
+
+@pytest.mark.usefixtures("small_pages")
+def test_a_big_prefix_is_listed_as_its_subdirectories(tmp_path: Path) -> None:
+    # Given a table whose data files sit in 4 partition directories of 30, and whose metadata
+    # directory holds 12 files
     root = tmp_path / "t"
-    present = [
-        uri
-        for day in range(4)
-        for uri in _files(root / "data" / f"day={day}", [f"{i}.parquet" for i in range(30)])
-    ]
-    present += _files(root / "metadata", [f"m{i}.avro" for i in range(12)])
+    present = _partitions(root / "data") + _files(root / "metadata", [f"m{i}.avro" for i in range(12)])
     absent = [f"file://{root}/data/day=1/gone.parquet", f"file://{root}/data/day=9/gone.parquet"]
     io = Prefixes()
     # When what exists is asked
@@ -106,17 +113,11 @@ def test_a_big_prefix_is_listed_as_its_subdirectories(tmp_path: Path, monkeypatc
     assert sorted(io.listed) == sorted(days | {f"file://{root}/data/day=9", f"file://{root}/metadata"})
 
 
-def test_a_prefix_with_wanted_keys_of_its_own_is_listed_whole(tmp_path: Path, monkeypatch: Any) -> None:
-    # Given the same shape plus one wanted file directly in data/
-    monkeypatch.setattr(inventory, "KEYS_PER_PAGE", 10)
-    monkeypatch.setattr(inventory, "SPLIT_LISTING_AT", 40)
+@pytest.mark.usefixtures("small_pages")
+def test_a_prefix_with_wanted_keys_of_its_own_is_listed_whole(tmp_path: Path) -> None:
+    # Given the same partitions plus one wanted file directly in data/
     root = tmp_path / "t"
-    present = [
-        uri
-        for day in range(4)
-        for uri in _files(root / "data" / f"day={day}", [f"{i}.parquet" for i in range(30)])
-    ]
-    present += _files(root / "data", ["loose.parquet"])
+    present = _partitions(root / "data") + _files(root / "data", ["loose.parquet"])
     io = Prefixes()
     found = stat_by_listing(io, present, [f"file://{root}"], workers=4)
     # Then data/ is listed once, as only its own listing can say whether the loose file exists
@@ -124,12 +125,11 @@ def test_a_prefix_with_wanted_keys_of_its_own_is_listed_whole(tmp_path: Path, mo
     assert io.listed == [f"file://{root}/data"]
 
 
-def test_small_subdirectories_are_not_split(tmp_path: Path, monkeypatch: Any) -> None:
+@pytest.mark.usefixtures("small_pages")
+def test_small_subdirectories_are_not_split(tmp_path: Path) -> None:
     # Given 60 wanted keys spread over 12 directories (5 each: less than a page per directory)
-    monkeypatch.setattr(inventory, "KEYS_PER_PAGE", 10)
-    monkeypatch.setattr(inventory, "SPLIT_LISTING_AT", 40)
     root = tmp_path / "t"
-    present = [uri for d in range(12) for uri in _files(root / f"d{d}", [f"{i}.parquet" for i in range(5)])]
+    present = _partitions(root, days=12, files=5)
     io = Prefixes()
     found = stat_by_listing(io, present, [f"file://{root}"], workers=4)
     # Then one listing of the root: splitting would cost more requests than it saves pages
