@@ -13,6 +13,20 @@ class PrefixMapping(BaseModel):
     files: int = 0  # files of the table under this prefix
 
 
+class RowsValidation(BaseModel):
+    """The `rows` tier done where the copy ran (the Glue job): every snapshot's row count and row
+    digest, source against target (`icelake.migrate.row_digest`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    snapshots_compared: int = 0
+    files_read: int = 0  # distinct scan tasks read, both sides
+    rows: int = 0  # rows of every source snapshot, summed
+    problems: list[str] = []
+    error: str | None = None  # the check itself failed (not the copy); Validate fails with this
+    seconds: float = 0.0
+
+
 class MigrationResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -32,3 +46,4 @@ class MigrationResult(BaseModel):
     files_rewritten: int
     files_skipped: int  # already at the target and identical
     elapsed_seconds: float
+    rows_validation: RowsValidation | None = None  # when the Glue job compared the rows itself
