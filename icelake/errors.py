@@ -134,6 +134,11 @@ class ValidationFailedError(IcelakeError):
     """The target does not read like the source: the table is rolled back."""
 
 
+class UnreadableTaskError(IcelakeError):
+    """The `rows` tier cannot read a scan task: equality deletes, deletion vectors, or a data file
+    that is not Parquet."""
+
+
 class SessionDurationError(IcelakeError, ValueError):
     """A session duration STS would refuse (ValueError too, so pydantic validators report it)."""
 

@@ -385,15 +385,18 @@ class FileIOSpec:
                 io = _OPENED[self] = self._build()
             return io
 
+    def session(self) -> boto3.Session:
+        """The boto3 session this spec's S3 FileIO signs with (the role's, when it has one)."""
+        session = new_session(**(self.credentials or {}), region_name=self.region)
+        return self.role.session(session, self.endpoint_url) if self.role is not None else session
+
     def _build(self) -> FileIO:
         if self.scheme == "file":
             return LocalFileIO()
         if self.scheme != "s3":
             raise ValueError(f"unsupported FileIO scheme {self.scheme!r}: use s3 or file")
-        session = new_session(**(self.credentials or {}), region_name=self.region)
-        if self.role is not None:
-            session = self.role.session(session, self.endpoint_url)
-        return S3FileIO(session.client("s3", endpoint_url=self.endpoint_url), kms_key_id=self.kms_key_id)
+        client = self.session().client("s3", endpoint_url=self.endpoint_url)
+        return S3FileIO(client, kms_key_id=self.kms_key_id)
 
 
 def _session_kwargs(session: boto3.Session) -> dict[str, str] | None:

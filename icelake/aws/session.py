@@ -7,6 +7,7 @@ fails half-way on expired credentials.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,3 +138,19 @@ class AssumedRole:
             base=base,
             endpoint_url=endpoint_url,
         )
+
+
+def pyiceberg_props(session: boto3.Session) -> dict[str, str]:
+    """pyiceberg FileIO properties that sign as `session` (its current credentials; with
+    AWS_ENDPOINT_URL set, that endpoint, as for every client icelake makes)."""
+    creds = session.get_credentials().get_frozen_credentials()
+    props = {
+        "s3.access-key-id": creds.access_key,
+        "s3.secret-access-key": creds.secret_key,
+        "s3.region": session.region_name or "us-east-1",
+    }
+    if creds.token:
+        props["s3.session-token"] = creds.token
+    if os.environ.get("AWS_ENDPOINT_URL"):
+        props["s3.endpoint"] = os.environ["AWS_ENDPOINT_URL"]
+    return props

@@ -25,6 +25,7 @@ from pyiceberg.manifest import DataFileContent, FileFormat
 from pyiceberg.table import StaticTable
 
 from icelake.aws.fileio import FileIO, FileIOSpec
+from icelake.errors import UnreadableTaskError
 from icelake.migrate.engine import Runner
 from icelake.migrate.models import RowsValidation
 
@@ -47,10 +48,6 @@ class ScanUnit:
 
     data_file: str
     position_deletes: tuple[str, ...] = ()
-
-
-class UnreadableTask(Exception):
-    """A task this tier cannot read: equality deletes, deletion vectors, or a non-Parquet file."""
 
 
 def row_hash(row: Iterable[object]) -> int:
@@ -101,11 +98,11 @@ def snapshot_units(table: StaticTable, snapshot_id: int) -> list[ScanUnit]:
     units = []
     for task in table.scan(snapshot_id=snapshot_id).plan_files():
         if task.file.file_format != FileFormat.PARQUET:
-            raise UnreadableTask(f"{task.file.file_path} is {task.file.file_format}, not Parquet")
+            raise UnreadableTaskError(f"{task.file.file_path} is {task.file.file_format}, not Parquet")
         positional = []
         for delete in task.delete_files:
             if delete.content != DataFileContent.POSITION_DELETES or delete.file_format != FileFormat.PARQUET:
-                raise UnreadableTask(f"{delete.file_path} is not a Parquet position-delete file")
+                raise UnreadableTaskError(f"{delete.file_path} is not a Parquet position-delete file")
             positional.append(delete.file_path)
         units.append(ScanUnit(task.file.file_path, tuple(sorted(positional))))
     return units
@@ -139,7 +136,7 @@ def compare_rows(
     try:
         src, src_read = snapshot_digests(source_metadata, *source, runner, "validate rows: source")
         dst, dst_read = snapshot_digests(target_metadata, *target, runner, "validate rows: target")
-    except UnreadableTask as exc:
+    except UnreadableTaskError as exc:
         return RowsValidation(problems=[f"rows cannot be compared: {exc}"], seconds=_since(started))
     problems = [
         _difference(sid, digest, dst.get(sid)) for sid, digest in src.items() if dst.get(sid) != digest

@@ -206,6 +206,9 @@ class TableOutcome(_Frozen):
     files_skipped: int = 0
     snapshots_validated: int = 0
     validation: str | None = None  # the tier Validate completed, and why it is less than asked
+    # Where each phase ran: plan, copy ("lambda" or "glue") and validate ("glue" when the Glue job
+    # compared the rows, else "lambda").
+    engines: dict[str, str] = {}
     files_pruned: int = 0  # objects of snapshots the source expired, deleted from the target
     # cutover: the source's last snapshot and the target's current one (equal when promoted)
     source_snapshot_id: int | None = None

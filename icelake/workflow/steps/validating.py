@@ -4,14 +4,12 @@ promote the target. A table that Plan left alone gets its outcome here too."""
 
 from __future__ import annotations
 
-import os
 from typing import Literal
 
-import boto3
-
 from icelake.aws.fileio import io_for
+from icelake.aws.session import pyiceberg_props
 from icelake.errors import ValidationFailedError
-from icelake.migrate.models import MigrationResult
+from icelake.migrate.models import MigrationResult, RowsValidation
 from icelake.migrate.validate import check_target_files, validate_tables
 from icelake.workflow.inputs import PlannedInput
 from icelake.workflow.models import PlanResult, TableOutcome
@@ -37,16 +35,21 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
     copied = MigrationResult.model_validate_json(
         io_for(planned.copy_result_uri, deps.orchestrator).read(planned.copy_result_uri)
     )
+    rows = copied.rows_validation  # the Glue job compared the rows where the data is
+    if rows is not None and rows.error:
+        raise ValidationFailedError(
+            f"{item.name}: the copy finished, but validation failed: the Glue job could not compare "
+            f"the rows ({rows.error}); the copy is rolled back because it was not shown to be right"
+        )
     report = validate_tables(
         item.source_metadata_location,
         planned.target_metadata_location,
-        source_props=_pyiceberg_props(sessions.source),
-        target_props=_pyiceberg_props(sessions.target),
-        tier=item.request.options.validation,
+        source_props=pyiceberg_props(sessions.source),
+        target_props=pyiceberg_props(sessions.target),
+        tier="metadata" if rows is not None else item.request.options.validation,
     )
-    problems = report.problems + check_target_files(
-        sessions.target_io(), planned.target_metadata_location, source_prefixes(item)
-    )
+    files = check_target_files(sessions.target_io(), planned.target_metadata_location, source_prefixes(item))
+    problems = [*report.problems, *(rows.problems if rows else []), *files]
     if problems:
         raise ValidationFailedError(f"{item.name}: the target is not the same table: {problems[:10]}")
     ledger.record_synced(
@@ -68,7 +71,8 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
         files_rewritten=copied.files_rewritten,
         files_skipped=copied.files_skipped,
         snapshots_validated=copied.snapshots,
-        validation="; ".join([report.tier, *report.notes[:3]]),
+        validation=_tier_done(report.tier, report.notes, rows),
+        engines={"plan": "lambda", "copy": planned.engine, "validate": "glue" if rows else "lambda"},
         files_pruned=pruned,
         error=prune_error,
         seconds=copied.elapsed_seconds,
@@ -101,18 +105,13 @@ def skipped(planned: PlanResult) -> TableOutcome:
     )
 
 
-def _pyiceberg_props(session: boto3.Session) -> dict[str, str]:
-    creds = session.get_credentials().get_frozen_credentials()
-    props = {
-        "s3.access-key-id": creds.access_key,
-        "s3.secret-access-key": creds.secret_key,
-        "s3.region": session.region_name or "us-east-1",
-    }
-    if creds.token:
-        props["s3.session-token"] = creds.token
-    if os.environ.get("AWS_ENDPOINT_URL"):
-        props["s3.endpoint"] = os.environ["AWS_ENDPOINT_URL"]
-    return props
+def _tier_done(tier: str, notes: list[str], rows: RowsValidation | None) -> str:
+    if rows is None:
+        return "; ".join([tier, *notes[:3]])
+    return (
+        f"rows (in the Glue job: {rows.snapshots_compared} snapshots, {rows.rows:,} rows, "
+        f"{rows.files_read} scan tasks read, {rows.seconds:.1f} s)"
+    )
 
 
 def _ledger_state(outcome: TableOutcome) -> str:
