@@ -6,6 +6,7 @@ import os
 
 import pyarrow as pa
 from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.expressions import In
 
 from icelake.local.lake import (
     SOURCE_ACCOUNT,
@@ -55,6 +56,14 @@ def commit(lake: Lake, name: str, ids: list[int], database: str = "sales") -> st
         {"id": pa.array(ids, pa.int64()), "v": [f"v{i}" for i in ids]}, schema=table.schema().as_arrow()
     )
     table.append(rows)
+    return lake.publish(database, name, cat.load_table(f"{database}.{name}").metadata_location)
+
+
+def delete_ids(lake: Lake, name: str, ids: list[int], database: str = "sales") -> str:
+    """A pyiceberg delete on a table made by `add_source_table`, published to the source."""
+    root = lake.local_root / database / name
+    cat = SqlCatalog(name, uri=f"sqlite:///{root}/c.db", warehouse=f"file://{root}")
+    cat.load_table(f"{database}.{name}").delete(In("id", ids))
     return lake.publish(database, name, cat.load_table(f"{database}.{name}").metadata_location)
 
 

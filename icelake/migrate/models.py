@@ -23,6 +23,7 @@ class RowsValidation(BaseModel):
     files_read: int = 0  # distinct scan tasks read, both sides
     rows: int = 0  # rows of every source snapshot, summed
     problems: list[str] = []
+    skipped: str | None = None  # why rows were not compared (a task it cannot read); Validate samples
     error: str | None = None  # the check itself failed (not the copy); Validate fails with this
     seconds: float = 0.0
 

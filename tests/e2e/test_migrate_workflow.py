@@ -9,7 +9,9 @@ from typing import Any
 
 import boto3
 import pytest
+from pyiceberg.table import StaticTable
 
+from icelake.aws.fileio import io_for
 from icelake.constants import GLUE_MIGRATE_JOB
 from icelake.local.deploy import LocalDeployment
 from icelake.local.embedded import run_execution
@@ -24,6 +26,7 @@ from tests.lake import (
     bucket_state,
     catalog_state,
     commit,
+    delete_ids,
     s3_props,
 )
 from tests.verify import assert_same_table
@@ -228,6 +231,42 @@ def test_a_source_commit_during_the_migration_is_picked_up_by_the_next_run(
         )
         == 3
     )
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("validation", ["rows", "metadata"])
+def test_a_glue_sized_table_is_validated_where_its_tier_says(
+    world: tuple[Lake, LocalDeployment], spark: Any, validation: str
+) -> None:
+    # Given a table over the Glue threshold, with a delete (a snapshot whose rows are fewer than its
+    # files hold)
+    lake, deployment = world
+    add_source_table(lake, "events", [[1, 2], [3], [4, 5]])
+    meta = delete_ids(lake, "events", [3])
+    options = {"glue_threshold_bytes": 0, "concurrency": 1, "validation": validation}
+
+    report = run_workflow(deployment, lake.request(f"glue-{validation}", options=options))
+
+    # Then the Lambda planned, the Glue job copied, and the rows were compared by the Glue job
+    # (validation: rows) or the Lambda checked metadata (validation: metadata)
+    (outcome,) = report["tables"]
+    assert outcome["status"] == "migrated"
+    in_glue = validation == "rows"
+    validated_in = "glue" if in_glue else "lambda"
+    assert outcome["engines"] == {"plan": "lambda", "copy": "glue", "validate": validated_in}
+    (job_run,) = boto3.client("glue").get_job_runs(JobName=GLUE_MIGRATE_JOB)["JobRuns"]
+    result_uri = job_run["Arguments"]["--result-uri"]
+    copied = json.loads(io_for(result_uri).read(result_uri))
+    snapshots = len(StaticTable.from_metadata(meta, properties=s3_props()).metadata.snapshots)
+    if in_glue:
+        rows = copied["rows_validation"]
+        assert rows["snapshots_compared"] == snapshots and rows["problems"] == [] and rows["error"] is None
+        assert outcome["validation"].startswith(f"rows (in the Glue job: {snapshots} snapshots")
+    else:
+        assert copied["rows_validation"] is None and outcome["validation"] == "metadata"
+    # and an engine that wrote neither reads every snapshot of the target as it reads the source
+    target = outcome["target_metadata_location"]
+    assert assert_same_table(meta, target, source_props=s3_props(), target_props=s3_props()) == snapshots
 
 
 @pytest.mark.spark

@@ -10,7 +10,7 @@ from icelake.aws.fileio import io_for
 from icelake.aws.session import pyiceberg_props
 from icelake.errors import ValidationFailedError
 from icelake.migrate.models import MigrationResult, RowsValidation
-from icelake.migrate.validate import check_target_files, validate_tables
+from icelake.migrate.validate import Tier, check_target_files, validate_tables
 from icelake.workflow.inputs import PlannedInput
 from icelake.workflow.models import PlanResult, TableOutcome
 from icelake.workflow.prune import prune_target
@@ -35,7 +35,7 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
     copied = MigrationResult.model_validate_json(
         io_for(planned.copy_result_uri, deps.orchestrator).read(planned.copy_result_uri)
     )
-    rows = copied.rows_validation  # the Glue job compared the rows where the data is
+    rows = copied.rows_validation  # the Glue job compared the rows where the data is (or said why not)
     if rows is not None and rows.error:
         raise ValidationFailedError(
             f"{item.name}: the copy finished, but validation failed: the Glue job could not compare "
@@ -46,7 +46,7 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
         planned.target_metadata_location,
         source_props=pyiceberg_props(sessions.source),
         target_props=pyiceberg_props(sessions.target),
-        tier="metadata" if rows is not None else item.request.options.validation,
+        tier=_tier_left(item.request.options.validation, rows),
     )
     files = check_target_files(sessions.target_io(), planned.target_metadata_location, source_prefixes(item))
     problems = [*report.problems, *(rows.problems if rows else []), *files]
@@ -72,7 +72,7 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
         files_skipped=copied.files_skipped,
         snapshots_validated=copied.snapshots,
         validation=_tier_done(report.tier, report.notes, rows),
-        engines={"plan": "lambda", "copy": planned.engine, "validate": "glue" if rows else "lambda"},
+        engines={"plan": "lambda", "copy": planned.engine, "validate": _validated_in(rows)},
         files_pruned=pruned,
         error=prune_error,
         seconds=copied.elapsed_seconds,
@@ -105,13 +105,27 @@ def skipped(planned: PlanResult) -> TableOutcome:
     )
 
 
+def _tier_left(asked: Tier, rows: RowsValidation | None) -> Tier:
+    """What this Lambda validates: metadata when the Glue job compared the rows, a sample of files
+    when it could not read them, else the tier asked."""
+    if rows is None:
+        return asked
+    return "sample" if rows.skipped else "metadata"
+
+
 def _tier_done(tier: str, notes: list[str], rows: RowsValidation | None) -> str:
     if rows is None:
         return "; ".join([tier, *notes[:3]])
+    if rows.skipped:
+        return f"{tier}; rows not compared in the Glue job: {rows.skipped}"
     return (
         f"rows (in the Glue job: {rows.snapshots_compared} snapshots, {rows.rows:,} rows, "
         f"{rows.files_read} scan tasks read, {rows.seconds:.1f} s)"
     )
+
+
+def _validated_in(rows: RowsValidation | None) -> str:
+    return "glue" if rows is not None and not rows.skipped else "lambda"
 
 
 def _ledger_state(outcome: TableOutcome) -> str:
