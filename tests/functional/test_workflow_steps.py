@@ -11,9 +11,11 @@ import boto3
 import pytest
 
 from icelake.aws import catalog
+from icelake.aws.fileio import io_for
 from icelake.aws.ledger import Ledger
-from icelake.errors import InvalidRequestError, TargetNotOursError
+from icelake.errors import InvalidRequestError, TargetNotOursError, ValidationFailedError
 from icelake.local.moto_server import embedded_aws
+from icelake.migrate.models import RowsValidation
 from icelake.workflow import steps
 from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput, ReportInput, RollbackInput
 from icelake.workflow.models import PlanResult
@@ -174,3 +176,47 @@ def test_rollback_of_a_first_migration_removes_the_table(lake: Lake) -> None:
     assert bucket_state(lake.target, TARGET_BUCKET) == {}
     assert catalog_state(lake.target) == {}
     assert PlanResult.model_validate(state["plan"]).target_table_existed is False
+
+
+def _copied_with(lake: Lake, rows: RowsValidation) -> PlannedInput:
+    """A table planned, copied and registered, whose copy result carries `rows` as the Glue job
+    writes it (MigrationResult.rows_validation)."""
+    add_source_table(lake, "orders", [[1, 2], [3]])
+    inv = steps.inventory(InventoryInput.model_validate(lake.request("run-1")), lake.deps)
+    planned = steps.plan(PlanInput.model_validate({"item": _worklist(lake, inv)[0]}), lake.deps)
+    given = PlannedInput.model_validate({"plan": planned.model_dump(mode="json")})
+    copied = steps.copy(given, lake.deps)
+    steps.register(given, lake.deps)
+    uri = planned.copy_result_uri
+    with_rows = copied.model_copy(update={"rows_validation": rows}).model_dump_json().encode()
+    io_for(uri, lake.deps.orchestrator).write(uri, with_rows)
+    return given
+
+
+def test_validate_takes_the_rows_the_glue_job_compared(lake: Lake) -> None:
+    given = _copied_with(lake, RowsValidation(snapshots_compared=2, files_read=4, rows=5, seconds=1.5))
+    outcome = steps.validate(given, lake.deps)
+    assert outcome.status == "migrated"
+    assert outcome.validation == "rows (in the Glue job: 2 snapshots, 5 rows, 4 scan tasks read, 1.5 s)"
+    assert outcome.engines == {"plan": "lambda", "copy": "lambda", "validate": "glue"}
+
+
+def test_rows_the_glue_job_found_different_fail_validation(lake: Lake) -> None:
+    problem = "snapshot 7: same row count (3) but different rows"
+    given = _copied_with(lake, RowsValidation(snapshots_compared=2, problems=[problem]))
+    with pytest.raises(ValidationFailedError, match=r"not the same table.*different rows"):
+        steps.validate(given, lake.deps)
+
+
+def test_a_rows_check_that_could_not_run_fails_validation_saying_so(lake: Lake) -> None:
+    given = _copied_with(lake, RowsValidation(error="MemoryError: "))
+    with pytest.raises(ValidationFailedError, match="the Glue job could not compare the rows: MemoryError"):
+        steps.validate(given, lake.deps)
+
+
+def test_rows_the_glue_job_could_not_read_are_sampled_instead(lake: Lake) -> None:
+    why = "s3://b/t/data/x.puffin is not a Parquet position-delete file"
+    outcome = steps.validate(_copied_with(lake, RowsValidation(skipped=why)), lake.deps)
+    assert outcome.status == "migrated"
+    assert outcome.validation == f"sample; rows not compared in the Glue job: {why}"
+    assert outcome.engines["validate"] == "lambda"
