@@ -14,6 +14,8 @@ awsglue when present, else argparse (same names), so the same script runs in AWS
   --overwrite [true|false]   replace target files that exist with different content
   --run-id ID                names the assumed-role sessions
   --result-uri URI           where to write the MigrationResult JSON (s3:// or local)
+  --journal-uri URI          the run's journal of target keys (what rollback may delete): the keys
+                             this job's plan will create are added to it before anything is written
   --local-warehouse DIR      (local runs only) a warehouse for the local session's catalog `local`
   --validation TIER          `rows`: also compare every snapshot's rows here, spread over the
                              executors (icelake.migrate.row_digest); other tiers are done by the
@@ -28,16 +30,19 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
-from icelake.aws.fileio import FileIOSpec, io_for
+from icelake.aws.fileio import FileIOSpec, io_for, is_absent
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, AssumedRole, check_session_duration, pyiceberg_props
 from icelake.glue_args import in_glue, resolve_options
 from icelake.migrate.distributed import SparkRunner, executor_spec
 from icelake.migrate.engine import Runner, run_migration
 from icelake.migrate.models import MigrationResult, RowsValidation
+from icelake.migrate.plan import TablePlan
 from icelake.migrate.row_digest import compare_rows
 from icelake.uris import parse_map_option
+from icelake.workflow.journal import new_target_keys, read_journal, write_journal
 
 OPTIONS = (
     "source_metadata",
@@ -52,6 +57,7 @@ OPTIONS = (
     "overwrite",
     "run_id",
     "result_uri",
+    "journal_uri",
     "local_warehouse",
     "validation",
     "work_item",
@@ -155,6 +161,7 @@ def main(argv: list[str] | None = None) -> MigrationResult:
         runner=runner,
         overwrite=args.overwrite,
         lock_target=False,  # the workflow holds the table in its ledger (a killed job leaves no lock)
+        on_planned=partial(journal_plan, args.journal_uri, dst) if args.journal_uri else None,
     )
     if args.validation == "rows":
         rows = rows_validation(args.source_metadata, result.target_metadata_location, src, dst, runner)
@@ -164,6 +171,20 @@ def main(argv: list[str] | None = None) -> MigrationResult:
         io_for(args.result_uri).write(args.result_uri, payload.encode())
     print(payload)
     return result
+
+
+def journal_plan(journal_uri: str, dst: FileIOSpec, plan: TablePlan) -> None:
+    """Add what this plan's copy will create to the run's journal, before anything is written. The
+    keys already there stay: an earlier attempt of this run may have written them (and this plan,
+    seeing them present, would not name them)."""
+    io = io_for(journal_uri)
+    keys = set(new_target_keys(plan, dst.open()))
+    try:
+        keys |= set(read_journal(io, journal_uri))
+    except Exception as exc:
+        if not is_absent(exc):
+            raise
+    write_journal(io, journal_uri, sorted(keys))
 
 
 def rows_validation(

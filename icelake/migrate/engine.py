@@ -210,9 +210,11 @@ def run_migration(
     progress: ProgressSink | None = None,
     copy_settings: CopySettings | None = None,
     lock_target: bool = True,
+    on_planned: Callable[[TablePlan], None] | None = None,
 ) -> MigrationResult:
     """`migrate_table` with the copies and rewrites spread by `runner`; planning, manifest lists
-    and metadata.json files stay in this process (on `workers` threads)."""
+    and metadata.json files stay in this process (on `workers` threads). `on_planned` sees the
+    plan before anything is written (the workflow's Glue job journals what the copy creates)."""
     started = time.monotonic()
     progress = progress or NoProgress()
     plan = build_plan(
@@ -227,6 +229,8 @@ def run_migration(
     )
     outcomes: list[Outcome] = []
     if not dry_run:
+        if on_planned is not None:
+            on_planned(plan)
         dst_io = open_io(dst)
         # Planning only read; from here on the target is written, so hold it, and check again
         # under the lock that no other table landed there since the plan looked.

@@ -135,6 +135,16 @@ class PlanReads:
 FAST_READS = PlanReads(entries=entry_fields, stat=stat_by_listing, map=map_in_chunks)
 
 
+def table_prefix_map(meta: mj.Metadata, maps: Iterable[tuple[str, str]], target_location: str) -> PrefixMap:
+    """The prefixes to move, checked: the table location always maps to the target location, and
+    `maps` adds the other prefixes."""
+    prefix_map = PrefixMap([*maps, (meta["location"], target_location)])
+    _refuse_targets_under_sources(prefix_map)
+    refuse_overlapping_targets(prefix_map)
+    _refuse_files_in_the_way(prefix_map)
+    return prefix_map
+
+
 def build_plan(
     source_metadata: str,
     target_location: str,
@@ -148,11 +158,7 @@ def build_plan(
     reads: PlanReads = FAST_READS,
 ) -> TablePlan:
     meta, gz = read_metadata(src_io, source_metadata)
-    # The table location always maps to the target location; --map adds the other prefixes.
-    prefix_map = PrefixMap([*maps, (meta["location"], target_location)])
-    _refuse_targets_under_sources(prefix_map)
-    refuse_overlapping_targets(prefix_map)
-    _refuse_files_in_the_way(prefix_map)
+    prefix_map = table_prefix_map(meta, maps, target_location)
 
     paths = Counter[str]()  # every referenced path -> how often; for the prefix check
     metadata_files = _metadata_chain(src_io, source_metadata, meta, paths, reads, workers)

@@ -162,6 +162,10 @@ class PlanResult(_Frozen):
     target_table_existed: bool
     target_metadata_location: str  # where the copy step will put the current metadata
     journal_key: str  # artifacts key: the target keys this run creates (all rollback may delete)
+    journal_uri: str = ""  # the same journal as a URI (the Glue job adds what its own plan creates)
+    # Where the table was planned: a table whose snapshot summaries put it over the Glue thresholds
+    # is planned by the Glue job (files_* and bytes_* are then the summaries' upper bounds).
+    planned_in: Literal["lambda", "glue"] = "lambda"
     copy_result_uri: str  # where the copy step (Lambda or Glue) writes its MigrationResult
     # Set when the table is left alone (engine "none"): its outcome and why.
     stopped: Literal["diverged", "source_dropped", "busy", "promoted"] | None = None

@@ -18,6 +18,7 @@ from icelake.local.moto_server import embedded_aws
 from icelake.migrate.models import RowsValidation
 from icelake.workflow import steps
 from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput, ReportInput, RollbackInput
+from icelake.workflow.journal import read_journal
 from icelake.workflow.models import PlanResult
 from tests.lake import (
     SOURCE_BUCKET,
@@ -220,3 +221,36 @@ def test_rows_the_glue_job_could_not_read_are_sampled_instead(lake: Lake) -> Non
     assert outcome.status == "migrated"
     assert outcome.validation == f"sample; rows not compared in the Glue job: {why}"
     assert outcome.engines["validate"] == "lambda"
+
+
+def test_a_glue_sized_table_is_planned_by_the_glue_job_not_the_lambda(lake: Lake) -> None:
+    # Given a table whose snapshot summaries put it over the Glue threshold, and whose manifest
+    # lists are gone (so a Plan that read past metadata.json would fail)
+    add_source_table(lake, "orders", [[1, 2], [3]])
+    s3 = lake.source.client("s3")
+    listed = s3.list_objects_v2(Bucket=SOURCE_BUCKET)["Contents"]
+    manifest_lists = [o["Key"] for o in listed if o["Key"].rsplit("/", 1)[-1].startswith("snap-")]
+    assert manifest_lists
+    for key in manifest_lists:
+        s3.delete_object(Bucket=SOURCE_BUCKET, Key=key)
+    request = lake.request("run-1", options={"glue_threshold_bytes": 0, "validation": "metadata"})
+    inv = steps.inventory(InventoryInput.model_validate(request), lake.deps)
+    item = _worklist(lake, inv)[0]
+
+    planned = steps.plan(PlanInput.model_validate({"item": item}), lake.deps)
+
+    # Then Plan read the metadata.json alone: the Glue job plans and copies, the figures are the
+    # summaries' upper bounds, and the journal holds nothing yet (nothing of this run is written)
+    assert (planned.planned_in, planned.engine) == ("glue", "glue")
+    assert planned.files_planned == planned.files_to_copy == 2 and planned.bytes_planned > 0
+    assert planned.target_metadata_location.startswith(f"s3://{TARGET_BUCKET}/warehouse/")
+    assert read_journal(lake.deps.artifacts.io, planned.journal_uri) == []
+    # and a failure before the job journaled anything rolls back nothing but the lock
+    target_before = bucket_state(lake.target, TARGET_BUCKET)
+    outcome = steps.rollback(
+        RollbackInput.model_validate(
+            {"item": item, "plan": planned.model_dump(mode="json"), "error": {"Cause": "job failed"}}
+        ),
+        lake.deps,
+    )
+    assert outcome.status == "rolled_back" and bucket_state(lake.target, TARGET_BUCKET) == target_before

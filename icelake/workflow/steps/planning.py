@@ -5,13 +5,15 @@ engine (Lambda, Glue, or none)."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from icelake.aws import catalog
 from icelake.aws.fileio import FileIO
-from icelake.migrate.plan import build_plan
+from icelake.migrate.plan import build_plan, read_metadata, table_prefix_map
 from icelake.migrate.progress import NoProgress
+from icelake.migrate.table_size import estimate_size
 from icelake.workflow.inputs import PlanInput
 from icelake.workflow.journal import JOURNAL_NAME, new_target_keys, write_journal
 from icelake.workflow.models import PlanResult, WorkItem
@@ -51,6 +53,82 @@ def plan(given: PlanInput, deps: Deps) -> PlanResult:
     diverged = _foreign_commit(dst_io, synced, previous)
     if diverged:
         return _stopped(item, deps, "diverged", diverged, previous, existing is not None)
+    src_io = sessions.source_io()
+    options = item.request.options
+    meta, _gzipped = read_metadata(src_io, item.source_metadata_location)
+    size = estimate_size(meta)
+    glue_sized = size is not None and (
+        size.files > options.glue_threshold_files or size.bytes > options.glue_threshold_bytes
+    )
+    journal_key = Artifacts.key(item.run_id, item.name, JOURNAL_NAME)
+    journal_uri = deps.artifacts.uri(journal_key)
+    figures: Figures
+    if glue_sized and size is not None and not options.dry_run:
+        # Planning grows with the table: the Glue job plans it, and journals what it will create
+        # before it copies. Until then the journal is empty: a failure before the job wrote its
+        # own leaves nothing of this run's to remove.
+        mapped = table_prefix_map(meta, prefix_maps(item), item.target_location)
+        target_metadata = mapped.map(item.source_metadata_location) or ""
+        write_journal(deps.artifacts.io, journal_uri, [])
+        figures = Figures("glue", size.files, size.bytes, size.files, size.bytes, target_metadata)
+    else:
+        figures = _plan_here(item, sessions, dst_io, journal_uri, deps)
+    in_sync = (
+        item.request.mode in ("incremental", "cutover")
+        and synced is not None
+        and synced.get("source_metadata") == item.source_metadata_location
+        and previous == figures.target_metadata
+    )
+    engine: Literal["lambda", "glue", "none"]
+    if options.dry_run or in_sync:
+        engine = "none"
+    elif figures.planned_in == "glue":
+        engine = "glue"
+    else:
+        many = figures.files_to_copy > options.glue_threshold_files
+        engine = "glue" if many or figures.bytes_to_copy > options.glue_threshold_bytes else "lambda"
+    ledger.record_table(
+        item.run_id,
+        item.name,
+        "PLANNED",
+        source_metadata=item.source_metadata_location,
+        target_metadata=figures.target_metadata,
+        previous_target_metadata=previous,
+        target_table_existed=existing is not None,
+        engine=engine,
+    )
+    return PlanResult(
+        item=item,
+        engine=engine,
+        planned_in=figures.planned_in,
+        files_planned=figures.files_planned,
+        bytes_planned=figures.bytes_planned,
+        files_to_copy=figures.files_to_copy,
+        bytes_to_copy=figures.bytes_to_copy,
+        previous_target_metadata=previous,
+        target_table_existed=existing is not None,
+        target_metadata_location=figures.target_metadata,
+        journal_key=journal_key,
+        journal_uri=journal_uri,
+        copy_result_uri=deps.artifacts.uri(Artifacts.key(item.run_id, item.name, "copy-result.json")),
+    )
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What planning found (or, for a table the Glue job plans, the summaries' upper bounds)."""
+
+    planned_in: Literal["lambda", "glue"]
+    files_planned: int
+    bytes_planned: int
+    files_to_copy: int
+    bytes_to_copy: int
+    target_metadata: str
+
+
+def _plan_here(item: WorkItem, sessions: Sessions, dst_io: FileIO, journal_uri: str, deps: Deps) -> Figures:
+    """The whole plan, in this Lambda; the journal is written before the copy starts: what
+    rollback may delete, should anything fail later."""
     table_plan = build_plan(
         item.source_metadata_location,
         item.target_location,
@@ -61,46 +139,14 @@ def plan(given: PlanInput, deps: Deps) -> PlanResult:
         workers=16,
         progress=NoProgress(),
     )
-    copy_key = Artifacts.key(item.run_id, item.name, "copy-result.json")
-    # Written before the copy starts: what rollback may delete, should anything fail later.
-    journal_key = Artifacts.key(item.run_id, item.name, JOURNAL_NAME)
-    write_journal(deps.artifacts.io, deps.artifacts.uri(journal_key), new_target_keys(table_plan, dst_io))
-    to_copy = sum(t.info.size for t in table_plan.copies)
-    in_sync = (
-        item.request.mode in ("incremental", "cutover")
-        and synced is not None
-        and synced.get("source_metadata") == item.source_metadata_location
-        and previous == table_plan.target_metadata
-    )
-    engine: Literal["lambda", "glue", "none"]
-    if item.request.options.dry_run or in_sync:
-        engine = "none"
-    else:
-        options = item.request.options
-        many = len(table_plan.copies) > options.glue_threshold_files
-        engine = "glue" if many or to_copy > options.glue_threshold_bytes else "lambda"
-    ledger.record_table(
-        item.run_id,
-        item.name,
-        "PLANNED",
-        source_metadata=item.source_metadata_location,
-        target_metadata=table_plan.target_metadata,
-        previous_target_metadata=previous,
-        target_table_existed=existing is not None,
-        engine=engine,
-    )
-    return PlanResult(
-        item=item,
-        engine=engine,
-        files_planned=table_plan.files_planned,
-        bytes_planned=table_plan.bytes_planned,
-        files_to_copy=len(table_plan.copies),
-        bytes_to_copy=to_copy,
-        previous_target_metadata=previous,
-        target_table_existed=existing is not None,
-        target_metadata_location=table_plan.target_metadata,
-        journal_key=journal_key,
-        copy_result_uri=deps.artifacts.uri(copy_key),
+    write_journal(deps.artifacts.io, journal_uri, new_target_keys(table_plan, dst_io))
+    return Figures(
+        "lambda",
+        table_plan.files_planned,
+        table_plan.bytes_planned,
+        len(table_plan.copies),
+        sum(t.info.size for t in table_plan.copies),
+        table_plan.target_metadata,
     )
 
 

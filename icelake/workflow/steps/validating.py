@@ -69,7 +69,7 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
         files_skipped=copied.files_skipped,
         snapshots_validated=copied.snapshots,
         validation=_tier_done(report.tier, report.notes, rows),
-        engines={"plan": "lambda", "copy": planned.engine, "validate": _validated_in(rows)},
+        engines={"plan": planned.planned_in, "copy": planned.engine, "validate": _validated_in(rows)},
         files_pruned=pruned,
         error=prune_error,
         seconds=copied.elapsed_seconds,
