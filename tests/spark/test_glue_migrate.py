@@ -18,6 +18,7 @@ from icelake.aws.fileio import FileIO, FileIOSpec, LocalFileIO, S3FileIO
 from icelake.migrate import MigrationResult, migrate_table
 from icelake.migrate.engine import FileJobs
 from icelake.uris import PrefixMap, canonical
+from icelake.workflow.journal import read_journal, write_journal
 from tests.spark.corpus import SourceTable
 from tests.spark.test_migrate_s3 import SOURCE_ROLE, TARGET_ROLE, _listing, _pyiceberg_props, aws
 from tests.verify import assert_same_table
@@ -99,6 +100,26 @@ def test_glue_job_file_to_file_writes_what_the_engine_writes(
     assert (again.files_copied, again.files_rewritten) == (0, 0)
     assert again.files_skipped == written.files_copied + written.files_rewritten
     assert _tree(io, [str(out)]) == expected_tree
+
+
+def test_glue_job_journals_every_key_it_creates_before_writing(
+    source_tables: dict[str, SourceTable], spark: Any, tmp_path: Path
+) -> None:
+    # Given a run's journal that already names a key (an earlier attempt of the run wrote it)
+    table = source_tables["v2_merge_on_read"]
+    out = tmp_path / "out"
+    journal = str(tmp_path / "journal.json.gz")
+    earlier = str(out / "t" / "data" / "written-by-an-earlier-attempt.parquet")
+    write_journal(LocalFileIO(), journal, [earlier])
+    argv = ["--source-metadata", table.metadata, "--target-location", str(out / "t")]
+
+    # When the Glue job migrates the table with that journal
+    glue_job.main([*argv, "--journal-uri", journal, "--run-id", "j1"])
+
+    # Then the journal names every file the job created, and still the earlier key
+    created = {canonical(uri) for uri, _info in LocalFileIO().list(str(out))}
+    journaled = {canonical(k) for k in read_journal(LocalFileIO(), journal)}
+    assert created and journaled == created | {canonical(earlier)}
 
 
 @pytest.fixture(scope="module")
