@@ -270,7 +270,13 @@ def test_glue_job_takes_what_the_state_machine_passes() -> None:
         target_location="s3://target-lake/db/t",
         request=request,
     )
-    state = {"plan": {"item": item.model_dump(mode="json"), "copy_result_uri": "s3://artifacts/r.json"}}
+    state = {
+        "plan": {
+            "item": item.model_dump(mode="json"),
+            "copy_result_uri": "s3://artifacts/r.json",
+            "journal_uri": "s3://artifacts/journal.json.gz",
+        }
+    }
 
     # When the Glue job resolves the arguments of the CopyWithGlue state of the real ASL file
     asl = json.loads((Path(__file__).parents[2] / "statemachines" / "migrate_tables.asl.json").read_text())
@@ -289,5 +295,8 @@ def test_glue_job_takes_what_the_state_machine_passes() -> None:
     assert args.target_kms_key == "arn:aws:kms:us-east-1:222222222222:key/k"
     assert args.map == [("s3://source-lake/extra", "s3://target-lake/extra")]
     assert (args.run_id, args.result_uri, args.overwrite) == ("run-7", "s3://artifacts/r.json", False)
+    # and journals into the run's journal, and validates at the request's tier
+    assert args.journal_uri == "s3://artifacts/journal.json.gz"
+    assert args.validation == request.options.validation
     # and an argument given explicitly wins over the work item
     assert glue_job.parse_args([*argv, "--target-kms-key", "other"]).target_kms_key == "other"
