@@ -15,6 +15,11 @@ class SourceTable:
     location: str
     extra_prefixes: dict[str, str] = field(default_factory=dict)  # source prefix -> target suffix
 
+    def maps_under(self, target_root: Path) -> list[tuple[str, str]]:
+        """Prefix maps that move the extra prefixes under `target_root` (the table location is
+        mapped by the target location itself)."""
+        return [(src, str(target_root / suffix)) for src, suffix in self.extra_prefixes.items()]
+
 
 def current_metadata(spark: Any, ident: str) -> str:
     row = spark.sql(
@@ -180,6 +185,10 @@ SPARK_CASES = {
     "statistics": statistics,
     "float_specials": float_specials,
 }
+
+
+# Every table of the `source_tables` fixture (tests/spark/conftest.py).
+ALL_CASES = (*SPARK_CASES, "data_elsewhere", "pyiceberg")
 
 
 def pyiceberg_table(warehouse: Path) -> SourceTable:

@@ -60,7 +60,7 @@ def test_glue_job_file_to_file_writes_what_the_engine_writes(
     table = source_tables[case]
     io = LocalFileIO()
     out = tmp_path / "out"
-    maps = [(src, str(out / suffix)) for src, suffix in table.extra_prefixes.items()]
+    maps = table.maps_under(out)
     expected = migrate_table(table.metadata, str(out / "t"), maps, src_io=io, dst_io=io)
     expected_tree = _tree(io, [str(out)])
     shutil.rmtree(out)

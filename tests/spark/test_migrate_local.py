@@ -10,29 +10,13 @@ import pytest
 from icelake.aws.fileio import LocalFileIO
 from icelake.migrate import migrate_table
 from icelake.uris import local_path
-from tests.spark.corpus import SourceTable
+from tests.spark.corpus import ALL_CASES, SourceTable
 from tests.verify import assert_no_source_paths, assert_same_table, assert_sizes_match
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-CASES = [
-    "v1_partitioned",
-    "v2_merge_on_read",
-    "evolution",
-    "history",
-    "v3_deletion_vectors",
-    "statistics",
-    "data_elsewhere",
-    "pyiceberg",
-    "float_specials",
-]
 
-
-def _maps(table: SourceTable, target_root: Path) -> list[tuple[str, str]]:
-    return [(src, str(target_root / suffix)) for src, suffix in table.extra_prefixes.items()]
-
-
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", ALL_CASES)
 def test_migrated_table_reads_like_source_in_every_snapshot(
     case: str, source_tables: dict[str, SourceTable], spark: Any, tmp_path: Path
 ) -> None:
@@ -44,7 +28,7 @@ def test_migrated_table_reads_like_source_in_every_snapshot(
 
     # When it is migrated to a new local location
     result = migrate_table(
-        table.metadata, str(target), _maps(table, tmp_path / "target"), src_io=io, dst_io=io, workers=4
+        table.metadata, str(target), table.maps_under(tmp_path / "target"), src_io=io, dst_io=io, workers=4
     )
 
     # Then both engines read every snapshot of the target exactly like the source

@@ -35,7 +35,7 @@ def _threads() -> ThreadRunner:
 def _copy(table: SourceTable, tmp_path: Path) -> str:
     io = LocalFileIO()
     return migrate_table(
-        table.metadata, str(tmp_path / "copy"), table.extra_prefixes.items(), src_io=io, dst_io=io
+        table.metadata, str(tmp_path / "copy"), table.maps_under(tmp_path / "moved"), src_io=io, dst_io=io
     ).target_metadata_location
 
 

@@ -15,28 +15,17 @@ from icelake.migrate import metadata_json as mj
 from icelake.migrate.plan import build_plan, read_metadata
 from icelake.migrate.progress import NoProgress
 from icelake.migrate.table_size import estimate_size
-from tests.spark.corpus import SourceTable
+from tests.spark.corpus import ALL_CASES, SourceTable
 
 pytestmark = [pytest.mark.spark]
-
-CASES = (
-    "v1_partitioned",
-    "v2_merge_on_read",
-    "evolution",
-    "history",
-    "v3_deletion_vectors",
-    "statistics",
-    "float_specials",
-    "pyiceberg",
-)
 
 
 def _plan_figures(table: SourceTable, tmp_path: Path) -> tuple[int, int]:
     io = LocalFileIO()
     plan = build_plan(
         table.metadata,
-        str(tmp_path / "target"),
-        table.extra_prefixes.items(),
+        str(tmp_path / "target" / table.name),
+        table.maps_under(tmp_path / "target"),
         io,
         io,
         overwrite=False,
@@ -49,7 +38,7 @@ def _plan_figures(table: SourceTable, tmp_path: Path) -> tuple[int, int]:
     return len(data) + len(plan.delete_files), sum(c.info.size for c in data)
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", ALL_CASES)
 def test_the_estimate_bounds_what_the_plan_finds(
     source_tables: dict[str, SourceTable], name: str, tmp_path: Path
 ) -> None:
