@@ -156,8 +156,10 @@ def build_plan(
     workers: int,
     progress: ProgressSink,
     reads: PlanReads = FAST_READS,
+    source: tuple[mj.Metadata, bool] | None = None,
 ) -> TablePlan:
-    meta, gz = read_metadata(src_io, source_metadata)
+    """`source`: the source metadata already read with `read_metadata` (not read again)."""
+    meta, gz = source or read_metadata(src_io, source_metadata)
     prefix_map = table_prefix_map(meta, maps, target_location)
 
     paths = Counter[str]()  # every referenced path -> how often; for the prefix check

@@ -55,7 +55,8 @@ def plan(given: PlanInput, deps: Deps) -> PlanResult:
         return _stopped(item, deps, "diverged", diverged, previous, existing is not None)
     src_io = sessions.source_io()
     options = item.request.options
-    meta, _gzipped = read_metadata(src_io, item.source_metadata_location)
+    source = read_metadata(src_io, item.source_metadata_location)
+    meta = source[0]
     size = estimate_size(meta)
     glue_sized = size is not None and (
         size.files > options.glue_threshold_files or size.bytes > options.glue_threshold_bytes
@@ -72,7 +73,7 @@ def plan(given: PlanInput, deps: Deps) -> PlanResult:
         write_journal(deps.artifacts.io, journal_uri, [])
         figures = Figures("glue", size.files, size.bytes, size.files, size.bytes, target_metadata)
     else:
-        figures = _plan_here(item, sessions, dst_io, journal_uri, deps)
+        figures = _plan_here(item, src_io, dst_io, source, journal_uri, deps)
     in_sync = (
         item.request.mode in ("incremental", "cutover")
         and synced is not None
@@ -126,18 +127,26 @@ class Figures:
     target_metadata: str
 
 
-def _plan_here(item: WorkItem, sessions: Sessions, dst_io: FileIO, journal_uri: str, deps: Deps) -> Figures:
-    """The whole plan, in this Lambda; the journal is written before the copy starts: what
-    rollback may delete, should anything fail later."""
+def _plan_here(
+    item: WorkItem,
+    src_io: FileIO,
+    dst_io: FileIO,
+    source: tuple[dict[str, Any], bool],
+    journal_uri: str,
+    deps: Deps,
+) -> Figures:
+    """The whole plan, in this Lambda, from the source metadata Plan has read; the journal is
+    written before the copy starts: what rollback may delete, should anything fail later."""
     table_plan = build_plan(
         item.source_metadata_location,
         item.target_location,
         prefix_maps(item),
-        sessions.source_io(),
+        src_io,
         dst_io,
         overwrite=False,
         workers=16,
         progress=NoProgress(),
+        source=source,
     )
     write_journal(deps.artifacts.io, journal_uri, new_target_keys(table_plan, dst_io))
     return Figures(
