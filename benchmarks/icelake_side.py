@@ -251,6 +251,7 @@ def measure_plan(
         overwrite=False,
         workers=workers,
         progress=NoProgress(),
+        processes=os.cpu_count() or 1,  # as `icelake migrate` plans
     )
     return PlanResult(
         seconds=round(time.monotonic() - started, 3),

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from functools import partial
@@ -162,6 +163,7 @@ def main(argv: list[str] | None = None) -> MigrationResult:
         overwrite=args.overwrite,
         lock_target=False,  # the workflow holds the table in its ledger (a killed job leaves no lock)
         on_planned=partial(journal_plan, args.journal_uri, dst) if args.journal_uri else None,
+        processes=os.cpu_count() or 1,  # the driver's cores parse the manifests while planning
     )
     if args.validation == "rows":
         rows = rows_validation(args.source_metadata, result.target_metadata_location, src, dst, runner)

@@ -29,7 +29,10 @@ def canonical(uri: str) -> str:
         rest = "/" + rest.lstrip("/")
         uri = "file://" + rest
     elif "://" not in uri:
-        uri = "file://" + os.path.abspath(uri)
+        if uri.startswith("/") and "//" not in uri and "/." not in uri:
+            uri = "file://" + uri  # already normal (abspath would return it as is): the common case
+        else:
+            uri = "file://" + os.path.abspath(uri)
     if uri.endswith("/") and not uri.endswith("://") and uri.count("/") > 3:
         uri = uri.rstrip("/")
     return uri

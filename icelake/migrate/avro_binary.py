@@ -5,9 +5,11 @@ splicing bytes) and `avro_entries` (read the few fields planning needs)."""
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from icelake.errors import NotPatchable
@@ -61,7 +63,30 @@ def _check_varint_end(last: int, length: int) -> None:
         raise NotPatchable("varint not in minimal 64-bit form")
 
 
+# One varint as fastavro writes it: a single byte, or continuation bytes ending in a non-zero byte
+# (minimal form), at most 10 bytes of which the last holds bit 63 only.
+_VARINT = rb"(?:[\x00-\x7f]|[\x80-\xff]{1,8}[\x01-\x7f]|[\x80-\xff]{9}\x01)"
+
+
+@lru_cache(maxsize=512)
+def _varints(count: int) -> re.Pattern[bytes]:
+    return re.compile(_VARINT + b"{%d}" % count)
+
+
 def skip_varints(buf: bytes, pos: int, count: int) -> int:
+    """Past `count` varints. Matched by the regex engine: the statistics maps of every manifest
+    entry are runs of varints, and a Python loop over their bytes was most of a manifest's cost.
+    A varint boundary is where a byte below 0x80 is, so each repetition matches one way only."""
+    if count <= 0:
+        return pos
+    found = _varints(count).match(buf, pos)
+    if found is None:
+        _skip_varints_slowly(buf, pos, count)  # raises what is wrong: the end, or a bad varint
+        raise NotPatchable("varints")  # pragma: no cover - the slow path found them all valid
+    return found.end()
+
+
+def _skip_varints_slowly(buf: bytes, pos: int, count: int) -> int:
     for _ in range(count):
         b = buf[pos]
         pos += 1
@@ -212,7 +237,10 @@ class Compiler:
             raise NotPatchable("only [null, T] unions")
         null_byte = zigzag(branches.index("null"))[0]
         other_byte = zigzag(1 - branches.index("null"))[0]
-        inner = self.skip(branches[1 - branches.index("null")])
+        other = branches[1 - branches.index("null")]
+        if isinstance(other, dict) and other.get("type") == "array":
+            return _optional_array(null_byte, other_byte, self.items(other["items"]))
+        inner = self.skip(other)
 
         def skip_union(buf: bytes, pos: int) -> int:
             b = buf[pos]
@@ -286,6 +314,35 @@ class Compiler:
             return pos
 
         return skip_enum
+
+
+def _optional_array(null_byte: int, other_byte: int, skip_items: SkipN) -> Skip:
+    """`[null, array]` in one step: the six statistics maps of every data file are such unions,
+    and one call per map instead of four is much of what reading an entry costs."""
+
+    def skip_optional_array(buf: bytes, pos: int) -> int:
+        b = buf[pos]
+        if b == null_byte:
+            return pos + 1
+        if b != other_byte:
+            raise NotPatchable("union branch")
+        n = buf[pos + 1]
+        if n == 0:
+            return pos + 2
+        if n < 0x80:  # a count below 64 is one byte; odd is negative (a block with a byte size)
+            if n & 1:
+                raise NotPatchable("array block with a byte size")
+            pos = skip_items(buf, pos + 2, n >> 1)
+        else:
+            count, pos = read_long(buf, pos + 1)
+            if count < 0:
+                raise NotPatchable("array block with a byte size")
+            pos = skip_items(buf, pos, count)
+        if buf[pos] != 0:
+            raise NotPatchable("array in more than one block")
+        return pos + 1
+
+    return skip_optional_array
 
 
 def unfinished(buf: bytes, pos: int) -> int:

@@ -193,6 +193,7 @@ def migrate_table(
         progress=progress,
         copy_settings=copy_settings,
         lock_target=lock_target,
+        processes=cpus,
     )
 
 
@@ -211,10 +212,12 @@ def run_migration(
     copy_settings: CopySettings | None = None,
     lock_target: bool = True,
     on_planned: Callable[[TablePlan], None] | None = None,
+    processes: int = 1,
 ) -> MigrationResult:
     """`migrate_table` with the copies and rewrites spread by `runner`; planning, manifest lists
     and metadata.json files stay in this process (on `workers` threads). `on_planned` sees the
-    plan before anything is written (the workflow's Glue job journals what the copy creates)."""
+    plan before anything is written (the workflow's Glue job journals what the copy creates).
+    `processes`: worker processes that parse a many-manifest table's manifests while planning."""
     started = time.monotonic()
     progress = progress or NoProgress()
     plan = build_plan(
@@ -226,6 +229,7 @@ def run_migration(
         overwrite=overwrite,
         workers=workers,
         progress=progress,
+        processes=processes,
     )
     outcomes: list[Outcome] = []
     if not dry_run:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import posixpath
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -28,6 +28,7 @@ from icelake.migrate.avro_entries import EntryFields
 from icelake.migrate.avro_files import POSITION_DELETES, ManifestRef, manifest_refs
 from icelake.migrate.collisions import refuse_duplicate_targets, refuse_overlapping_targets
 from icelake.migrate.copy import is_same_copy
+from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool
 from icelake.migrate.delete_files import check_delete_file
 from icelake.migrate.inventory import stat_by_listing
 from icelake.migrate.plan_scan import entry_fields, map_ahead, map_in_chunks
@@ -39,7 +40,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: one per file copied, a million for a large table
 class CopyTask:
     source: str
     target: str
@@ -95,8 +96,8 @@ def _fetch_metadata(io: FileIO, uri: str) -> bytes:
 READ_AHEAD = 4
 
 
-def _fetched_ahead(uris: Sequence[str], fetch: Callable[[str], bytes]) -> Iterator[tuple[str, bytes]]:
-    """(uri, its bytes) for every uri, in order, fetched READ_AHEAD at a time ahead of the caller."""
+def _fetched_ahead(uris: Sequence[str], fetch: Callable[[str], R]) -> Iterator[tuple[str, R]]:
+    """(uri, fetch(uri)) for every uri, in order, fetched READ_AHEAD at a time ahead of the caller."""
     return zip(uris, map_ahead(fetch, uris, READ_AHEAD), strict=True)
 
 
@@ -157,8 +158,10 @@ def build_plan(
     progress: ProgressSink,
     reads: PlanReads = FAST_READS,
     source: tuple[mj.Metadata, bool] | None = None,
+    processes: int = 1,
 ) -> TablePlan:
-    """`source`: the source metadata already read with `read_metadata` (not read again)."""
+    """`source`: the source metadata already read with `read_metadata` (not read again).
+    `processes`: worker processes that parse manifests when the table has many (1: threads only)."""
     meta, gz = source or read_metadata(src_io, source_metadata)
     prefix_map = table_prefix_map(meta, maps, target_location)
 
@@ -167,21 +170,13 @@ def build_plan(
     lists = mj.manifest_lists(meta)
     manifests = _manifests(src_io, meta, lists, progress)
     paths.update(list(manifests))  # the keys: a mapping would add its values as counts
-    files, delete_formats = _files(src_io, meta, manifests, paths, reads, progress)
+    files, delete_formats = _files(src_io, meta, manifests, paths, reads, progress, processes)
 
     directories = {
         meta["location"],
         *(v for k in mj.PATH_PROPERTIES if (v := meta.get("properties", {}).get(k))),
     }
-    unmapped = _unmapped_prefixes(paths, prefix_map, directories)
-    if unmapped:
-        raise UnmappedPrefixesError(unmapped)
-    refuse_duplicate_targets(paths, prefix_map)
-    prefix_counts = Counter[str]()
-    for p in paths:
-        m = prefix_map.match(p)
-        if m is not None:
-            prefix_counts[m.source] += 1
+    prefix_counts = _prefix_counts(paths, prefix_map, directories)
     del paths  # a million-file table's paths are counted: what follows holds its own references
 
     target_metadata = prefix_map.map(source_metadata)
@@ -260,26 +255,44 @@ def _files(
     paths: Counter[str],
     reads: PlanReads,
     progress: ProgressSink,
+    processes: int,
 ) -> tuple[dict[str, tuple[int, bool]], dict[str, str]]:
     """Every data, delete and statistics file: path -> (size recorded, live), and the position
     delete files' formats. Live files must exist; deleted-entry ones may be gone. Manifests are
-    fetched ahead on threads and parsed here, in order (`live` depends on the order)."""
+    fetched ahead on threads, parsed there or in worker processes (`processes`, for many
+    manifests: parsing is CPU-bound) and taken here in order (`live` depends on the order)."""
     files: dict[str, tuple[int, bool]] = {}
     delete_formats: dict[str, str] = {}
     progress.start("scan manifests", len(manifests))
-    for uri, data in _fetched_ahead(list(manifests), lambda u: _read_required(src_io, u)):
-        for status, content, path, file_size, reference, file_format in reads.entries(uri, data):
-            live = status != DELETED or files.get(path, (0, False))[1]
-            files[path] = (file_size, live)
-            if reference:
-                paths.update([reference])
-            if content == POSITION_DELETES:
-                delete_formats[path] = file_format  # type: ignore[assignment]
-        progress.advance("scan manifests")
+    with cpu_pool(processes if len(manifests) >= MIN_MANIFESTS_FOR_PROCESSES else 1) as cpu:
+
+        def fetch(uri: str) -> bytes | list[EntryFields]:
+            data = _read_required(src_io, uri)
+            return data if cpu is None else cpu.submit(reads.entries, uri, data).result()
+
+        for uri, fetched in _fetched_ahead(list(manifests), fetch):
+            parsed = reads.entries(uri, fetched) if isinstance(fetched, bytes) else fetched
+            _add_entries(parsed, files, delete_formats, paths)
+            progress.advance("scan manifests")
     paths.update(list(files))
     for path, size in mj.statistics_files(meta):
         files.setdefault(path, (size if size is not None else -1, True))
     return files, delete_formats
+
+
+def _add_entries(
+    parsed: list[EntryFields],
+    files: dict[str, tuple[int, bool]],
+    delete_formats: dict[str, str],
+    paths: Counter[str],
+) -> None:
+    for status, content, path, file_size, reference, file_format in parsed:
+        live = status != DELETED or files.get(path, (0, False))[1]
+        files[path] = (file_size, live)
+        if reference:
+            paths.update([reference])
+        if content == POSITION_DELETES:
+            delete_formats[path] = file_format  # type: ignore[assignment]
 
 
 def _check_sources(
@@ -388,7 +401,26 @@ def _read_required(io: FileIO, uri: str) -> bytes:
         raise
 
 
-def _unmapped_prefixes(paths: Counter[str], prefix_map: PrefixMap, directories: set[str]) -> dict[str, int]:
+def _prefix_counts(paths: Collection[str], prefix_map: PrefixMap, directories: set[str]) -> Counter[str]:
+    """How many referenced paths each mapping moves (by its source prefix), matching each path
+    once; refuses unmapped paths, named by the prefixes they share, and two source paths that
+    would land on one target key."""
+    counts = Counter[str]()
+    unmapped: list[str] = []
+    for p in paths:
+        m = prefix_map.match(p)
+        if m is None:
+            unmapped.append(p)
+        else:
+            counts[m.source] += 1
+    if unmapped:
+        raise UnmappedPrefixesError(_unmapped_prefixes(unmapped, prefix_map, directories))
+    if len(prefix_map.mappings) > 1:  # one prefix replacement never maps two paths onto one key
+        refuse_duplicate_targets(paths, prefix_map)
+    return counts
+
+
+def _unmapped_prefixes(paths: Iterable[str], prefix_map: PrefixMap, directories: set[str]) -> dict[str, int]:
     """Unmapped paths grouped by the longest prefix they share per bucket (or file system).
 
     `directories` are paths that name a directory (the table location, `write.*.path` values):

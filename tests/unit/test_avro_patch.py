@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from icelake.errors import NotPatchable, UnsupportedFileError
+from icelake.migrate.avro_binary import _skip_varints_slowly, skip_varints, zigzag
 from icelake.migrate.avro_files import (
     DELETE_FILE_PATH_FIELD_ID,
     DeleteRewrite,
@@ -316,3 +317,21 @@ def test_a_path_that_is_not_utf8_is_left_to_fastavro() -> None:
         patch_manifest(data, _map, lambda p, c: False, _patched_header)
     with pytest.raises(UnsupportedFileError):
         rewrite_manifest("m.avro", data, _map, _try_map, {})
+
+
+@given(st.lists(st.binary(min_size=1, max_size=11), min_size=1, max_size=12), st.integers(0, 3))
+def test_varints_are_skipped_like_the_byte_loop_does(chunks: list[bytes], extra: int) -> None:
+    """The regex skipper ends where the byte-by-byte loop ends, and refuses what it refuses
+    (non-minimal or over-long varints, a buffer that ends inside one)."""
+    valid = [zigzag(int.from_bytes(c[:8], "little", signed=True)) for c in chunks]  # int64 values
+    buf = b"\x07" + b"".join(valid) + b"\x00" * extra
+    assert skip_varints(buf, 1, len(valid)) == _skip_varints_slowly(buf, 1, len(valid)) == len(buf) - extra
+    raw = b"\x07" + b"".join(chunks)  # arbitrary bytes: most are no valid varint run
+
+    def outcome(skip: Any) -> object:
+        try:
+            return skip(raw, 1, len(chunks))
+        except (NotPatchable, IndexError):
+            return "refused"
+
+    assert outcome(skip_varints) == outcome(_skip_varints_slowly)

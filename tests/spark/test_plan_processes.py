@@ -1,0 +1,66 @@
+"""A table of many manifests is planned with its manifests parsed in worker processes: the plan is
+the one the reference path (fastavro decoding, one HEAD per file, all in this process) makes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.synthetic_table import build_synthetic_table
+from icelake.aws.fileio import LocalFileIO
+from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES
+from icelake.migrate.plan import TablePlan, build_plan
+from icelake.migrate.progress import NoProgress
+from tests.reference_plan import REFERENCE_READS
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def _summary(plan: TablePlan) -> dict[str, Any]:
+    return {
+        "copies": sorted((c.source, c.target, c.info.size) for c in plan.copies),
+        "manifests": sorted(plan.manifests),
+        "manifest_lists": plan.manifest_lists,
+        "metadata_files": plan.metadata_files,
+        "files_planned": plan.files_planned,
+        "bytes_planned": plan.bytes_planned,
+        "prefix_counts": dict(plan.prefix_counts),
+    }
+
+
+def test_manifests_parsed_in_processes_make_the_reference_plan(spark: Any, tmp_path: Path) -> None:
+    spark.conf.set("spark.sql.catalog.plan_processes", "org.apache.iceberg.spark.SparkCatalog")
+    spark.conf.set("spark.sql.catalog.plan_processes.type", "hadoop")
+    spark.conf.set("spark.sql.catalog.plan_processes.warehouse", str(tmp_path / "warehouse"))
+    snapshots = MIN_MANIFESTS_FOR_PROCESSES + 4
+    built = build_synthetic_table(
+        spark,
+        "plan_processes",
+        snapshots=snapshots,
+        files_per_snapshot=40,
+        partitions_per_snapshot=4,
+        touch=True,
+    )
+    io = LocalFileIO()
+
+    def plan(processes: int, reads: Any = None) -> TablePlan:
+        extra = {"reads": reads} if reads else {}
+        return build_plan(
+            built.current_metadata,
+            str(tmp_path / "target" / "t"),
+            [],
+            io,
+            io,
+            overwrite=False,
+            workers=4,
+            progress=NoProgress(),
+            processes=processes,
+            **extra,
+        )
+
+    in_processes = plan(processes=2)
+    assert len(in_processes.manifests) >= MIN_MANIFESTS_FOR_PROCESSES  # so the processes ran
+    assert len(in_processes.copies) == snapshots * 40
+    assert _summary(in_processes) == _summary(plan(processes=1)) == _summary(plan(1, REFERENCE_READS))
