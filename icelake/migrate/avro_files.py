@@ -18,7 +18,7 @@ import fastavro
 
 from icelake.errors import NotPatchable, UnsupportedFileError
 from icelake.migrate.avro_binary import zigzag
-from icelake.migrate.avro_patch import patch_manifest
+from icelake.migrate.avro_patch import patch_manifest, patch_manifest_list
 
 # Field id of the `file_path` column in position-delete files (Iceberg spec, reserved ids).
 DELETE_FILE_PATH_FIELD_ID = 2147483546
@@ -138,6 +138,19 @@ def manifest_refs(uri: str, data: bytes) -> list[ManifestRef]:
 def rewrite_manifest_list(
     uri: str, data: bytes, map_path: Callable[[str], str], new_lengths: dict[str, int]
 ) -> bytes:
+    """Map every manifest path and record each manifest's new length: patched in the bytes
+    (`avro_patch`), or, for a file that does not qualify, by the fastavro path (same bytes).
+    `map_path` is pure, so calls made before a file turns out not patchable are simply repeated."""
+    try:
+        return patch_manifest_list(data, map_path, new_lengths, _patched_header)
+    except NotPatchable:
+        return rewrite_manifest_list_fastavro(uri, data, map_path, new_lengths)
+
+
+def rewrite_manifest_list_fastavro(
+    uri: str, data: bytes, map_path: Callable[[str], str], new_lengths: dict[str, int]
+) -> bytes:
+    """`rewrite_manifest_list` by decoding every record with fastavro and encoding it again."""
     src = read_avro(uri, data)
     for rec in src.records:
         old = rec["manifest_path"]

@@ -210,3 +210,74 @@ def _scan(layout: EntryLayout, block: bytes, count: int) -> list[Span]:
     if pos != len(block):
         raise NotPatchable("block has bytes after its records")
     return spans
+
+
+def compile_manifest_list(schema: dict[str, Any]) -> Skip:
+    """The skipper of a manifest list record after its first two fields, which must be
+    `manifest_path` (string) and `manifest_length` (long), as in every Iceberg format version."""
+    c, fields, names = entry_compiler(schema)
+    if names[:2] != ["manifest_path", "manifest_length"] or [f["type"] for f in fields[:2]] != [
+        "string",
+        "long",
+    ]:
+        raise NotPatchable("the records do not start with manifest_path and manifest_length")
+    return _chain_or_none([c.skip(f["type"]) for f in fields[2:]])
+
+
+def patch_manifest_list(
+    data: bytes,
+    map_path: Callable[[str], str],
+    new_lengths: dict[str, int],
+    header_bytes: Callable[[dict[str, str], bytes], bytes],
+) -> bytes:
+    """The manifest list with every `manifest_path` mapped and its `manifest_length` replaced by
+    `new_lengths[old path]`, spliced as `patch_manifest` splices (same bytes as fastavro would
+    write), or NotPatchable. A manifest list has one entry per manifest of its snapshot, so a
+    table of a thousand snapshots has half a million entries over all of its lists."""
+    try:
+        header = read_header(data)
+        codec = header.metadata.get("avro.codec", "null")
+        if codec not in CODECS:
+            raise NotPatchable(f"codec {codec}")
+        after = compile_manifest_list(json.loads(header.metadata["avro.schema"]))
+    except (IndexError, KeyError, TypeError, ValueError) as exc:
+        raise NotPatchable(str(exc)) from exc
+    out = [header_bytes(header.metadata, header.sync)]
+    pending = bytearray()
+    pending_count = 0
+    for count, block in _safe(blocks(data, header, codec)):
+        for path, rest, end in _safe_list_scan(after, block, count):
+            new = map_path(path).encode()
+            pending += zigzag(len(new))
+            pending += new
+            pending += zigzag(new_lengths[path])
+            pending += block[rest:end]
+            pending_count += 1
+            if len(pending) >= SYNC_INTERVAL:
+                out.append(_encode_block(pending_count, bytes(pending), codec, header.sync))
+                pending.clear()
+                pending_count = 0
+    if pending_count:
+        out.append(_encode_block(pending_count, bytes(pending), codec, header.sync))
+    return b"".join(out)
+
+
+def _safe_list_scan(after: Skip, block: bytes, count: int) -> list[tuple[str, int, int]]:
+    """Per record: its manifest_path, where the fields after manifest_length start, its end."""
+    records: list[tuple[str, int, int]] = []
+    pos = 0
+    try:
+        for _ in range(count):
+            n, start = read_long(block, pos)
+            end = start + n
+            if n < 0 or end > len(block):
+                raise NotPatchable("bad manifest_path length")
+            path = _utf8(block, start, end)
+            _length, rest = read_long(block, end)
+            pos = after(block, rest)
+            records.append((path, rest, pos))
+    except (IndexError, ValueError) as exc:  # truncated data
+        raise NotPatchable(str(exc)) from exc
+    if pos != len(block):
+        raise NotPatchable("block has bytes after its records")
+    return records

@@ -16,8 +16,9 @@ from icelake.migrate.avro_files import (
     _patched_header,
     rewrite_manifest,
     rewrite_manifest_fastavro,
+    rewrite_manifest_list_fastavro,
 )
-from icelake.migrate.avro_patch import patch_manifest
+from icelake.migrate.avro_patch import patch_manifest, patch_manifest_list
 from tests.spark.corpus import SourceTable
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -74,3 +75,23 @@ def test_fast_path_matches_fastavro_on_every_corpus_manifest(source_tables: dict
                 fell_back += 1
     # And the data manifests of the corpus do go the fast way
     assert patched > 10, (patched, fell_back)
+
+
+def test_manifest_lists_are_patched_to_the_fastavro_bytes_on_every_corpus_table(
+    source_tables: dict[str, SourceTable],
+) -> None:
+    lists = 0
+    for table in source_tables.values():
+        meta = json.loads(IO.read(table.metadata))
+        for snap in meta["snapshots"]:
+            data = IO.read(snap["manifest-list"])
+            # Given each snapshot's manifest list (Iceberg's Java writer), with new manifest lengths
+            lengths = {
+                m["manifest_path"]: 1000 + i  # type: ignore[call-overload]
+                for i, m in enumerate(fastavro.reader(io.BytesIO(data)))
+            }
+            # When it is patched; Then it is exactly the fastavro path's rewrite
+            slow = rewrite_manifest_list_fastavro(snap["manifest-list"], data, _map, lengths)
+            assert patch_manifest_list(data, _map, lengths, _patched_header) == slow, snap["manifest-list"]
+            lists += 1
+    assert lists > 10

@@ -18,8 +18,10 @@ from icelake.migrate.avro_files import (
     _patched_header,
     rewrite_manifest,
     rewrite_manifest_fastavro,
+    rewrite_manifest_list,
+    rewrite_manifest_list_fastavro,
 )
-from icelake.migrate.avro_patch import patch_manifest
+from icelake.migrate.avro_patch import patch_manifest, patch_manifest_list
 
 
 def _kv(name: str, value: str) -> dict[str, Any]:
@@ -335,3 +337,121 @@ def test_varints_are_skipped_like_the_byte_loop_does(chunks: list[bytes], extra:
             return "refused"
 
     assert outcome(skip_varints) == outcome(_skip_varints_slowly)
+
+
+FIELD_SUMMARY = {
+    "type": "record",
+    "name": "r508",
+    "fields": [
+        {"name": "contains_null", "type": "boolean"},
+        {"name": "contains_nan", "type": _opt("boolean")},
+        {"name": "lower_bound", "type": _opt("bytes")},
+        {"name": "upper_bound", "type": _opt("bytes")},
+    ],
+}
+
+
+def manifest_list_schema(version: int) -> dict[str, Any]:
+    """Iceberg's manifest_file record, as its writers declare it in each format version."""
+    fields: list[dict[str, Any]] = [
+        {"name": "manifest_path", "type": "string"},
+        {"name": "manifest_length", "type": "long"},
+        {"name": "partition_spec_id", "type": "int"},
+    ]
+    if version > 1:
+        fields += [
+            {"name": "content", "type": "int"},
+            {"name": "sequence_number", "type": "long"},
+            {"name": "min_sequence_number", "type": "long"},
+        ]
+    fields += [
+        {"name": "added_snapshot_id", "type": "long" if version > 1 else _opt("long")},
+        {"name": "added_files_count", "type": "int" if version > 1 else _opt("int")},
+        {"name": "partitions", "type": _opt({"type": "array", "items": FIELD_SUMMARY})},
+        {"name": "key_metadata", "type": _opt("bytes")},
+    ]
+    if version > 2:
+        fields.append({"name": "first_row_id", "type": _opt("long")})
+    return {"type": "record", "name": "manifest_file", "fields": fields}
+
+
+LONGS = st.integers(-(2**63), 2**63 - 1)
+
+
+@st.composite
+def manifest_lists(draw: st.DrawFn) -> tuple[bytes, dict[str, int]]:
+    version = draw(st.sampled_from([1, 2, 3]))
+    summary = st.fixed_dictionaries(
+        {
+            "contains_null": st.booleans(),
+            "contains_nan": st.none() | st.booleans(),
+            "lower_bound": st.none() | st.binary(max_size=20),
+            "upper_bound": st.none() | st.binary(max_size=20),
+        }
+    )
+    record = st.fixed_dictionaries(
+        {
+            "manifest_path": st.text(min_size=1, max_size=80).map(lambda s: f"s3://b/t/metadata/{s}.avro"),
+            "manifest_length": st.integers(0, 2**40),
+            "partition_spec_id": st.integers(0, 5),
+            "content": st.sampled_from([0, 1]),
+            "sequence_number": LONGS,
+            "min_sequence_number": LONGS,
+            "added_snapshot_id": LONGS,
+            "added_files_count": st.integers(0, 2**31 - 1),
+            "partitions": st.none() | st.lists(summary, max_size=4),
+            "key_metadata": st.none() | st.binary(max_size=8),
+            "first_row_id": st.none() | LONGS,
+        }
+    )
+    records = draw(st.lists(record, min_size=1, max_size=120, unique_by=lambda r: r["manifest_path"]))
+    out = io.BytesIO()
+    fastavro.writer(
+        out,
+        fastavro.parse_schema(manifest_list_schema(version)),
+        records,
+        codec=draw(st.sampled_from(["null", "deflate"])),
+        sync_interval=draw(st.sampled_from([1, 700, 16000])),
+        metadata={"format-version": str(version), "snapshot-id": "1"},
+        # random, as writers make them (a marker of repeated bytes may occur inside the header)
+        sync_marker=draw(st.binary(min_size=16, max_size=16).filter(lambda b: len(set(b)) > 8)),
+    )
+    lengths = {r["manifest_path"]: draw(st.integers(0, 2**40)) for r in records}
+    return out.getvalue(), lengths
+
+
+@SETTINGS
+@given(manifest_lists())
+def test_manifest_lists_are_patched_to_the_fastavro_bytes(
+    data_and_lengths: tuple[bytes, dict[str, int]],
+) -> None:
+    # Given a manifest list of any format version, and the new length of each of its manifests
+    data, lengths = data_and_lengths
+    # When the list is rewritten; Then it is exactly what fastavro writes, and the patch did it
+    slow = rewrite_manifest_list_fastavro("snap.avro", data, _map, lengths)
+    assert rewrite_manifest_list("snap.avro", data, _map, lengths) == slow
+    try:
+        assert patch_manifest_list(data, _map, lengths, _patched_header) == slow
+    except NotPatchable as exc:  # the one reason a manifest list may not be patched
+        assert str(exc) == "the sync marker occurs inside fastavro's header"
+    rewritten = list(fastavro.reader(io.BytesIO(slow)))
+    assert [(r["manifest_path"], r["manifest_length"]) for r in rewritten] == [  # type: ignore[index,call-overload]
+        (_map(p), n) for p, n in lengths.items()
+    ]
+
+
+def test_a_manifest_list_the_patch_does_not_know_goes_the_fastavro_way() -> None:
+    schema = manifest_list_schema(2)
+    schema["fields"][:2] = schema["fields"][1::-1]  # manifest_length first
+    out = io.BytesIO()
+    record = {"manifest_path": "s3://b/m.avro", "manifest_length": 7, "partition_spec_id": 0, "content": 0}
+    record |= {"sequence_number": 1, "min_sequence_number": 1, "added_snapshot_id": 1}
+    record |= {"added_files_count": 1, "partitions": None, "key_metadata": None}
+    fastavro.writer(out, fastavro.parse_schema(schema), [record])
+    data = out.getvalue()
+    with pytest.raises(NotPatchable, match="do not start with manifest_path"):
+        patch_manifest_list(data, _map, {"s3://b/m.avro": 9}, _patched_header)
+    [rewritten] = fastavro.reader(
+        io.BytesIO(rewrite_manifest_list("l.avro", data, _map, {"s3://b/m.avro": 9}))
+    )
+    assert rewritten["manifest_path"] == _map("s3://b/m.avro") and rewritten["manifest_length"] == 9  # type: ignore[call-overload]
