@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
@@ -35,6 +35,7 @@ from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool, rewr
 from icelake.migrate.delete_files import rewrite_delete_file
 from icelake.migrate.models import MigrationResult, PrefixMapping
 from icelake.migrate.plan import (
+    READ_AHEAD,
     CopyTask,
     DeleteFileTask,
     TablePlan,
@@ -42,6 +43,7 @@ from icelake.migrate.plan import (
     read_metadata,
     refuse_other_table,
 )
+from icelake.migrate.plan_scan import map_ahead
 from icelake.migrate.progress import NoProgress, ProgressSink
 from icelake.uris import PrefixMap, is_local, parent
 
@@ -245,7 +247,7 @@ def run_migration(
                 if is_local(mapping.target):
                     remove_stale_temp_files(mapping.target)
             jobs = FileJobs(src, dst, plan.prefix_map, overwrite, copy_settings or CopySettings())
-            outcomes = _execute(plan, jobs, runner, ThreadRunner(workers, progress))
+            outcomes = _execute(plan, jobs, runner, ThreadRunner(workers, progress, processes))
     if dry_run:  # what a run would copy
         files_copied, bytes_copied = len(plan.copies), sum(c.info.size for c in plan.copies)
     else:
@@ -298,20 +300,41 @@ def _execute(plan: TablePlan, jobs: FileJobs, runner: Runner, driver: ThreadRunn
     _refuse_conflicts(outcomes)
 
     # 4. metadata.json files, oldest first, the current one last: it makes the table visible.
-    kept_logs = set(plan.metadata_files)
+    kept_logs = frozenset(plan.metadata_files)
     progress = driver.progress
     progress.start("rewrite metadata.json", len(plan.metadata_files))
-    for uri in plan.metadata_files:
-        meta, gz = (
-            read_metadata(open_io(jobs.src), uri)
-            if uri != plan.source_metadata
-            else (plan.meta, plan.meta_gzipped)
-        )
-        rewritten = mj.rewrite_metadata(meta, plan.map_path, lambda p: p in kept_logs)
-        outcomes.append(jobs.put(plan.map_path(uri), mj.serialize_metadata(rewritten, gz)))
-        progress.advance("rewrite metadata.json")
+    logged = plan.metadata_files[:-1]
+    with driver.cpu_pool(len(logged)) as cpu:
+        for uri, data in rewritten_metadata_files(logged, open_io(jobs.src), plan.prefix_map, kept_logs, cpu):
+            outcomes.append(jobs.put(plan.map_path(uri), data))
+            progress.advance("rewrite metadata.json")
+    current = mj.rewrite_metadata(plan.meta, plan.map_path, kept_logs.__contains__)
+    outcomes.append(jobs.put(plan.target_metadata, mj.serialize_metadata(current, plan.meta_gzipped)))
+    progress.advance("rewrite metadata.json")
     _refuse_conflicts(outcomes)
     return outcomes
+
+
+def rewritten_metadata_files(
+    uris: Sequence[str], src_io: FileIO, prefix_map: PrefixMap, kept: frozenset[str], cpu: Executor | None
+) -> Iterator[tuple[str, bytes]]:
+    """(uri, its rewritten bytes) for each logged metadata.json, in order, read ahead on threads
+    and rewritten in `cpu`'s worker processes when given: a table of a thousand snapshots has a
+    thousand metadata files of up to a thousand snapshots each, and parsing JSON holds the GIL."""
+
+    def rewrite(uri: str) -> bytes:
+        try:
+            raw = src_io.read(uri)
+        except Exception:
+            raw = b""  # not parsed: the read is redone below, and its error raised
+        job = (uri, raw, prefix_map, kept)
+        data = mj.rewrite_file_job(*job) if cpu is None else cpu.submit(mj.rewrite_file_job, *job).result()
+        if data is None:  # redone here, where what is wrong is raised as icelake explains it
+            meta, gz = read_metadata(src_io, uri)
+            data = mj.serialize_metadata(mj.rewrite_metadata(meta, prefix_map.require, kept.__contains__), gz)
+        return data
+
+    return zip(uris, map_ahead(rewrite, uris, READ_AHEAD), strict=True)
 
 
 def _refuse_conflicts(outcomes: list[Outcome]) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from icelake.errors import NotAMetadataFileError
+from icelake.uris import PrefixMap
 
 # Table properties whose values are locations the table writes to.
 PATH_PROPERTIES = (
@@ -155,3 +156,14 @@ def _rewrite_snapshot(snap: dict[str, Any], map_path: Callable[[str], str]) -> d
     if "manifests" in snap:
         out["manifests"] = [map_path(m) for m in snap["manifests"]]
     return out
+
+
+def rewrite_file_job(uri: str, raw: bytes, prefix_map: PrefixMap, kept: frozenset[str]) -> bytes | None:
+    """One metadata.json rewritten with `rewrite_metadata` (a top-level function, to run in a
+    worker process), or None when it cannot be: errors do not cross processes intact, so the
+    caller redoes that file in its own process."""
+    try:
+        meta, gz = parse_metadata(uri, raw)
+        return serialize_metadata(rewrite_metadata(meta, prefix_map.require, kept.__contains__), gz)
+    except Exception:
+        return None

@@ -1,0 +1,90 @@
+"""A long history's metadata.json files are rewritten in worker processes, in order, with the
+bytes the in-process rewrite gives; a file a worker cannot rewrite is redone in the caller,
+which raises what is wrong with it as icelake explains it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.sql import SqlCatalog
+
+from icelake.aws.fileio import LocalFileIO
+from icelake.errors import NotAMetadataFileError
+from icelake.migrate import metadata_json as mj
+from icelake.migrate import migrate_table
+from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool
+from icelake.migrate.engine import rewritten_metadata_files
+from icelake.migrate.plan import read_metadata
+from icelake.uris import PrefixMap
+from tests.verify import assert_same_table
+
+IO = LocalFileIO()
+COMMITS = MIN_MANIFESTS_FOR_PROCESSES + 2  # enough logged metadata files for worker processes
+
+
+@pytest.fixture(scope="module")
+def long_history(tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("history")
+    catalog = SqlCatalog("c", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}")
+    catalog.create_namespace("db")
+    rows = pa.table({"id": pa.array([0], pa.int64())})
+    table = catalog.create_table("db.t", schema=rows.schema)
+    for i in range(COMMITS):
+        table.append(pa.table({"id": pa.array([i], pa.int64())}))
+    return catalog.load_table("db.t").metadata_location
+
+
+def _logged(current: str) -> list[str]:
+    return mj.metadata_log(read_metadata(IO, current)[0])
+
+
+def test_processes_give_the_in_process_bytes_in_order(long_history: str, tmp_path: Path) -> None:
+    # Given the logged metadata files of a long history
+    logged = _logged(long_history)
+    assert len(logged) >= MIN_MANIFESTS_FOR_PROCESSES
+    meta = read_metadata(IO, long_history)[0]
+    prefix_map = PrefixMap([(meta["location"], str(tmp_path / "target"))])
+    kept = frozenset([*logged, long_history])
+    # When they are rewritten in worker processes and in this process
+    with cpu_pool(2) as cpu:
+        assert cpu is not None
+        in_workers = list(rewritten_metadata_files(logged, IO, prefix_map, kept, cpu))
+    here = list(rewritten_metadata_files(logged, IO, prefix_map, kept, None))
+    # Then the same bytes come back in the log's order, every path mapped
+    assert in_workers == here
+    assert [uri for uri, _ in in_workers] == logged
+    for uri, data in in_workers:
+        rewritten = mj.parse_metadata(uri, data)[0]
+        assert rewritten["location"] == prefix_map.require(meta["location"])
+        assert all(p.startswith(f"file://{tmp_path}/target/") for p in mj.manifest_lists(rewritten))
+
+
+def test_a_file_a_worker_cannot_rewrite_is_explained_by_the_caller(long_history: str, tmp_path: Path) -> None:
+    # Given a log in which one file is damaged after planning (here: a copy of the log with one
+    # file replaced by bytes that are not JSON)
+    logged = _logged(long_history)
+    damaged = tmp_path / "v0-damaged.metadata.json"
+    damaged.write_bytes(b"{not json")
+    uris = [*logged[:5], str(damaged), *logged[5:]]
+    meta = read_metadata(IO, long_history)[0]
+    prefix_map = PrefixMap(
+        [(meta["location"], str(tmp_path / "target")), (str(tmp_path), str(tmp_path / "t2"))]
+    )
+    # When the files are rewritten in worker processes; Then the caller names the file and why
+    with (
+        cpu_pool(2) as cpu,
+        pytest.raises(NotAMetadataFileError, match=r"v0-damaged\.metadata\.json.*not JSON"),
+    ):
+        list(rewritten_metadata_files(uris, IO, prefix_map, frozenset(uris), cpu))
+
+
+def test_a_long_history_migrates_with_processes_and_reads_like_the_source(
+    long_history: str, tmp_path: Path
+) -> None:
+    # When the whole table is migrated with worker processes
+    result = migrate_table(long_history, str(tmp_path / "target"), src_io=IO, dst_io=IO, processes=2)
+    # Then every metadata file is there and every snapshot reads like the source's
+    assert result.metadata_files == COMMITS + 1  # the table's creation, then one per append
+    assert_same_table(long_history, result.target_metadata_location)
