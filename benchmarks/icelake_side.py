@@ -40,6 +40,7 @@ from icelake.migrate.avro_files import (
     rewrite_manifest_list,
 )
 from icelake.migrate.cpu_pool import cpu_pool
+from icelake.migrate.engine import rewritten_metadata_files
 from icelake.migrate.plan import build_plan, read_metadata
 from icelake.migrate.progress import NoProgress
 from icelake.uris import PrefixMap, canonical, local_path, target_spelling
@@ -144,12 +145,16 @@ def rewrite_table_metadata(
             put(map_path(uri), rewrite_manifest_list(uri, src_io.read(uri), map_path, new_lengths))
         t3 = time.monotonic()
 
-        # 4. metadata.json files, oldest first, the current one last.
-        kept = set(metadata_files)
-        for uri in metadata_files:
-            m, m_gz = (meta, gz) if uri == source_metadata else read_metadata(src_io, uri)
-            rewritten = mj.rewrite_metadata(m, map_path, kept.__contains__)
-            put(map_path(uri), mj.serialize_metadata(rewritten, m_gz))
+        # 4. metadata.json files, oldest first (rewritten in worker processes as the engine
+        #    does), the current one last.
+        kept = frozenset(metadata_files)
+        with cpu_pool(processes) as pool:
+            for uri, data in rewritten_metadata_files(metadata_files[:-1], src_io, prefix_map, kept, pool):
+                put(map_path(uri), data)
+        put(
+            map_path(source_metadata),
+            mj.serialize_metadata(mj.rewrite_metadata(meta, map_path, kept.__contains__), gz),
+        )
         t4 = time.monotonic()
 
     result.metadata_files = len(metadata_files)
