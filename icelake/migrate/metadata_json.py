@@ -167,3 +167,12 @@ def rewrite_file_job(uri: str, raw: bytes, prefix_map: PrefixMap, kept: frozense
         return serialize_metadata(rewrite_metadata(meta, prefix_map.require, kept.__contains__), gz)
     except Exception:
         return None
+
+
+def referenced_paths_job(uri: str, raw: bytes) -> list[str] | None:
+    """`referenced_paths` of one metadata.json (a top-level function, to run in a worker
+    process), or None when it cannot be parsed: the caller then parses it and raises."""
+    try:
+        return list(referenced_paths(parse_metadata(uri, raw)[0]))
+    except Exception:
+        return None

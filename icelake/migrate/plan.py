@@ -166,7 +166,7 @@ def build_plan(
     prefix_map = table_prefix_map(meta, maps, target_location)
 
     paths = Counter[str]()  # every referenced path -> how often; for the prefix check
-    metadata_files = _metadata_chain(src_io, source_metadata, meta, paths, reads, workers)
+    metadata_files = _metadata_chain(src_io, source_metadata, meta, paths, reads, workers, processes)
     lists = mj.manifest_lists(meta)
     manifests = _manifests(src_io, meta, lists, progress)
     paths.update(list(manifests))  # the keys: a mapping would add its values as counts
@@ -219,16 +219,27 @@ def _metadata_chain(
     paths: Counter[str],
     reads: PlanReads,
     workers: int,
+    processes: int,
 ) -> list[str]:
     """The metadata files to carry over: the logged ones that still exist, then the current one.
-    The log lives in the metadata directory, so one listing answers for all of it."""
+    The log lives in the metadata directory, so one listing answers for all of it. A long log's
+    files (a thousand of up to a thousand snapshots each) are parsed in worker processes."""
     logged = mj.metadata_log(meta)
     logged_exist = reads.stat(src_io, logged, [parent(source_metadata)], workers)
     metadata_files = [p for p in logged if logged_exist[p] is not None] + [source_metadata]
     paths.update([source_metadata])
     logged_uris = metadata_files[:-1]
-    for uri, raw in _fetched_ahead(logged_uris, lambda u: _fetch_metadata(src_io, u)):
-        paths.update(mj.referenced_paths(mj.parse_metadata(uri, raw)[0]))
+    with cpu_pool(processes if len(logged_uris) >= MIN_MANIFESTS_FOR_PROCESSES else 1) as cpu:
+
+        def referenced(uri: str) -> list[str]:
+            raw = _fetch_metadata(src_io, uri)
+            if cpu is not None and (found := cpu.submit(mj.referenced_paths_job, uri, raw).result()):
+                return found
+            # Here, also when a worker could not parse it: its error is raised as icelake explains it.
+            return list(mj.referenced_paths(mj.parse_metadata(uri, raw)[0]))
+
+        for _uri, found in _fetched_ahead(logged_uris, referenced):
+            paths.update(found)
     paths.update(mj.referenced_paths(meta))
     return metadata_files
 

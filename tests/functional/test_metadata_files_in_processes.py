@@ -4,6 +4,9 @@ which raises what is wrong with it as icelake explains it."""
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,8 +19,9 @@ from icelake.migrate import metadata_json as mj
 from icelake.migrate import migrate_table
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool
 from icelake.migrate.engine import rewritten_metadata_files
-from icelake.migrate.plan import read_metadata
-from icelake.uris import PrefixMap
+from icelake.migrate.plan import TablePlan, build_plan, read_metadata
+from icelake.migrate.progress import NoProgress
+from icelake.uris import PrefixMap, local_path
 from tests.verify import assert_same_table
 
 IO = LocalFileIO()
@@ -88,3 +92,40 @@ def test_a_long_history_migrates_with_processes_and_reads_like_the_source(
     # Then every metadata file is there and every snapshot reads like the source's
     assert result.metadata_files == COMMITS + 1  # the table's creation, then one per append
     assert_same_table(long_history, result.target_metadata_location)
+
+
+def _plan(metadata: str, target: Path, processes: int) -> TablePlan:
+    return build_plan(
+        metadata,
+        str(target),
+        [],
+        IO,
+        IO,
+        overwrite=False,
+        workers=4,
+        progress=NoProgress(),
+        processes=processes,
+    )
+
+
+def test_a_long_log_is_planned_in_processes_as_in_this_process(long_history: str, tmp_path: Path) -> None:
+    in_workers, here = _plan(long_history, tmp_path / "a", 2), _plan(long_history, tmp_path / "a", 1)
+    assert in_workers.metadata_files == here.metadata_files and len(here.metadata_files) == COMMITS + 1
+    assert in_workers.prefix_counts == here.prefix_counts
+    assert in_workers.files_planned == here.files_planned
+
+
+def test_a_damaged_logged_file_is_named_when_planned_in_processes(long_history: str, tmp_path: Path) -> None:
+    # Given a copy of the table in which one logged metadata.json is damaged
+    source = Path(local_path(long_history)).parents[1]
+    copy = tmp_path / "copy"
+    shutil.copytree(source, copy)
+    current = read_metadata(IO, long_history)[0]
+    relocated = copy / "metadata" / Path(local_path(long_history)).name
+    damaged = Path(local_path(_logged(long_history)[3])).name
+    (copy / "metadata" / damaged).write_bytes(b"{not json")
+    meta = json.loads(relocated.read_text().replace(current["location"], f"file://{copy}"))
+    relocated.write_text(json.dumps(meta))
+    # When it is planned with worker processes; Then the damaged file is named, and why
+    with pytest.raises(NotAMetadataFileError, match=rf"{re.escape(damaged)}.*not JSON"):
+        _plan(f"file://{relocated}", tmp_path / "target", 2)
