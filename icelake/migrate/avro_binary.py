@@ -349,6 +349,30 @@ def unfinished(buf: bytes, pos: int) -> int:
     raise NotPatchable("recursive type")
 
 
+def _fuse_varint_runs(fields: list[Skip]) -> list[Skip]:
+    """Consecutive int and long fields as one skip (a manifest list record is mostly such runs:
+    sequence numbers, snapshot id, file and row counts)."""
+    out: list[Skip] = []
+    run = 0
+    for skip in [*fields, None]:
+        if skip is _skip_long:
+            run += 1
+            continue
+        if run:
+            out.append(_skip_long if run == 1 else _varint_run(run))
+            run = 0
+        if skip is not None:
+            out.append(skip)
+    return out
+
+
+def _varint_run(count: int) -> Skip:
+    def skip_run(buf: bytes, pos: int) -> int:
+        return skip_varints(buf, pos, count)
+
+    return skip_run
+
+
 def _skip_fixed(size: int) -> Skip:
     def skip_fixed(buf: bytes, pos: int) -> int:
         return pos + size
@@ -357,6 +381,7 @@ def _skip_fixed(size: int) -> Skip:
 
 
 def chain(fields: list[Skip]) -> Skip:
+    fields = _fuse_varint_runs(fields)
     if len(fields) == 1:
         return fields[0]
 

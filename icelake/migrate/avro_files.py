@@ -18,7 +18,7 @@ import fastavro
 
 from icelake.errors import NotPatchable, UnsupportedFileError
 from icelake.migrate.avro_binary import zigzag
-from icelake.migrate.avro_patch import patch_manifest, patch_manifest_list
+from icelake.migrate.avro_patch import patch_manifest, patch_manifest_list, read_manifest_refs
 
 # Field id of the `file_path` column in position-delete files (Iceberg spec, reserved ids).
 DELETE_FILE_PATH_FIELD_ID = 2147483546
@@ -129,6 +129,15 @@ def _fastavro_header(metadata: tuple[tuple[str, str], ...]) -> bytes:
 
 
 def manifest_refs(uri: str, data: bytes) -> list[ManifestRef]:
+    """The manifests a manifest list names, read from its bytes (`avro_patch`), or, for a file
+    that does not qualify, decoded by fastavro (the same refs)."""
+    try:
+        return [ManifestRef(path, length, content) for path, length, content in read_manifest_refs(data)]
+    except NotPatchable:
+        return manifest_refs_fastavro(uri, data)
+
+
+def manifest_refs_fastavro(uri: str, data: bytes) -> list[ManifestRef]:
     return [
         ManifestRef(r["manifest_path"], r["manifest_length"], r.get("content", DATA) or DATA)
         for r in read_avro(uri, data).records

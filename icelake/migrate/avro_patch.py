@@ -281,3 +281,45 @@ def _safe_list_scan(after: Skip, block: bytes, count: int) -> list[tuple[str, in
     if pos != len(block):
         raise NotPatchable("block has bytes after its records")
     return records
+
+
+def read_manifest_refs(data: bytes) -> list[tuple[str, int, int]]:
+    """(manifest_path, manifest_length, content) of every record of a manifest list (content 0
+    where the list has none: v1), found with the skippers, or NotPatchable. Each snapshot's list
+    names all of its manifests: a thousand snapshots are half a million records to read."""
+    try:
+        header = read_header(data)
+        codec = header.metadata.get("avro.codec", "null")
+        if codec not in CODECS:
+            raise NotPatchable(f"codec {codec}")
+        schema = json.loads(header.metadata["avro.schema"])
+        compile_manifest_list(schema)  # refuses what does not start with path and length
+        c, fields, names = entry_compiler(schema)
+        at = names.index("content") if "content" in names else len(fields)
+        if at < len(fields) and fields[at]["type"] != "int":
+            raise NotPatchable("content is not an int")
+        before = _chain_or_none([c.skip(f["type"]) for f in fields[2:at]])
+        after = _chain_or_none([c.skip(f["type"]) for f in fields[at + 1 :]])
+    except (IndexError, KeyError, TypeError, ValueError) as exc:
+        raise NotPatchable(str(exc)) from exc
+    refs: list[tuple[str, int, int]] = []
+    for count, block in _safe(blocks(data, header, codec)):
+        pos = 0
+        try:
+            for _ in range(count):
+                n, start = read_long(block, pos)
+                end = start + n
+                if n < 0 or end > len(block):
+                    raise NotPatchable("bad manifest_path length")
+                length, pos = read_long(block, end)
+                content = 0
+                pos = before(block, pos)
+                if at < len(fields):
+                    content, pos = read_long(block, pos)
+                pos = after(block, pos)
+                refs.append((_utf8(block, start, end), length, content))
+        except (IndexError, ValueError) as exc:  # truncated data
+            raise NotPatchable(str(exc)) from exc
+        if pos != len(block):
+            raise NotPatchable("block has bytes after its records")
+    return refs

@@ -16,12 +16,14 @@ from icelake.migrate.avro_files import (
     DELETE_FILE_PATH_FIELD_ID,
     DeleteRewrite,
     _patched_header,
+    manifest_refs,
+    manifest_refs_fastavro,
     rewrite_manifest,
     rewrite_manifest_fastavro,
     rewrite_manifest_list,
     rewrite_manifest_list_fastavro,
 )
-from icelake.migrate.avro_patch import patch_manifest, patch_manifest_list
+from icelake.migrate.avro_patch import patch_manifest, patch_manifest_list, read_manifest_refs
 
 
 def _kv(name: str, value: str) -> dict[str, Any]:
@@ -455,3 +457,15 @@ def test_a_manifest_list_the_patch_does_not_know_goes_the_fastavro_way() -> None
         io.BytesIO(rewrite_manifest_list("l.avro", data, _map, {"s3://b/m.avro": 9}))
     )
     assert rewritten["manifest_path"] == _map("s3://b/m.avro") and rewritten["manifest_length"] == 9  # type: ignore[call-overload]
+
+
+@SETTINGS
+@given(manifest_lists())
+def test_manifest_refs_are_read_from_the_bytes_as_fastavro_decodes_them(
+    given: tuple[bytes, dict[str, int]],
+) -> None:
+    data, _lengths = given
+    assert read_manifest_refs(data) == [
+        (r.path, r.length, r.content) for r in manifest_refs_fastavro("snap.avro", data)
+    ]
+    assert manifest_refs("snap.avro", data) == manifest_refs_fastavro("snap.avro", data)
