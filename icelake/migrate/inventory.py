@@ -51,7 +51,9 @@ def stat_by_listing(
     wanted = list(dict.fromkeys(uris))
     if progress:
         progress.start(phase, len(wanted))
-    under: dict[str, list[tuple[str, str]]] = defaultdict(list)  # root -> [(canonical, uri)]
+    # root -> the uris under it. Canonical forms are recomputed where needed rather than held:
+    # for a million local paths they would be another million strings at the plan's peak.
+    under: dict[str, list[str]] = defaultdict(list)
     alone: list[str] = []
     ordered_roots = sorted({canonical(r).rstrip("/") for r in roots}, key=len, reverse=True)
     for uri in wanted:
@@ -60,13 +62,13 @@ def stat_by_listing(
         if root is None:
             alone.append(uri)
         else:
-            under[root].append((c, uri))
+            under[root].append(uri)
     for root in [r for r, keys in under.items() if len(keys) < MIN_KEYS_TO_LIST]:
-        alone.extend(uri for _c, uri in under.pop(root))
+        alone.extend(under.pop(root))
 
     found: dict[str, ObjectInfo | None] = {}
 
-    def list_root(item: tuple[str, list[tuple[str, str]]]) -> dict[str, ObjectInfo | None]:
+    def list_root(item: tuple[str, list[str]]) -> dict[str, ObjectInfo | None]:
         root, keys = item
         return _listed(io, root, keys, progress, phase)
 
@@ -90,20 +92,20 @@ def stat_by_listing(
     return found  # not copied in the callers' order: a million-key dict twice at once is the peak
 
 
-def _split_listing(root: str, keys: list[tuple[str, str]]) -> list[tuple[str, list[tuple[str, str]]]]:
+def _split_listing(root: str, keys: list[str]) -> list[tuple[str, list[str]]]:
     """(prefix, its wanted keys) to list: `root` itself, or its subdirectories (recursively) when it
     has more than SPLIT_LISTING_AT wanted keys, all of them in subdirectories, a page's worth per
     subdirectory on average. A table's data/ of a million files in a thousand partitions is then a
     thousand short listings that run in parallel rather than a thousand pages in a row."""
     if len(keys) <= SPLIT_LISTING_AT:
         return [(root, keys)]
-    children: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    children: dict[str, list[str]] = defaultdict(list)
     start = len(root) + 1
-    for c, uri in keys:
-        child, slash, _name = c[start:].partition("/")
+    for uri in keys:
+        child, slash, _name = canonical(uri)[start:].partition("/")
         if not slash:
             return [(root, keys)]  # a wanted key directly in root: only root's listing has it
-        children[child].append((c, uri))
+        children[child].append(uri)
     if len(children) == 1:  # one subdirectory holds them all: list it alone (the same pages)
         return _split_listing(f"{root}/{next(iter(children))}", keys)
     if len(keys) < KEYS_PER_PAGE * len(children):
@@ -112,11 +114,11 @@ def _split_listing(root: str, keys: list[tuple[str, str]]) -> list[tuple[str, li
 
 
 def _listed(
-    io: FileIO, root: str, keys: list[tuple[str, str]], progress: ProgressSink | None, phase: str
+    io: FileIO, root: str, keys: list[str], progress: ProgressSink | None, phase: str
 ) -> dict[str, ObjectInfo | None]:
-    """The keys (canonical, as given) a listing of `root` settles: present ones with their info,
-    absent ones as None. A listing that runs over its budget settles only what it saw present."""
-    wanted = dict(keys)
+    """The keys (as given) a listing of `root` settles: present ones with their info, absent
+    ones as None. A listing that runs over its budget settles only what it saw present."""
+    wanted = {canonical(uri): uri for uri in keys}
     budget = (math.ceil(LIST_OVERHEAD * len(keys) / KEYS_PER_PAGE) + LIST_BUDGET) * KEYS_PER_PAGE
     seen: dict[str, ObjectInfo | None] = {}
     for listed, (uri, info) in enumerate(io.list(root), start=1):
@@ -127,7 +129,7 @@ def _listed(
                 progress.advance(phase)
         if listed >= budget:
             return seen  # a prefix full of other objects: the rest are asked one by one
-    for _c, key in keys:
+    for key in keys:
         if key not in seen:
             seen[key] = None  # a complete listing did not have it: absent (S3 lists consistently)
             if progress:
