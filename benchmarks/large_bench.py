@@ -47,6 +47,7 @@ def _worker(source: str, target: str, staging: str, latency_ms: float) -> None:
             {
                 "plan_s": plan.seconds,
                 "rewrite_s": rewrite.seconds,
+                "rewrite_phase_s": rewrite.phase_seconds,
                 "copies": plan.copies,
                 "manifests": plan.manifests,
                 "source_requests": plan.source_requests,
