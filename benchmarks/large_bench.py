@@ -146,29 +146,41 @@ def _met(key: str, value: float) -> bool:
 
 
 def record(res: dict[str, Any]) -> Path:
+    """Write the result file (one per date and commit: a later run does not replace an earlier
+    one) and add a row to the table in RESULTS.md ("Large tables")."""
     results = BENCH_DIR / "results"
     results.mkdir(exist_ok=True)
-    path = results / f"large-{res['files']}-{res['recorded_at'][:10]}.json"
+    path = results / f"large-{res['files']}-{res['recorded_at'][:10]}-{res['commit']}.json"
     path.write_text(json.dumps(res, indent=2) + "\n")
     met = ", ".join(f"{k} {'met' if _met(k, res[k]) else 'NOT met'}" for k in GOALS)
     row = (
         f"| {res['recorded_at'][:10]} | {res['commit']} | {res['files']:,} | {res['snapshots']:,} | "
         f"{res['iceberg_s']} | {res['icelake_plan_rewrite_s']} (plan {res['icelake']['plan_s']}) | "
-        f"{res['ratio']} | {res['peak_rss_mib']} | {res['plan_requests_per_file']} | {met} |\n"
+        f"{res['ratio']} | {res['peak_rss_mib']} | {res['plan_requests_per_file']} | {met} |"
     )
     doc = BENCH_DIR / "RESULTS.md"
-    text = doc.read_text()
+    doc.write_text(_with_row(doc.read_text(), row, res["machine"]))
+    return path
+
+
+def _with_row(text: str, row: str, machine: dict[str, Any]) -> str:
+    """`text` with `row` after the last row of the "Large tables" table (made when missing)."""
     header = "## Large tables"
     if header not in text:
         text += (
             f"\n{header}\n\n`make bench-large` (`python -m benchmarks.large_bench`, see its docstring). "
-            f"Machine: {res['machine']['nproc']} cores, {res['machine']['cpu']}. Goals: ratio >= 3, "
+            f"Machine: {machine['nproc']} cores, {machine['cpu']}. Goals: ratio >= 3, "
             "peak RSS <= 512 MiB, plan requests per data file <= 0.01.\n\n"
             "| date | commit | data files | snapshots | iceberg s | icelake plan+rewrite s | ratio | "
             "peak RSS MiB | plan requests/file | goals |\n|---|---|---|---|---|---|---|---|---|---|\n"
         )
-    doc.write_text(text + row)
-    return path
+    lines = text.split("\n")
+    at = lines.index(header)
+    while at < len(lines) and not lines[at].startswith("|"):
+        at += 1
+    while at < len(lines) and lines[at].startswith("|"):
+        at += 1
+    return "\n".join([*lines[:at], row, *lines[at:]])
 
 
 def main(argv: list[str] | None = None) -> None:
