@@ -20,6 +20,8 @@ _S3_ALIASES = ("s3a://", "s3n://")
 
 def canonical(uri: str) -> str:
     """Canonical spelling used for comparisons only. No trailing slash (except a bare root)."""
+    if uri.startswith("file:///") and "//" not in uri[7:] and "/." not in uri and uri[-1] != "/":
+        return uri  # already canonical: what local listings yield, a million times for a big table
     if uri.startswith(_S3_ALIASES):
         uri = "s3://" + uri.split("://", 1)[1]
     elif uri.startswith("file:"):

@@ -75,3 +75,22 @@ def test_a_resume_cleans_what_a_killed_run_left(tmp_path: Path) -> None:
     migrate_table(metadata, str(tmp_path / "dst"), src_io=IO, dst_io=IO, processes=1)
     assert not stale.exists()
     assert not list((tmp_path / "dst").rglob(f"{TEMP_PREFIX}*"))
+
+
+def test_a_listing_names_what_os_walk_finds_with_sizes(tmp_path: Path) -> None:
+    # Given files in nested directories, a linked directory, and an empty one
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "e").mkdir()
+    (tmp_path / "x").write_bytes(b"12")
+    (tmp_path / "a" / "y").write_bytes(b"1")
+    (tmp_path / "a" / "b" / "z").write_bytes(b"")
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    walked = [
+        (f"file://{os.path.join(d, n)}", os.path.getsize(os.path.join(d, n)))
+        for d, _dirs, names in os.walk(tmp_path)
+        for n in names
+    ]
+    # When it is listed; Then it names what os.walk does (not following the link), in its order
+    assert [(uri, info.size) for uri, info in LocalFileIO().list(str(tmp_path))] == walked
+    assert len(walked) == 3
+    assert list(LocalFileIO().list(str(tmp_path / "missing"))) == []

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from icelake.errors import InvalidMappingError
 from icelake.uris import PrefixMap, canonical, parse_map_option
@@ -49,3 +53,30 @@ def test_map_option_splits_at_the_uri_boundary() -> None:
     assert parse_map_option("/src/a=/dst/b") == ("/src/a", "/dst/b")
     with pytest.raises(InvalidMappingError, match="SRC=DST"):
         parse_map_option("s3://only-one")
+
+
+def _canonical_reference(uri: str) -> str:
+    """What `canonical` computes, without its shortcuts for already-normal local paths."""
+    if uri.startswith(("s3a://", "s3n://")):
+        uri = "s3://" + uri.split("://", 1)[1]
+    elif uri.startswith("file:"):
+        rest = uri[len("file:") :]
+        if rest.startswith("//localhost/"):
+            rest = rest[len("//localhost") :]
+        uri = "file://" + "/" + rest.lstrip("/")
+    elif "://" not in uri:
+        uri = "file://" + os.path.abspath(uri)
+    if uri.endswith("/") and not uri.endswith("://") and uri.count("/") > 3:
+        uri = uri.rstrip("/")
+    return uri
+
+
+SEGMENTS = st.lists(st.sampled_from(["a", "b.c", ".", "..", "", ".x", "p=1", "\u00e9"]), max_size=6)
+
+
+@given(
+    SEGMENTS, st.sampled_from(["/", "file:", "file:/", "file://", "file:///", "file:////", "s3a://", "rel/"])
+)
+def test_local_shortcuts_give_what_the_full_rules_give(segments: list[str], start: str) -> None:
+    uri = start + "/".join(segments)
+    assert canonical(uri) == _canonical_reference(uri)
