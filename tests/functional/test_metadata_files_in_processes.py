@@ -14,7 +14,7 @@ import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
 from icelake.aws.fileio import LocalFileIO
-from icelake.errors import NotAMetadataFileError
+from icelake.errors import NotAMetadataFileError, UnsupportedFileError
 from icelake.migrate import metadata_json as mj
 from icelake.migrate import migrate_table
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool
@@ -28,9 +28,7 @@ IO = LocalFileIO()
 COMMITS = MIN_MANIFESTS_FOR_PROCESSES + 2  # enough logged metadata files for worker processes
 
 
-@pytest.fixture(scope="module")
-def long_history(tmp_path_factory: pytest.TempPathFactory) -> str:
-    root = tmp_path_factory.mktemp("history")
+def _long_history(root: Path) -> str:
     catalog = SqlCatalog("c", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}")
     catalog.create_namespace("db")
     rows = pa.table({"id": pa.array([0], pa.int64())})
@@ -38,6 +36,11 @@ def long_history(tmp_path_factory: pytest.TempPathFactory) -> str:
     for i in range(COMMITS):
         table.append(pa.table({"id": pa.array([i], pa.int64())}))
     return catalog.load_table("db.t").metadata_location
+
+
+@pytest.fixture(scope="module")
+def long_history(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return _long_history(tmp_path_factory.mktemp("history"))
 
 
 def _logged(current: str) -> list[str]:
@@ -129,3 +132,16 @@ def test_a_damaged_logged_file_is_named_when_planned_in_processes(long_history: 
     # When it is planned with worker processes; Then the damaged file is named, and why
     with pytest.raises(NotAMetadataFileError, match=rf"{re.escape(damaged)}.*not JSON"):
         _plan(f"file://{relocated}", tmp_path / "target", 2)
+
+
+def test_a_damaged_manifest_is_named_when_parsed_in_processes(tmp_path: Path) -> None:
+    # Given a table of at least 16 manifests, one of them damaged
+    (tmp_path / "source").mkdir()
+    metadata = _long_history(tmp_path / "source")
+    plan = _plan(metadata, tmp_path / "probe", 1)
+    assert len(plan.manifests) >= MIN_MANIFESTS_FOR_PROCESSES
+    damaged = sorted(plan.manifests)[2]
+    Path(local_path(damaged)).write_bytes(b"Obj\x01 not a manifest")
+    # When it is planned with worker processes; Then the error names that manifest
+    with pytest.raises(UnsupportedFileError, match=re.escape(damaged)):
+        _plan(metadata, tmp_path / "target", 2)
