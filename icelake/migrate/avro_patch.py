@@ -22,12 +22,13 @@ import json
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from icelake.errors import NotPatchable
 from icelake.migrate.avro_binary import (
     CODECS,
     SYNC_INTERVAL,
+    Header,
     Skip,
     Span,
     blocks,
@@ -39,6 +40,8 @@ from icelake.migrate.avro_binary import (
     unfinished,
     zigzag,
 )
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,18 @@ def _encode_block(count: int, block: bytes, codec: str, sync: bytes) -> bytes:
     return zigzag(count) + zigzag(len(data)) + data + sync
 
 
+def _read_container(data: bytes, compile_schema: Callable[[dict[str, Any]], T]) -> tuple[Header, str, T]:
+    """The header, codec and what `compile_schema` makes of the writer schema, or NotPatchable."""
+    try:
+        header = read_header(data)
+        codec = header.metadata.get("avro.codec", "null")
+        if codec not in CODECS:
+            raise NotPatchable(f"codec {codec}")
+        return header, codec, compile_schema(json.loads(header.metadata["avro.schema"]))
+    except (IndexError, KeyError, TypeError, ValueError) as exc:
+        raise NotPatchable(str(exc)) from exc
+
+
 def patch_manifest(
     data: bytes,
     map_path: Callable[[str], str],
@@ -109,14 +124,7 @@ def patch_manifest(
     file_path, then a non-empty referenced_data_file, entry after entry; NotPatchable may come
     after some calls, so the caller replays them on the fallback path.
     """
-    try:
-        header = read_header(data)
-        codec = header.metadata.get("avro.codec", "null")
-        if codec not in CODECS:
-            raise NotPatchable(f"codec {codec}")
-        layout = compile_entry(json.loads(header.metadata["avro.schema"]))
-    except (IndexError, KeyError, TypeError, ValueError) as exc:
-        raise NotPatchable(str(exc)) from exc
+    header, codec, layout = _read_container(data, compile_entry)
     out = [header_bytes(header.metadata, header.sync)]
     pending = bytearray()
     pending_count = 0
@@ -234,14 +242,7 @@ def patch_manifest_list(
     `new_lengths[old path]`, spliced as `patch_manifest` splices (same bytes as fastavro would
     write), or NotPatchable. A manifest list has one entry per manifest of its snapshot, so a
     table of a thousand snapshots has half a million entries over all of its lists."""
-    try:
-        header = read_header(data)
-        codec = header.metadata.get("avro.codec", "null")
-        if codec not in CODECS:
-            raise NotPatchable(f"codec {codec}")
-        after = compile_manifest_list(json.loads(header.metadata["avro.schema"]))
-    except (IndexError, KeyError, TypeError, ValueError) as exc:
-        raise NotPatchable(str(exc)) from exc
+    header, codec, after = _read_container(data, compile_manifest_list)
     out = [header_bytes(header.metadata, header.sync)]
     pending = bytearray()
     pending_count = 0
