@@ -410,6 +410,16 @@ class Header:
     end: int
 
 
+def container_header(metadata: dict[str, str], sync: bytes) -> bytes:
+    """An Avro container header: magic, the metadata map (one block), the sync marker."""
+    parts = [MAGIC, zigzag(len(metadata))]
+    for key, value in metadata.items():
+        k, v = key.encode(), value.encode()
+        parts += [zigzag(len(k)), k, zigzag(len(v)), v]
+    parts += [zigzag(0), sync]
+    return b"".join(parts)
+
+
 def read_header(data: bytes) -> Header:
     if data[:4] != MAGIC:
         raise NotPatchable("not an Avro container")

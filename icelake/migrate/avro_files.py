@@ -7,7 +7,6 @@ rewrite byte-for-byte repeatable: a re-run recognises its own output and writes 
 
 from __future__ import annotations
 
-import functools
 import io
 import json
 from collections.abc import Callable, Iterator
@@ -17,7 +16,7 @@ from typing import Any
 import fastavro
 
 from icelake.errors import NotPatchable, UnsupportedFileError
-from icelake.migrate.avro_binary import zigzag
+from icelake.migrate.avro_binary import container_header, read_header
 from icelake.migrate.avro_patch import patch_manifest, patch_manifest_list, read_manifest_refs
 
 # Field id of the `file_path` column in position-delete files (Iceberg spec, reserved ids).
@@ -72,16 +71,6 @@ def read_avro(uri: str, data: bytes) -> AvroFile:
     return AvroFile(schema, meta, reader.codec, reader._header["sync"], records)
 
 
-def _header(metadata: dict[str, str], sync: bytes) -> bytes:
-    """An Avro container header: magic, the metadata map (one block), the sync marker."""
-    parts = [AVRO_MAGIC, zigzag(len(metadata))]
-    for key, value in metadata.items():
-        k, v = key.encode(), value.encode()
-        parts += [zigzag(len(k)), k, zigzag(len(v)), v]
-    parts += [zigzag(0), sync]
-    return b"".join(parts)
-
-
 def write_avro(src: AvroFile, records: list[dict[str, Any]]) -> bytes:
     """Encode records with the source's schema, codec and sync marker, under the source's header.
 
@@ -90,8 +79,8 @@ def write_avro(src: AvroFile, records: list[dict[str, Any]]) -> bytes:
     is byte-for-byte repeatable and the writer schema is exactly the source's.
     """
     encoded = _fastavro_write(src.schema, src.metadata, src.codec, src.sync, records)
-    header_end = encoded.index(src.sync) + len(src.sync)
-    return _header(src.metadata, src.sync) + encoded[header_end:]
+    # Where fastavro's header ends, parsed: the marker's bytes may also occur inside the header.
+    return container_header(src.metadata, src.sync) + encoded[read_header(encoded).end :]
 
 
 def _fastavro_write(
@@ -107,25 +96,6 @@ def _fastavro_write(
         sync_marker=sync,
     )
     return out.getvalue()
-
-
-def _patched_header(metadata: dict[str, str], sync: bytes) -> bytes:
-    """The header `write_avro` puts on its output. `write_avro` finds the end of fastavro's header
-    at the sync marker: when the marker's bytes also occur earlier, its output differs (then,
-    NotPatchable)."""
-    fastavro_header = _fastavro_header(tuple(metadata.items())) + sync
-    if fastavro_header.index(sync) != len(fastavro_header) - len(sync):
-        raise NotPatchable("the sync marker occurs inside fastavro's header")
-    return _header(metadata, sync)
-
-
-@functools.lru_cache(maxsize=64)
-def _fastavro_header(metadata: tuple[tuple[str, str], ...]) -> bytes:
-    """What fastavro's writer puts before the sync marker, for a file with this metadata."""
-    meta = dict(metadata)
-    sync = b"\x00" * 16
-    header = _fastavro_write(json.loads(meta["avro.schema"]), meta, meta.get("avro.codec", "null"), sync, [])
-    return header[: -len(sync)]
 
 
 def manifest_refs(uri: str, data: bytes) -> list[ManifestRef]:
@@ -151,7 +121,7 @@ def rewrite_manifest_list(
     (`avro_patch`), or, for a file that does not qualify, by the fastavro path (same bytes).
     `map_path` is pure, so calls made before a file turns out not patchable are simply repeated."""
     try:
-        return patch_manifest_list(data, map_path, new_lengths, _patched_header)
+        return patch_manifest_list(data, map_path, new_lengths)
     except NotPatchable:
         return rewrite_manifest_list_fastavro(uri, data, map_path, new_lengths)
 
@@ -205,7 +175,7 @@ def rewrite_manifest(
         return content == POSITION_DELETES or path in delete_rewrites
 
     try:
-        return patch_manifest(data, recorded, needs_more, _patched_header)
+        return patch_manifest(data, recorded, needs_more)
     except NotPatchable:
         return rewrite_manifest_fastavro(uri, data, _replaying(calls, map_path), try_map, delete_rewrites)
 

@@ -33,6 +33,7 @@ from icelake.migrate.avro_binary import (
     Span,
     blocks,
     chain,
+    container_header,
     entry_compiler,
     read_header,
     read_long,
@@ -115,7 +116,6 @@ def patch_manifest(
     data: bytes,
     map_path: Callable[[str], str],
     skip_entry: Callable[[str, int], bool],
-    header_bytes: Callable[[dict[str, str], bytes], bytes],
 ) -> bytes:
     """The manifest with `data_file.file_path` and `referenced_data_file` mapped, or NotPatchable.
 
@@ -125,7 +125,7 @@ def patch_manifest(
     after some calls, so the caller replays them on the fallback path.
     """
     header, codec, layout = _read_container(data, compile_entry)
-    out = [header_bytes(header.metadata, header.sync)]
+    out = [container_header(header.metadata, header.sync)]
     pending = bytearray()
     pending_count = 0
     for count, block in _safe(blocks(data, header, codec)):
@@ -236,14 +236,13 @@ def patch_manifest_list(
     data: bytes,
     map_path: Callable[[str], str],
     new_lengths: dict[str, int],
-    header_bytes: Callable[[dict[str, str], bytes], bytes],
 ) -> bytes:
     """The manifest list with every `manifest_path` mapped and its `manifest_length` replaced by
     `new_lengths[old path]`, spliced as `patch_manifest` splices (same bytes as fastavro would
     write), or NotPatchable. A manifest list has one entry per manifest of its snapshot, so a
     table of a thousand snapshots has half a million entries over all of its lists."""
     header, codec, after = _read_container(data, compile_manifest_list)
-    out = [header_bytes(header.metadata, header.sync)]
+    out = [container_header(header.metadata, header.sync)]
     pending = bytearray()
     pending_count = 0
     for count, block in _safe(blocks(data, header, codec)):

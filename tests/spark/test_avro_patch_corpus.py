@@ -13,7 +13,6 @@ from icelake.errors import NotPatchable
 from icelake.migrate.avro_files import (
     POSITION_DELETES,
     DeleteRewrite,
-    _patched_header,
     manifest_refs_fastavro,
     rewrite_manifest,
     rewrite_manifest_fastavro,
@@ -70,7 +69,7 @@ def test_fast_path_matches_fastavro_on_every_corpus_manifest(source_tables: dict
                 assert auto == slow, uri
                 assert calls == slow_calls, uri
             try:
-                patch_manifest(data, _map, lambda p, c: c == POSITION_DELETES, _patched_header)
+                patch_manifest(data, _map, lambda p, c: c == POSITION_DELETES)
                 patched += 1
             except NotPatchable:
                 fell_back += 1
@@ -93,7 +92,7 @@ def test_manifest_lists_are_patched_to_the_fastavro_bytes_on_every_corpus_table(
             }
             # When it is patched; Then it is exactly the fastavro path's rewrite
             slow = rewrite_manifest_list_fastavro(snap["manifest-list"], data, _map, lengths)
-            assert patch_manifest_list(data, _map, lengths, _patched_header) == slow, snap["manifest-list"]
+            assert patch_manifest_list(data, _map, lengths) == slow, snap["manifest-list"]
             # And the manifests it names are read from its bytes as fastavro decodes them
             refs = manifest_refs_fastavro(snap["manifest-list"], data)
             assert read_manifest_refs(data) == [(r.path, r.length, r.content) for r in refs]
