@@ -33,8 +33,8 @@ def canonical(uri: str) -> str:
     elif "://" not in uri:
         if uri.startswith("/") and "//" not in uri and "/." not in uri:
             uri = "file://" + uri  # already normal (abspath would return it as is): the common case
-        else:
-            uri = "file://" + os.path.abspath(uri)
+        else:  # abspath keeps exactly two leading slashes (POSIX leaves their meaning open; Linux's is /)
+            uri = "file:///" + os.path.abspath(uri).lstrip("/")
     if uri.endswith("/") and not uri.endswith("://") and uri.count("/") > 3:
         uri = uri.rstrip("/")
     return uri

@@ -65,7 +65,7 @@ def _canonical_reference(uri: str) -> str:
             rest = rest[len("//localhost") :]
         uri = "file://" + "/" + rest.lstrip("/")
     elif "://" not in uri:
-        uri = "file://" + os.path.abspath(uri)
+        uri = "file:///" + os.path.abspath(uri).lstrip("/")
     if uri.endswith("/") and not uri.endswith("://") and uri.count("/") > 3:
         uri = uri.rstrip("/")
     return uri
@@ -75,8 +75,12 @@ SEGMENTS = st.lists(st.sampled_from(["a", "b.c", ".", "..", "", ".x", "p=1", "\u
 
 
 @given(
-    SEGMENTS, st.sampled_from(["/", "file:", "file:/", "file://", "file:///", "file:////", "s3a://", "rel/"])
+    SEGMENTS,
+    st.sampled_from(
+        ["/", "//", "///", "file:", "file:/", "file://", "file:///", "file:////", "s3a://", "rel/"]
+    ),
 )
 def test_local_shortcuts_give_what_the_full_rules_give(segments: list[str], start: str) -> None:
     uri = start + "/".join(segments)
     assert canonical(uri) == _canonical_reference(uri)
+    assert canonical(canonical(uri)) == canonical(uri)  # a canonical form is its own
