@@ -43,6 +43,7 @@ from icelake.constants import (
     LAMBDA_STEPS,
     LEDGER_TABLE,
     MIGRATE_STATE_MACHINE,
+    STEP_LIMITS,
 )
 from icelake.workflow.models import FILES_PRUNED_METRIC, OUTCOME_METRICS
 from icelake.workflow.wiring import METRICS_NAMESPACE, MIGRATE_SERVICE, migrate_lambda_environment
@@ -52,10 +53,9 @@ from icelake.workflow.wiring import METRICS_NAMESPACE, MIGRATE_SERVICE, migrate_
 REQUEST_EVENT_SOURCE = "icelake.request"
 # Glue gets these with pip at job start (the icelake wheel itself comes by --extra-py-files).
 GLUE_PIP_MODULES = ("pyiceberg", "fastavro", "pydantic")
+
+
 # Step -> (memory MB, timeout): copy does the byte copies of small tables, the others are metadata work.
-STEP_SIZES = {"copy": (3008, Duration.minutes(15)), "validate": (3008, Duration.minutes(15))}
-
-
 def artifacts_statements(artifacts: s3.IBucket) -> list[iam.PolicyStatement]:
     """Read, write and delete run artifacts; list them (so a missing one reads as absent)."""
     return [
@@ -139,7 +139,7 @@ class StepLambdas(Component):
         self.functions: dict[str, lambda_.Function] = {}
         self.log_groups: list[logs.LogGroup] = []
         for step, (name, handler_path, _placeholder) in LAMBDA_STEPS.items():
-            memory, timeout = STEP_SIZES.get(step, (1024, Duration.minutes(5)))
+            memory, timeout_s = STEP_LIMITS[step]
             function = PythonFunction(
                 self,
                 step.title(),
@@ -150,7 +150,7 @@ class StepLambdas(Component):
                 environment=env,
                 role=self.role,
                 memory=memory,
-                timeout=timeout,
+                timeout=Duration.seconds(timeout_s),
             )
             self.log_groups.append(function.log_group)
             self.functions[step] = function.function

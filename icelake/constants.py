@@ -27,6 +27,18 @@ LAMBDA_STEPS: dict[str, tuple[str, str, str]] = {
     "report": ("icelake-report", "lambdas/report/handler.py", "ReportFunctionArn"),
 }
 
+# Step -> (memory MB, timeout s) of its Lambda: what the CDK deploys and what embedded AWS gives the
+# same functions, so that local runs are measured against the limits AWS will enforce.
+STEP_LIMITS: dict[str, tuple[int, int]] = {
+    "inventory": (1024, 300),
+    "plan": (1024, 300),
+    "copy": (3008, 900),
+    "register": (1024, 300),
+    "validate": (3008, 900),
+    "rollback": (1024, 300),
+    "report": (1024, 300),
+}
+
 # Environment of every migration Lambda (read once into a settings model).
 ENV_LEDGER_TABLE = "ICELAKE_LEDGER_TABLE"
 ENV_ARTIFACTS_BUCKET = "ICELAKE_ARTIFACTS_BUCKET"

@@ -68,7 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from icelake.constants import LAMBDA_STEPS, ORCHESTRATOR_ACCOUNT_LOCAL, REGION_LOCAL
+from icelake.constants import LAMBDA_STEPS, ORCHESTRATOR_ACCOUNT_LOCAL, REGION_LOCAL, STEP_LIMITS
 from icelake.local import glue_runtime, lambda_runtime
 from icelake.local.glue_runtime import LOCAL_SCRIPT_ARG
 from icelake.local.lambda_runtime import HANDLER_TAG, register_handler
@@ -407,8 +407,13 @@ def create_lambda(
 
 
 def create_step_lambdas(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The migration workflow's functions from constants.LAMBDA_STEPS; returns {step: function ARN}."""
-    return {step: create_lambda(name, path, "handler", env) for step, (name, path, _) in LAMBDA_STEPS.items()}
+    """The migration workflow's functions from constants.LAMBDA_STEPS, with the memory and timeout
+    the CDK deploys (constants.STEP_LIMITS); returns {step: function ARN}."""
+    arns = {}
+    for step, (name, path, _) in LAMBDA_STEPS.items():
+        memory_mb, timeout = STEP_LIMITS[step]
+        arns[step] = create_lambda(name, path, "handler", env, timeout=timeout, memory_mb=memory_mb)
+    return arns
 
 
 def create_glue_job(

@@ -51,6 +51,7 @@ from types import ModuleType
 from typing import Any
 
 from icelake.errors import HandlerResolutionError
+from icelake.local import process_memory
 
 HANDLER_TAG = "icelake:local-handler"
 
@@ -223,20 +224,72 @@ def call_handler(
         timeout_seconds=float(timeout_seconds),
     )
     with _CALL_LOCK, _environment(env):
-        try:
-            module = _module_for(function_name, handler_file)
-        except Exception as exc:
-            return _error("Runtime.ImportModuleError", f"Unable to import {handler_file}: {exc}", exc), True
-        fn: Callable[[Any, LambdaContext], Any] | None = getattr(module, attr, None) if attr else None
-        if not callable(fn):
-            return _error("Runtime.HandlerNotFound", f"Handler {attr!r} missing in {handler_file}"), True
-        try:
-            result = fn(_parse_event(event), context)
-        except SystemExit as exc:
-            return _error("Runtime.ExitError", f"handler exited: {exc.code}", exc), True
-        except Exception as exc:
-            return _error(type(exc).__name__, str(exc), exc), True
-    return result, False
+        if not _recorders:
+            return _call(handler_file, attr, event, context)
+        process_memory.reset_peak()
+        before = process_memory.rss_mib()
+        started = time.monotonic()
+        outcome = _call(handler_file, attr, event, context)
+        measured = Invocation(
+            function_name=function_name,
+            seconds=time.monotonic() - started,
+            memory_limit_mb=int(memory_mb),
+            timeout_seconds=float(timeout_seconds),
+            rss_before_mib=before,
+            peak_rss_mib=process_memory.peak_rss_mib(),
+            errored=outcome[1],
+        )
+        for calls in _recorders:
+            calls.append(measured)
+        return outcome
+
+
+def _call(handler_file: Path, attr: str, event: Any, context: LambdaContext) -> tuple[Any, bool]:
+    try:
+        module = _module_for(context.function_name, handler_file)
+    except Exception as exc:
+        return _error("Runtime.ImportModuleError", f"Unable to import {handler_file}: {exc}", exc), True
+    fn: Callable[[Any, LambdaContext], Any] | None = getattr(module, attr, None) if attr else None
+    if not callable(fn):
+        return _error("Runtime.HandlerNotFound", f"Handler {attr!r} missing in {handler_file}"), True
+    try:
+        return fn(_parse_event(event), context), False
+    except SystemExit as exc:
+        return _error("Runtime.ExitError", f"handler exited: {exc.code}", exc), True
+    except Exception as exc:
+        return _error(type(exc).__name__, str(exc), exc), True
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One handler call, measured as Lambda limits it: its duration, and the peak resident memory
+    of the process while it ran (an upper bound of the handler's own: the embedded services that
+    answer its requests share the process)."""
+
+    function_name: str
+    seconds: float
+    memory_limit_mb: int
+    timeout_seconds: float
+    rss_before_mib: float
+    peak_rss_mib: float
+    errored: bool
+
+
+_recorders: list[list[Invocation]] = []
+
+
+@contextmanager
+def recording_invocations() -> Iterator[list[Invocation]]:
+    """The handler calls made while the block runs, each measured (see `Invocation`). Measuring
+    resets the process's high-water mark of resident memory (`process_memory.reset_peak`)."""
+    calls: list[Invocation] = []
+    with _STATE_LOCK:
+        _recorders.append(calls)
+    try:
+        yield calls
+    finally:
+        with _STATE_LOCK:
+            _recorders.remove(calls)
 
 
 def invoke_in_process(fn: Any, event: Any = None) -> tuple[str, bool, str]:

@@ -59,3 +59,10 @@ def boom(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if event.get("kind") == "other":
         raise KeyError("not caught by name")
     raise IcelakeTestError(json.dumps({"reason": event.get("message")}))
+
+
+def hold(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Holds `mib` MiB resident (every page written) until it returns."""
+    block = bytearray(event["mib"] * 2**20)
+    block[::4096] = b"x" * len(range(0, len(block), 4096))
+    return {"held_mib": len(block) // 2**20, "memory_limit_mb": int(context.memory_limit_in_mb)}

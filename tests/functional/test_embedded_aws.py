@@ -217,6 +217,37 @@ def test_lambda_and_glue_apis_called_directly(aws: EmbeddedAws, tmp_path: Path) 
     assert run["ErrorMessage"].startswith("ScriptResolutionError: no local script for Glue job 't-nowhere'")
 
 
+def test_invocations_are_measured_against_the_function_limits(aws: EmbeddedAws) -> None:
+    # Given a function of 512 MB and 60 s whose handler holds as much memory as it is asked to
+    create_lambda("t-hold", HANDLERS, "hold", timeout=60, memory_mb=512)
+    lam = boto3.client("lambda", region_name=aws.region)
+    # When it is invoked holding 200 MiB, then holding nothing, while invocations are recorded
+    with lambda_runtime.recording_invocations() as calls:
+        for mib in (200, 0):
+            response = lam.invoke(FunctionName="t-hold", Payload=json.dumps({"mib": mib}))
+            answer = json.loads(response["Payload"].read())
+            assert answer == {"held_mib": mib, "memory_limit_mb": 512}
+    lam.invoke(FunctionName="t-hold", Payload=json.dumps({"mib": 1}))  # after the block: not recorded
+    # Then each call is recorded with the function's limits, and its peak shows what it held
+    assert [(c.function_name, c.memory_limit_mb, c.timeout_seconds, c.errored) for c in calls] == [
+        ("t-hold", 512, 60.0, False)
+    ] * 2
+    held, idle = (c.peak_rss_mib - c.rss_before_mib for c in calls)
+    assert held >= 195, calls[0]
+    assert idle < 100, calls[1]  # the peak was reset between the calls
+
+
+def test_migration_functions_get_the_limits_the_cdk_deploys(aws: EmbeddedAws) -> None:
+    from icelake.constants import LAMBDA_STEPS, STEP_LIMITS
+    from icelake.local.embedded import create_step_lambdas
+
+    create_step_lambdas()
+    lam = boto3.client("lambda", region_name=aws.region)
+    for step, (name, _path, _placeholder) in LAMBDA_STEPS.items():
+        config = lam.get_function_configuration(FunctionName=name)
+        assert (config["MemorySize"], config["Timeout"]) == STEP_LIMITS[step], step
+
+
 def _wait_for_run(glue: Any, job: str, run_id: str) -> dict[str, Any]:
     import time
 
