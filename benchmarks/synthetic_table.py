@@ -173,6 +173,7 @@ def build_with_progress_bar(
     snapshots: int,
     files_per_snapshot: int,
     partitions_per_snapshot: int,
+    file_size: int = FILE_SIZE_BYTES,
 ) -> BuiltTable:
     """`build_synthetic_table` with touched data files, showing a progress bar on `console`."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -187,5 +188,45 @@ def build_with_progress_bar(
             files_per_snapshot=files_per_snapshot,
             partitions_per_snapshot=partitions_per_snapshot,
             progress=lambda n: bar.update(task, completed=n),
+            file_size=file_size,
             touch=True,
         )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Build a table in this process's own JVM and print it as one JSON line (for callers that
+    must not hold a second SparkSession, or want its memory back when the build is done)."""
+    import argparse
+    import dataclasses
+    import json
+    from pathlib import Path
+
+    from icelake.local.spark import local_spark
+    from rich.console import Console
+
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.synthetic_table", description=main.__doc__)
+    ap.add_argument("--warehouse", required=True, help="directory of the Hadoop catalog `synthetic`")
+    ap.add_argument("--files", type=int, required=True, help="data files in the table")
+    ap.add_argument("--snapshots", type=int, required=True, help="fast appends, each of files/snapshots")
+    ap.add_argument("--partitions-per-snapshot", type=int, default=5)
+    ap.add_argument("--file-size", type=int, default=FILE_SIZE_BYTES, help="bytes recorded (and touched)")
+    args = ap.parse_args(argv)
+    warehouse = str(Path(args.warehouse).resolve())
+    spark = local_spark({"synthetic": warehouse}, app_name="icelake-synthetic-table", driver_memory="4g")
+    try:
+        built = build_with_progress_bar(
+            spark,
+            "synthetic",
+            Console(stderr=True),
+            snapshots=args.snapshots,
+            files_per_snapshot=max(1, args.files // args.snapshots),
+            partitions_per_snapshot=args.partitions_per_snapshot,
+            file_size=args.file_size,
+        )
+    finally:
+        spark.stop()
+    print(json.dumps(dataclasses.asdict(built)))
+
+
+if __name__ == "__main__":
+    main()

@@ -238,6 +238,7 @@ def call_handler(
             rss_before_mib=before,
             peak_rss_mib=process_memory.peak_rss_mib(),
             errored=outcome[1],
+            response_bytes=len(json.dumps(outcome[0], default=str).encode()),
         )
         for calls in _recorders:
             calls.append(measured)
@@ -273,6 +274,7 @@ class Invocation:
     rss_before_mib: float
     peak_rss_mib: float
     errored: bool
+    response_bytes: int  # the result as JSON: what the next state is passed (at most 256 KiB)
 
 
 _recorders: list[list[Invocation]] = []

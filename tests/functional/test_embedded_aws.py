@@ -37,6 +37,7 @@ RESULT_BUCKET = "embedded-results"
 
 
 def _moto_originals() -> dict[str, Any]:
+    from moto import backends
     from moto.awslambda.models import LambdaFunction
     from moto.glue.models import FakeJob, FakeJobRun
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
@@ -49,6 +50,7 @@ def _moto_originals() -> dict[str, Any]:
         "as_dict": FakeJobRun.__dict__["as_dict"],
         "patterns": set(sfn_glue._SUPPORTED_INTEGRATION_PATTERNS),
         "sync": sfn_glue.StateTaskServiceGlue.__dict__["_sync_to_start_job_run"],
+        "modules": backends.list_of_moto_modules,
     }
 
 
@@ -64,6 +66,9 @@ def test_patches_are_idempotent_and_reversible() -> None:
         assert patched["start"].__module__ == "icelake.local.embedded"
         assert patched["sync"].__module__ == "icelake.local.embedded"
         assert "waitForTaskToken" in patched["patterns"]
+        # moto's own list of its service modules, listed once instead of at every request
+        assert patched["modules"].__module__ == "icelake.local.embedded"
+        assert list(patched["modules"]()) == list(before["modules"]()) and "s3" in patched["modules"]()
         with moto_patches(REPO):  # a nested install changes nothing
             assert _moto_originals() == patched
         assert _moto_originals() == patched  # still installed: the outer one holds them
@@ -235,6 +240,7 @@ def test_invocations_are_measured_against_the_function_limits(aws: EmbeddedAws) 
     held, idle = (c.peak_rss_mib - c.rss_before_mib for c in calls)
     assert held >= 195, calls[0]
     assert idle < 100, calls[1]  # the peak was reset between the calls
+    assert calls[0].response_bytes == len(json.dumps({"held_mib": 200, "memory_limit_mb": 512}))
 
 
 def test_migration_functions_get_the_limits_the_cdk_deploys(aws: EmbeddedAws) -> None:
