@@ -40,6 +40,7 @@ bench: setup
 # then with 5 earlier batches of history (at 200,000 rows: 6x the rows to build on a 2-core machine).
 bench-large: setup
 	$(BIN)/python -m benchmarks.large_bench
+	$(BIN)/python -m benchmarks.workflow_large
 
 bench-scd2: setup
 	$(BIN)/python -m benchmarks.scd2_bench --rows 1000000

@@ -40,6 +40,7 @@ from icelake.constants import (
     EVENT_SOURCE,
     GLUE_MIGRATE_JOB,
     GLUE_MIGRATE_SCRIPT,
+    GLUE_MIGRATE_TIMEOUT_MINUTES,
     LAMBDA_STEPS,
     LEDGER_TABLE,
     MIGRATE_STATE_MACHINE,
@@ -250,7 +251,7 @@ class MigrateGlueJob(Component):
             glue_version=settings.glue_version,
             worker_type=settings.glue_worker_type,
             workers=settings.glue_workers,
-            timeout_minutes=24 * 60,
+            timeout_minutes=GLUE_MIGRATE_TIMEOUT_MINUTES,
             security=security,
             # One run per table of the Map's default concurrency; a request may ask for up to 1,000
             # tables at once, and those beyond the slots queue for one (instead of failing after the

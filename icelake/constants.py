@@ -14,6 +14,7 @@ LEDGER_TABLE = "icelake-ledger"
 ARTIFACTS_BUCKET = "icelake-artifacts-{account}"
 GLUE_MIGRATE_JOB = "icelake-migrate-table"
 GLUE_MIGRATE_SCRIPT = "glue_jobs/migrate_table.py"
+GLUE_MIGRATE_TIMEOUT_MINUTES = 24 * 60  # what the CDK deploys, and embedded AWS too
 EVENT_SOURCE = "icelake"
 
 # Step -> (Lambda function name, handler module path in the repo, ASL placeholder of its ARN).

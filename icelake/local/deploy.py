@@ -12,6 +12,7 @@ from icelake.constants import (
     ARTIFACTS_BUCKET,
     GLUE_MIGRATE_JOB,
     GLUE_MIGRATE_SCRIPT,
+    GLUE_MIGRATE_TIMEOUT_MINUTES,
     LEDGER_TABLE,
     MIGRATE_ASL,
     MIGRATE_STATE_MACHINE,
@@ -35,7 +36,9 @@ def deploy_migration_workflow() -> LocalDeployment:
     create_ledger_table(boto3.client("dynamodb"), LEDGER_TABLE)
     function_arns = create_step_lambdas(migrate_lambda_environment(LEDGER_TABLE, artifacts, embedded=True))
     # As the CDK stack deploys it: tables beyond the job's slots queue for one (JobRunQueuingEnabled)
-    create_glue_job(GLUE_MIGRATE_JOB, GLUE_MIGRATE_SCRIPT, run_queuing=True)
+    create_glue_job(
+        GLUE_MIGRATE_JOB, GLUE_MIGRATE_SCRIPT, run_queuing=True, timeout_minutes=GLUE_MIGRATE_TIMEOUT_MINUTES
+    )
     substitutions = migrate_substitutions(function_arns, artifacts)
     arn = create_state_machine(MIGRATE_ASL, substitutions, MIGRATE_STATE_MACHINE)
     return LocalDeployment(state_machine_arn=arn, ledger_table=LEDGER_TABLE, artifacts_bucket=artifacts)

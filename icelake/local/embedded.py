@@ -430,6 +430,7 @@ def create_glue_job(
     role_arn: str | None = None,
     max_concurrent_runs: int = 16,
     run_queuing: bool = False,
+    timeout_minutes: int = 2880,
 ) -> str:
     """Create (or re-create) Glue job `name` whose runs call `main(argv)` of `repo_script`.
     `run_queuing` is Glue's JobRunQueuingEnabled: runs beyond the slots wait instead of failing."""
@@ -452,6 +453,7 @@ def create_glue_job(
         ExecutionProperty={"MaxConcurrentRuns": max_concurrent_runs},
         GlueVersion="5.0",
         JobRunQueuingEnabled=run_queuing,
+        Timeout=timeout_minutes,
     )
     if run_queuing:
         glue_runtime.enable_run_queuing(name, max_concurrent_runs)
