@@ -27,7 +27,8 @@ from pyiceberg.table.snapshots import Snapshot
 
 from icelake.aws.fileio import FileIO
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.avro_files import manifest_entries, manifest_refs
+from icelake.migrate.avro_files import manifest_refs
+from icelake.migrate.plan_scan import entry_fields, map_ahead
 from icelake.migrate.values import compare_rows as diff_rows
 from icelake.uris import canonical, is_under
 
@@ -44,6 +45,8 @@ class SnapshotCheck(BaseModel):
 
 Tier = Literal["metadata", "sample", "rows"]
 SAMPLE_FILES = 3  # data files per snapshot read by `sample`
+DELETED = 2  # manifest entry status: the file left the table in that entry's snapshot
+READ_AHEAD = 4  # manifest lists and manifests fetched ahead of the parser, as the plan does
 # `rows` reads a whole snapshot of both tables as Python values: about 460 bytes of memory per value
 # (row x column) for the two sides together, whatever the Parquet size (measured by
 # `python -m benchmarks.validation_memory`, benchmarks/RESULTS.md "Validation memory"). 3 million
@@ -251,20 +254,22 @@ def check_target_files(io: FileIO, target_metadata: str, source_prefixes: Iterab
 
 def _referenced_files(io: FileIO, meta: mj.Metadata) -> Iterator[tuple[str, int | None, str]]:
     """(path, recorded size or None, what it is) of every file the metadata reaches, except data
-    files of deleted manifest entries (they may name files expired long ago)."""
+    files of deleted manifest entries (they may name files expired long ago). Manifest lists and
+    manifests are fetched ahead on threads (S3's time to first byte overlaps the parsing) and
+    their entries read with the plan's skippers (only the fields checked here are decoded)."""
     for path in mj.metadata_log(meta):
         yield path, None, "logged metadata file"
     for path, size in mj.statistics_files(meta):
         yield path, size, "statistics file"
-    seen: set[str] = set()
-    for manifest_list in mj.manifest_lists(meta):
+    manifests: dict[str, None] = {}
+    lists = mj.manifest_lists(meta)
+    for manifest_list, data in zip(lists, map_ahead(io.read, lists, READ_AHEAD), strict=True):
         yield manifest_list, None, "manifest list"
-        for ref in manifest_refs(manifest_list, io.read(manifest_list)):
+        for ref in manifest_refs(manifest_list, data):
             yield ref.path, ref.length, "manifest"
-            if ref.path in seen:
-                continue
-            seen.add(ref.path)
-            for entry in manifest_entries(ref.path, io.read(ref.path)):
-                if entry["status"] != 2:
-                    data_file = entry["data_file"]
-                    yield data_file["file_path"], data_file["file_size_in_bytes"], "data file"
+            manifests[ref.path] = None
+    paths = list(manifests)
+    for manifest, data in zip(paths, map_ahead(io.read, paths, READ_AHEAD), strict=True):
+        for status, _content, path, size, _reference, _format in entry_fields(manifest, data):
+            if status != DELETED:
+                yield path, size, "data file"

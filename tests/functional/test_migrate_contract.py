@@ -311,6 +311,37 @@ def test_target_file_check_finds_wrong_sizes_missing_files_and_source_paths(
     assert any("under a source prefix" in p for p in flagged)
 
 
+def test_target_file_check_reads_what_a_full_decode_reads(source: tuple[SqlCatalog, str]) -> None:
+    from icelake.migrate import metadata_json as mj
+    from icelake.migrate.avro_files import manifest_entries, manifest_refs
+    from icelake.migrate.validate import _referenced_files
+
+    # Given a table whose history has deleted manifest entries (an overwrite replaced its files)
+    catalog, _meta = source
+    table = catalog.load_table("db.t")
+    table.overwrite(_rows([7, 8]))
+    table.append(_rows([9]))
+    location = catalog.load_table("db.t").metadata_location
+    meta, _gz = mj.parse_metadata(location, IO.read(location))
+    # When the target check lists what the metadata reaches; Then it is what decoding every
+    # manifest entry with fastavro finds: every list and manifest, and every file not deleted
+    expected = set()
+    deleted = 0
+    for manifest_list in mj.manifest_lists(meta):
+        expected.add((manifest_list, None, "manifest list"))
+        for ref in manifest_refs(manifest_list, IO.read(manifest_list)):
+            expected.add((ref.path, ref.length, "manifest"))
+            for entry in manifest_entries(ref.path, IO.read(ref.path)):
+                df = entry["data_file"]
+                if entry["status"] == 2:
+                    deleted += 1
+                else:
+                    expected.add((df["file_path"], df["file_size_in_bytes"], "data file"))
+    assert deleted > 0  # the entries the status check leaves out
+    found = {f for f in _referenced_files(IO, meta) if f[2] != "logged metadata file"}
+    assert found == expected
+
+
 def test_a_manifest_with_a_damaged_magic_is_refused_not_repaired(
     source: tuple[SqlCatalog, str], tmp_path: Path
 ) -> None:
