@@ -39,9 +39,10 @@ from icelake.aws.session import DEFAULT_SESSION_SECONDS, AssumedRole, check_sess
 from icelake.glue_args import in_glue, resolve_options
 from icelake.migrate.distributed import SparkRunner, executor_spec
 from icelake.migrate.engine import Runner, run_migration
-from icelake.migrate.models import MigrationResult, RowsValidation
+from icelake.migrate.models import FilesCheck, MigrationResult, RowsValidation
 from icelake.migrate.plan import TablePlan
 from icelake.migrate.row_digest import compare_rows
+from icelake.migrate.validate import checked_target_files
 from icelake.uris import parse_map_option
 from icelake.workflow.journal import new_target_keys, read_journal, write_journal
 
@@ -168,6 +169,7 @@ def main(argv: list[str] | None = None) -> MigrationResult:
     if args.validation == "rows":
         rows = rows_validation(args.source_metadata, result.target_metadata_location, src, dst, runner)
         result = result.model_copy(update={"rows_validation": rows})
+    result = result.model_copy(update={"files_check": files_check(result, args.source_metadata, dst)})
     payload = result.model_dump_json()
     if args.result_uri:
         io_for(args.result_uri).write(args.result_uri, payload.encode())
@@ -204,6 +206,17 @@ def rows_validation(
         )
     except Exception as exc:  # any failure of the check: reported, never taken for a bad copy
         return RowsValidation(error=f"{type(exc).__name__}: {exc}")
+
+
+def files_check(result: MigrationResult, source_metadata: str, dst: FileIOSpec) -> FilesCheck:
+    """Every file of the target exists with its recorded size and none is the source's: read here,
+    next to the copy, instead of every manifest again in the Validate Lambda. A failure of the check
+    itself is reported as such (Validate fails the table saying so)."""
+    sources = [source_metadata.rsplit("/", 2)[0], *(m.source for m in result.prefix_mappings)]
+    try:
+        return checked_target_files(dst.open(), result.target_metadata_location, sources)
+    except Exception as exc:  # any failure of the check: reported, never taken for a bad copy
+        return FilesCheck(error=f"{type(exc).__name__}: {exc}")
 
 
 def _pyiceberg_props(spec: FileIOSpec) -> dict[str, str]:

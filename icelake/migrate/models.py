@@ -28,6 +28,19 @@ class RowsValidation(BaseModel):
     seconds: float = 0.0
 
 
+class FilesCheck(BaseModel):
+    """The target's files checked where the copy ran (the Glue job), so that Validate does not read
+    every manifest of a large table again in a Lambda (`icelake.migrate.validate.check_target_files`:
+    every file exists with its recorded size, none is under a source prefix)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    files: int = 0  # paths checked
+    problems: list[str] = []
+    error: str | None = None  # the check itself failed (not the copy); Validate fails with this
+    seconds: float = 0.0
+
+
 class MigrationResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -48,3 +61,4 @@ class MigrationResult(BaseModel):
     files_skipped: int  # already at the target and identical
     elapsed_seconds: float
     rows_validation: RowsValidation | None = None  # when the Glue job compared the rows itself
+    files_check: FilesCheck | None = None  # when the Glue job checked the target's files itself

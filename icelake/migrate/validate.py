@@ -15,6 +15,7 @@ independent evidence. Three tiers (`Options.validation`), each including the one
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterable, Iterator
 from typing import Literal
 
@@ -28,6 +29,7 @@ from pyiceberg.table.snapshots import Snapshot
 from icelake.aws.fileio import FileIO
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import manifest_refs
+from icelake.migrate.models import FilesCheck
 from icelake.migrate.plan_scan import entry_fields, map_ahead
 from icelake.migrate.values import compare_rows as diff_rows
 from icelake.uris import canonical, is_under
@@ -229,6 +231,12 @@ def _compare_rows(src: StaticTable, dst: StaticTable, s: Snapshot) -> tuple[Snap
 def check_target_files(io: FileIO, target_metadata: str, source_prefixes: Iterable[str]) -> list[str]:
     """Every path in the target's current metadata is outside the source and exists, and every
     recorded size (manifest_length, file_size_in_bytes, statistics sizes) is the file's real size."""
+    return checked_target_files(io, target_metadata, source_prefixes).problems
+
+
+def checked_target_files(io: FileIO, target_metadata: str, source_prefixes: Iterable[str]) -> FilesCheck:
+    """`check_target_files`, with how many paths it checked and how long it took."""
+    started = time.monotonic()
     sources = [canonical(p) for p in source_prefixes]
     meta, _gz = mj.parse_metadata(target_metadata, io.read(target_metadata))
     # One listing of the table location is cheaper than a HEAD per file; other prefixes are stat-ed.
@@ -238,7 +246,9 @@ def check_target_files(io: FileIO, target_metadata: str, source_prefixes: Iterab
         for path in (meta["location"], *(meta.get("properties", {}).get(k) for k in mj.PATH_PROPERTIES))
         if path and any(is_under(canonical(path), s) for s in sources)
     ]
+    checked = 0
     for path, recorded, what in _referenced_files(io, meta):
+        checked += 1
         c = canonical(path)
         if any(is_under(c, s) for s in sources):
             problems.append(f"{what} {path} is under a source prefix")
@@ -249,7 +259,7 @@ def check_target_files(io: FileIO, target_metadata: str, source_prefixes: Iterab
             problems.append(f"{what} {path} is missing at the target")
         elif recorded is not None and recorded >= 0 and size != recorded:
             problems.append(f"{what} {path}: metadata says {recorded} bytes, the file has {size}")
-    return problems
+    return FilesCheck(files=checked, problems=problems, seconds=round(time.monotonic() - started, 3))
 
 
 def _referenced_files(io: FileIO, meta: mj.Metadata) -> Iterator[tuple[str, int | None, str]]:

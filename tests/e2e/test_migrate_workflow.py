@@ -259,6 +259,9 @@ def test_a_glue_sized_table_is_validated_where_its_tier_says(
     result_uri = job_run["Arguments"]["--result-uri"]
     copied = json.loads(io_for(result_uri).read(result_uri))
     snapshots = len(StaticTable.from_metadata(meta, properties=s3_props()).metadata.snapshots)
+    # the Glue job checked the target's files next to the copy (Validate does not read them again)
+    checked = copied["files_check"]
+    assert checked["problems"] == [] and checked["error"] is None and checked["files"] >= 3
     if in_glue:
         rows = copied["rows_validation"]
         assert rows["snapshots_compared"] == snapshots and rows["problems"] == [] and rows["error"] is None

@@ -311,6 +311,30 @@ def test_target_file_check_finds_wrong_sizes_missing_files_and_source_paths(
     assert any("under a source prefix" in p for p in flagged)
 
 
+def test_the_glue_job_checks_the_target_files_next_to_the_copy(
+    source: tuple[SqlCatalog, str], tmp_path: Path
+) -> None:
+    from glue_jobs import migrate_table as glue_job
+    from icelake.migrate.distributed import executor_spec
+
+    # Given a migrated table
+    _catalog, meta = source
+    result = migrate_table(meta, str(tmp_path / "dst" / "t"), src_io=IO, dst_io=IO)
+    dst = executor_spec(str(tmp_path / "dst" / "t"), None)
+    # When the Glue job checks its files; Then every one was checked and none is wrong
+    checked = glue_job.files_check(result, meta, dst)
+    assert checked.error is None and checked.problems == [] and checked.files >= result.files_planned - 1
+    # When a data file then loses a byte; Then the check names it (Validate fails the table with it)
+    data = sorted((tmp_path / "dst" / "t").rglob("*.parquet"))[0]
+    data.write_bytes(data.read_bytes()[:-1])
+    (problem,) = glue_job.files_check(result, meta, dst).problems
+    assert data.name in problem and "metadata says" in problem
+    # When the target metadata cannot be read; Then the check's own failure is reported, not raised
+    Path(result.target_metadata_location.removeprefix("file://")).unlink()
+    failed = glue_job.files_check(result, meta, dst)
+    assert failed.error is not None and failed.error.startswith(("FileNotFoundError", "OSError"))
+
+
 def test_target_file_check_reads_what_a_full_decode_reads(source: tuple[SqlCatalog, str]) -> None:
     from icelake.migrate import metadata_json as mj
     from icelake.migrate.avro_files import manifest_entries, manifest_refs

@@ -45,8 +45,11 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
         target_props=pyiceberg_props(sessions.target),
         tier=_tier_left(item.request.options.validation, rows),
     )
-    files = check_target_files(sessions.target_io(), planned.target_metadata_location, source_prefixes(item))
-    problems = [*report.problems, *(rows.problems if rows else []), *files]
+    problems = [
+        *report.problems,
+        *(rows.problems if rows else []),
+        *_file_problems(planned, copied, sessions),
+    ]
     if problems:
         raise ValidationFailedError(f"{item.name}: the target is not the same table: {problems[:10]}")
     ledger.record_synced(
@@ -79,6 +82,20 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
     record_outcome(ledger, outcome, _ledger_state(outcome), snapshots_validated=len(report.snapshots))
     ledger.release_table(item.target_location, item.run_id)
     return outcome
+
+
+def _file_problems(planned: PlanResult, copied: MigrationResult, sessions: Sessions) -> list[str]:
+    """What is wrong with the target's files: as the Glue job found it next to the copy (a large
+    table's manifests are not read again here), else checked now."""
+    checked = copied.files_check
+    if checked is None:
+        target_io = sessions.target_io()
+        return check_target_files(target_io, planned.target_metadata_location, source_prefixes(planned.item))
+    if checked.error:
+        raise ValidationFailedError(
+            f"{planned.item.name}: the Glue job could not check the target's files: {checked.error}"
+        )
+    return checked.problems
 
 
 def skipped(planned: PlanResult) -> TableOutcome:
