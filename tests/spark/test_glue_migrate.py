@@ -41,7 +41,13 @@ def _tree(io: FileIO, roots: list[str]) -> dict[str, bytes]:
 
 
 def _counts(result: MigrationResult) -> dict[str, Any]:
-    return result.model_dump(exclude={"elapsed_seconds"})
+    """What the engine's result and the job's must share (the job also checked the target's files)."""
+    return result.model_dump(exclude={"elapsed_seconds", "files_check"})
+
+
+def _files_checked_clean(result: MigrationResult) -> bool:
+    checked = result.files_check
+    return checked is not None and checked.files > 0 and checked.problems == [] and checked.error is None
 
 
 def _map_args(maps: list[tuple[str, str]], as_json: bool) -> list[str]:
@@ -88,6 +94,7 @@ def test_glue_job_file_to_file_writes_what_the_engine_writes(
     written = MigrationResult.model_validate_json(result_file.read_bytes())
     assert written == returned
     assert _counts(written) == _counts(expected)
+    assert _files_checked_clean(written)
     assert written.files_copied > 0 and written.files_rewritten > 0
     # and Spark and pyiceberg read every snapshot of the target like the source
     checked = assert_same_table(table.metadata, written.target_metadata_location, spark=spark)
@@ -178,6 +185,7 @@ def test_glue_job_s3_to_s3_across_accounts_writes_what_the_engine_writes(
     written = MigrationResult.model_validate_json(stored)
     assert written == returned
     assert _counts(written) == _counts(expected)
+    assert _files_checked_clean(written)
     # and every data file was copied server-side (CopyObject records the source ETag), and every
     # object written is encrypted under the target account's key
     client = aws["dst"].client("s3")
