@@ -56,7 +56,6 @@ REQUEST_EVENT_SOURCE = "icelake.request"
 GLUE_PIP_MODULES = ("pyiceberg", "fastavro", "pydantic")
 
 
-# Step -> (memory MB, timeout): copy does the byte copies of small tables, the others are metadata work.
 def artifacts_statements(artifacts: s3.IBucket) -> list[iam.PolicyStatement]:
     """Read, write and delete run artifacts; list them (so a missing one reads as absent)."""
     return [

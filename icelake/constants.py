@@ -29,7 +29,8 @@ LAMBDA_STEPS: dict[str, tuple[str, str, str]] = {
 }
 
 # Step -> (memory MB, timeout s) of its Lambda: what the CDK deploys and what embedded AWS gives the
-# same functions, so that local runs are measured against the limits AWS will enforce.
+# same functions, so that local runs are measured against the limits AWS will enforce. Copy does the
+# byte copies of small tables and Validate may read rows; the others are metadata work.
 STEP_LIMITS: dict[str, tuple[int, int]] = {
     "inventory": (1024, 300),
     "plan": (1024, 300),

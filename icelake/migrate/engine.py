@@ -35,7 +35,6 @@ from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool, rewr
 from icelake.migrate.delete_files import rewrite_delete_file
 from icelake.migrate.models import MigrationResult, PrefixMapping
 from icelake.migrate.plan import (
-    READ_AHEAD,
     CopyTask,
     DeleteFileTask,
     TablePlan,
@@ -43,7 +42,7 @@ from icelake.migrate.plan import (
     read_metadata,
     refuse_other_table,
 )
-from icelake.migrate.plan_scan import map_ahead
+from icelake.migrate.plan_scan import fetched_ahead
 from icelake.migrate.progress import NoProgress, ProgressSink
 from icelake.uris import PrefixMap, is_local, parent
 
@@ -334,7 +333,7 @@ def rewritten_metadata_files(
             data = mj.serialize_metadata(mj.rewrite_metadata(meta, prefix_map.require, kept.__contains__), gz)
         return data
 
-    return zip(uris, map_ahead(rewrite, uris, READ_AHEAD), strict=True)
+    return fetched_ahead(uris, rewrite)
 
 
 def _refuse_conflicts(outcomes: list[Outcome]) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import posixpath
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -25,17 +25,16 @@ from icelake.errors import (
 )
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_entries import EntryFields
-from icelake.migrate.avro_files import POSITION_DELETES, ManifestRef, manifest_refs
+from icelake.migrate.avro_files import DELETED, POSITION_DELETES, ManifestRef, manifest_refs
 from icelake.migrate.collisions import refuse_duplicate_targets, refuse_overlapping_targets
 from icelake.migrate.copy import is_same_copy
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool
 from icelake.migrate.delete_files import check_delete_file
 from icelake.migrate.inventory import stat_by_listing
-from icelake.migrate.plan_scan import entry_fields, map_ahead, map_in_chunks
+from icelake.migrate.plan_scan import entry_fields, fetched_ahead, map_in_chunks
 from icelake.migrate.progress import ProgressSink
 from icelake.uris import PrefixMap, canonical, is_local, is_under, local_path, parent
 
-DELETED = 2  # manifest entry status
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -88,17 +87,6 @@ def _fetch_metadata(io: FileIO, uri: str) -> bytes:
         if is_absent(exc):
             raise NotAMetadataFileError(uri, "it does not exist") from exc
         raise
-
-
-# Threads fetching metadata files ahead of the parser. Parsing a manifest of 1,000 entries takes
-# about as long as an S3 GET's first byte, so a few keep the parser busy; more would only take
-# the GIL from it.
-READ_AHEAD = 4
-
-
-def _fetched_ahead(uris: Sequence[str], fetch: Callable[[str], R]) -> Iterator[tuple[str, R]]:
-    """(uri, fetch(uri)) for every uri, in order, fetched READ_AHEAD at a time ahead of the caller."""
-    return zip(uris, map_ahead(fetch, uris, READ_AHEAD), strict=True)
 
 
 class Stat(Protocol):
@@ -238,7 +226,7 @@ def _metadata_chain(
             # Here, also when a worker could not parse it: its error is raised as icelake explains it.
             return list(mj.referenced_paths(mj.parse_metadata(uri, raw)[0]))
 
-        for _uri, found in _fetched_ahead(logged_uris, referenced):
+        for _uri, found in fetched_ahead(logged_uris, referenced):
             paths.update(found)
     paths.update(mj.referenced_paths(meta))
     return metadata_files
@@ -250,7 +238,7 @@ def _manifests(
     """The manifests the live snapshots' manifest lists name (each once), and inline ones (v1)."""
     manifests: dict[str, ManifestRef] = {}
     progress.start("scan manifest lists", len(lists))
-    for uri, data in _fetched_ahead(lists, lambda u: _read_required(src_io, u)):
+    for uri, data in fetched_ahead(lists, lambda u: _read_required(src_io, u)):
         for ref in manifest_refs(uri, data):
             manifests.setdefault(ref.path, ref)
         progress.advance("scan manifest lists")
@@ -281,7 +269,7 @@ def _files(
             data = _read_required(src_io, uri)
             return data if cpu is None else cpu.submit(reads.entries, uri, data).result()
 
-        for uri, fetched in _fetched_ahead(list(manifests), fetch):
+        for uri, fetched in fetched_ahead(list(manifests), fetch):
             parsed = reads.entries(uri, fetched) if isinstance(fetched, bytes) else fetched
             _add_entries(parsed, files, delete_formats, paths)
             progress.advance("scan manifests")

@@ -80,6 +80,17 @@ def map_in_chunks(fn: Callable[[T], R], items: Sequence[T], workers: int) -> lis
     return out
 
 
+# Threads fetching metadata files ahead of the parser. Parsing a manifest of 1,000 entries takes
+# about as long as an S3 GET's first byte, so a few keep the parser busy; more would only take
+# the GIL from it.
+READ_AHEAD = 4
+
+
+def fetched_ahead(uris: Sequence[str], fetch: Callable[[str], R]) -> Iterator[tuple[str, R]]:
+    """(uri, fetch(uri)) for every uri, in order, fetched READ_AHEAD at a time ahead of the caller."""
+    return zip(uris, map_ahead(fetch, uris, READ_AHEAD), strict=True)
+
+
 def map_ahead(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
     """`map(fn, items)` on `workers` threads, yielded lazily in item order, with at most
     2 x `workers` items in flight. For fetches with latency (an S3 GET waits tens of ms for its

@@ -28,9 +28,9 @@ from pyiceberg.table.snapshots import Snapshot
 
 from icelake.aws.fileio import FileIO
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.avro_files import manifest_refs
+from icelake.migrate.avro_files import DELETED, manifest_refs
 from icelake.migrate.models import FilesCheck
-from icelake.migrate.plan_scan import entry_fields, map_ahead
+from icelake.migrate.plan_scan import entry_fields, fetched_ahead
 from icelake.migrate.values import compare_rows as diff_rows
 from icelake.uris import canonical, is_under
 
@@ -47,8 +47,6 @@ class SnapshotCheck(BaseModel):
 
 Tier = Literal["metadata", "sample", "rows"]
 SAMPLE_FILES = 3  # data files per snapshot read by `sample`
-DELETED = 2  # manifest entry status: the file left the table in that entry's snapshot
-READ_AHEAD = 4  # manifest lists and manifests fetched ahead of the parser, as the plan does
 # `rows` reads a whole snapshot of both tables as Python values: about 460 bytes of memory per value
 # (row x column) for the two sides together, whatever the Parquet size (measured by
 # `python -m benchmarks.validation_memory`, benchmarks/RESULTS.md "Validation memory"). 3 million
@@ -273,13 +271,13 @@ def _referenced_files(io: FileIO, meta: mj.Metadata) -> Iterator[tuple[str, int 
         yield path, size, "statistics file"
     manifests: dict[str, None] = {}
     lists = mj.manifest_lists(meta)
-    for manifest_list, data in zip(lists, map_ahead(io.read, lists, READ_AHEAD), strict=True):
+    for manifest_list, data in fetched_ahead(lists, io.read):
         yield manifest_list, None, "manifest list"
         for ref in manifest_refs(manifest_list, data):
             yield ref.path, ref.length, "manifest"
             manifests[ref.path] = None
     paths = list(manifests)
-    for manifest, data in zip(paths, map_ahead(io.read, paths, READ_AHEAD), strict=True):
+    for manifest, data in fetched_ahead(paths, io.read):
         for status, _content, path, size, _reference, _format in entry_fields(manifest, data):
             if status != DELETED:
                 yield path, size, "data file"
