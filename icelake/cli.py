@@ -393,11 +393,15 @@ def local_up(
     from icelake.local.lake import build_lake, publish_sample_tables
 
     repo = Path(__file__).resolve().parents[1]
-    with start_embedded_aws(repo, port=port) as aws:
+    # The sample lake's local files live as long as the server, and go with it.
+    with (
+        start_embedded_aws(repo, port=port) as aws,
+        tempfile.TemporaryDirectory(prefix="icelake-lake-") as scratch,
+    ):
         deployment = deploy_migration_workflow()
         console = Console()
         if with_lake:
-            lake = build_lake(Path(tempfile.mkdtemp(prefix="icelake-lake-")), orchestrator_resources=False)
+            lake = build_lake(Path(scratch), orchestrator_resources=False)
             tables = publish_sample_tables(lake)
             console.print(
                 f"source tables: {', '.join(f'sales.{t}' for t in sorted(tables))}", highlight=False

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import tempfile
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -92,13 +91,13 @@ def assert_scd2_invariants(rows: list[dict[str, Any]]) -> None:
 )
 @given(program=programs)
 def test_merged_history_equals_the_reference(
-    spark: Any, ingest_catalog: str, program: list[tuple[Any, ...]]
+    spark: Any, tmp_path_factory: pytest.TempPathFactory, ingest_catalog: str, program: list[tuple[Any, ...]]
 ) -> None:
     # Given a fresh table and a raw landing directory
     table = f"{ingest_catalog}.prop.dim_{next(_tables)}"
     spec = Scd2Spec(table=table, keys=("id",), order_by="updated_at", schema_ddl=SCHEMA)
     io = LocalFileIO()
-    root = tempfile.mkdtemp(prefix="icelake-raw-")
+    root = str(tmp_path_factory.mktemp("raw"))  # under pytest's basetemp, not one leaked per example
     landed: list[tuple[PendingBatch, RefBatch]] = []
     processed: list[RefBatch] = []
     # When each step lands a batch (new or re-delivered) or re-runs a merged one, and the job merges it

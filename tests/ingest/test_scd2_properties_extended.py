@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import tempfile
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -70,7 +69,11 @@ def expected_rows(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
 )
 @given(program=batches, absent_means_null=st.booleans())
 def test_types_tombstones_and_vanishing_columns_match_the_reference(
-    spark: Any, ingest_catalog: str, program: list[list[dict[str, Any]]], absent_means_null: bool
+    spark: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    ingest_catalog: str,
+    program: list[list[dict[str, Any]]],
+    absent_means_null: bool,
 ) -> None:
     table = f"{ingest_catalog}.propx.dim_{next(_tables)}"
     spec = Scd2Spec(
@@ -82,7 +85,7 @@ def test_types_tombstones_and_vanishing_columns_match_the_reference(
         absent_means_null=absent_means_null,
     )
     io = LocalFileIO()
-    root = tempfile.mkdtemp(prefix="icelake-raw-")
+    root = str(tmp_path_factory.mktemp("raw"))  # under pytest's basetemp, not one leaked per example
     merged: list[RefBatch] = []
     quarantined = 0
     for step, recs in enumerate(program):
@@ -143,7 +146,11 @@ api_steps = st.lists(
 )
 @given(steps=api_steps, overlap=st.integers(0, 3))
 def test_watermark_fetches_give_the_reference_history_and_the_api_state(
-    spark: Any, ingest_catalog: str, steps: list[list[tuple[int, str]]], overlap: int
+    spark: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    ingest_catalog: str,
+    steps: list[list[tuple[int, str]]],
+    overlap: int,
 ) -> None:
     table = f"{ingest_catalog}.propw.dim_{next(_tables)}"
     spec = Scd2Spec(
@@ -151,7 +158,7 @@ def test_watermark_fetches_give_the_reference_history_and_the_api_state(
     )
     watermark = Watermark(param="updated_after", from_column="updated_at", overlap=overlap)
     io = LocalFileIO()
-    root = tempfile.mkdtemp(prefix="icelake-raw-")
+    root = str(tmp_path_factory.mktemp("raw"))  # under pytest's basetemp, not one leaked per example
     api: dict[int, dict[str, Any]] = {}
     clock = 0
     merged: list[RefBatch] = []
