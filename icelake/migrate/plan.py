@@ -7,6 +7,7 @@ already at the target. Writes nothing.
 
 from __future__ import annotations
 
+import itertools
 import os
 import posixpath
 from collections import Counter
@@ -153,19 +154,23 @@ def build_plan(
     meta, gz = source or read_metadata(src_io, source_metadata)
     prefix_map = table_prefix_map(meta, maps, target_location)
 
-    paths = Counter[str]()  # every referenced path -> how often; for the prefix check
-    metadata_files = _metadata_chain(src_io, source_metadata, meta, paths, reads, workers, processes)
+    # Every path the table references, for the prefix check: the metadata-level ones (metadata
+    # files, manifest lists, manifests, a delete's referenced data file) here, the files' own as
+    # the keys of `files` (a million-file table's paths are held once, not once more in a set).
+    refs: set[str] = set()
+    metadata_files = _metadata_chain(src_io, source_metadata, meta, refs, reads, workers, processes)
     lists = mj.manifest_lists(meta)
     manifests = _manifests(src_io, meta, lists, progress)
-    paths.update(list(manifests))  # the keys: a mapping would add its values as counts
-    files, delete_formats = _files(src_io, meta, manifests, paths, reads, progress, processes)
+    refs.update(manifests)
+    files, delete_formats = _files(src_io, meta, manifests, refs, reads, progress, processes)
+    refs.difference_update(files)
 
     directories = {
         meta["location"],
         *(v for k in mj.PATH_PROPERTIES if (v := meta.get("properties", {}).get(k))),
     }
-    prefix_counts = _prefix_counts(paths, prefix_map, directories)
-    del paths  # a million-file table's paths are counted: what follows holds its own references
+    prefix_counts = _prefix_counts([files.keys(), refs], prefix_map, directories)
+    del refs
 
     target_metadata = prefix_map.map(source_metadata)
     assert target_metadata is not None
@@ -204,7 +209,7 @@ def _metadata_chain(
     src_io: FileIO,
     source_metadata: str,
     meta: mj.Metadata,
-    paths: Counter[str],
+    refs: set[str],
     reads: PlanReads,
     workers: int,
     processes: int,
@@ -215,7 +220,7 @@ def _metadata_chain(
     logged = mj.metadata_log(meta)
     logged_exist = reads.stat(src_io, logged, [parent(source_metadata)], workers)
     metadata_files = [p for p in logged if logged_exist[p] is not None] + [source_metadata]
-    paths.update([source_metadata])
+    refs.add(source_metadata)
     logged_uris = metadata_files[:-1]
     with cpu_pool(processes if len(logged_uris) >= MIN_MANIFESTS_FOR_PROCESSES else 1) as cpu:
 
@@ -227,8 +232,8 @@ def _metadata_chain(
             return list(mj.referenced_paths(mj.parse_metadata(uri, raw)[0]))
 
         for _uri, found in fetched_ahead(logged_uris, referenced):
-            paths.update(found)
-    paths.update(mj.referenced_paths(meta))
+            refs.update(found)
+    refs.update(mj.referenced_paths(meta))
     return metadata_files
 
 
@@ -251,16 +256,16 @@ def _files(
     src_io: FileIO,
     meta: mj.Metadata,
     manifests: dict[str, ManifestRef],
-    paths: Counter[str],
+    refs: set[str],
     reads: PlanReads,
     progress: ProgressSink,
     processes: int,
-) -> tuple[dict[str, tuple[int, bool]], dict[str, str]]:
-    """Every data, delete and statistics file: path -> (size recorded, live), and the position
+) -> tuple[dict[str, int], dict[str, str]]:
+    """Every data, delete and statistics file: path -> `_recorded(size, live)`, and the position
     delete files' formats. Live files must exist; deleted-entry ones may be gone. Manifests are
     fetched ahead on threads, parsed there or in worker processes (`processes`, for many
     manifests: parsing is CPU-bound) and taken here in order (`live` depends on the order)."""
-    files: dict[str, tuple[int, bool]] = {}
+    files: dict[str, int] = {}
     delete_formats: dict[str, str] = {}
     progress.start("scan manifests", len(manifests))
     with cpu_pool(processes if len(manifests) >= MIN_MANIFESTS_FOR_PROCESSES else 1) as cpu:
@@ -271,32 +276,45 @@ def _files(
 
         for uri, fetched in fetched_ahead(list(manifests), fetch):
             parsed = reads.entries(uri, fetched) if isinstance(fetched, bytes) else fetched
-            _add_entries(parsed, files, delete_formats, paths)
+            _add_entries(parsed, files, delete_formats, refs)
             progress.advance("scan manifests")
-    paths.update(list(files))
     for path, size in mj.statistics_files(meta):
-        files.setdefault(path, (size if size is not None else -1, True))
+        files.setdefault(path, _recorded(size if size is not None else -1, live=True))
     return files, delete_formats
+
+
+# A file's recorded size and whether a live entry names it, as one int (`size * 2 + live`; the
+# size -1 when unknown): a million files' (size, live) tuples would cost 64 MB more.
+def _recorded(size: int, *, live: bool) -> int:
+    return size * 2 + live
+
+
+def _size(recorded: int) -> int:
+    return recorded >> 1
+
+
+def _live(recorded: int) -> bool:
+    return bool(recorded & 1)
 
 
 def _add_entries(
     parsed: list[EntryFields],
-    files: dict[str, tuple[int, bool]],
+    files: dict[str, int],
     delete_formats: dict[str, str],
-    paths: Counter[str],
+    refs: set[str],
 ) -> None:
     for status, content, path, file_size, reference, file_format in parsed:
-        live = status != DELETED or files.get(path, (0, False))[1]
-        files[path] = (file_size, live)
+        live = status != DELETED or _live(files.get(path, 0))
+        files[path] = _recorded(file_size, live=live)
         if reference:
-            paths.update([reference])
+            refs.add(reference)
         if content == POSITION_DELETES:
             delete_formats[path] = file_format  # type: ignore[assignment]
 
 
 def _check_sources(
     src_io: FileIO,
-    files: dict[str, tuple[int, bool]],
+    files: dict[str, int],
     delete_formats: dict[str, str],
     prefix_map: PrefixMap,
     reads: PlanReads,
@@ -307,11 +325,11 @@ def _check_sources(
     damaged delete files (parsed, not just copied: a bad footer is refused before any write)."""
     src_roots = [m.source for m in prefix_map.mappings]
     src_info = reads.stat(src_io, files, src_roots, workers, progress, "check source files")
-    missing = sorted(p for p, (_s, live) in files.items() if live and src_info[p] is None)
+    missing = sorted(p for p, recorded in files.items() if _live(recorded) and src_info[p] is None)
     wrong_size = sorted(
-        f"{p} (metadata says {files[p][0]} bytes, found {info.size})"
+        f"{p} (metadata says {_size(files[p])} bytes, found {info.size})"
         for p, info in src_info.items()
-        if info is not None and files[p][0] >= 0 and info.size != files[p][0]
+        if info is not None and _size(files[p]) >= 0 and info.size != _size(files[p])
     )
     if missing or wrong_size:
         raise MissingSourceFilesError(missing, wrong_size)
@@ -334,31 +352,31 @@ def _decide_copies(
 ) -> tuple[list[CopyTask], int]:
     """(copies, how many are already there). A present target is asked in full: its metadata
     names the copy's source. Anything else at a target key is a conflict, unless `overwrite`."""
-    targets = {p: prefix_map.map(p) or "" for p in copy_paths}
+    targets = [prefix_map.map(p) or "" for p in copy_paths]  # a list: a dict would cost 40 MB a million
     dst_roots = [m.target for m in prefix_map.mappings]
-    dst_info = reads.stat(
-        dst_io, targets.values(), dst_roots, workers, progress, "check target files", full=True
-    )
+    dst_info = reads.stat(dst_io, targets, dst_roots, workers, progress, "check target files", full=True)
 
-    def decide(p: str) -> str:
-        s, t = src_info[p], dst_info[targets[p]]
+    def decide(i: int) -> str:
+        p, target = copy_paths[i], targets[i]
+        s, t = src_info[p], dst_info[target]
         assert s is not None
         if t is None:
             return "copy"
-        return "skip" if is_same_copy(src_io, p, s, dst_io, targets[p], t) else "conflict"
+        return "skip" if is_same_copy(src_io, p, s, dst_io, target, t) else "conflict"
 
     copies: list[CopyTask] = []
     conflicts: list[str] = []
     skipped = 0
-    for p, decision in zip(copy_paths, reads.map(decide, copy_paths, workers), strict=True):
+    for i, decision in enumerate(reads.map(decide, range(len(copy_paths)), workers)):
+        p, target = copy_paths[i], targets[i]
         info = src_info[p]
         assert info is not None
         if decision == "skip":
             skipped += 1
         elif decision == "copy" or overwrite:
-            copies.append(CopyTask(p, targets[p], info))
+            copies.append(CopyTask(p, target, info))
         else:
-            conflicts.append(targets[p])
+            conflicts.append(target)
     if conflicts:
         raise TargetConflictError(sorted(conflicts))
     return copies, skipped
@@ -400,13 +418,15 @@ def _read_required(io: FileIO, uri: str) -> bytes:
         raise
 
 
-def _prefix_counts(paths: Collection[str], prefix_map: PrefixMap, directories: set[str]) -> Counter[str]:
+def _prefix_counts(
+    groups: Sequence[Collection[str]], prefix_map: PrefixMap, directories: set[str]
+) -> Counter[str]:
     """How many referenced paths each mapping moves (by its source prefix), matching each path
-    once; refuses unmapped paths, named by the prefixes they share, and two source paths that
-    would land on one target key."""
+    once (`groups` share none); refuses unmapped paths, named by the prefixes they share, and two
+    source paths that would land on one target key."""
     counts = Counter[str]()
     unmapped: list[str] = []
-    for p in paths:
+    for p in itertools.chain.from_iterable(groups):
         m = prefix_map.match(p)
         if m is None:
             unmapped.append(p)
@@ -415,7 +435,7 @@ def _prefix_counts(paths: Collection[str], prefix_map: PrefixMap, directories: s
     if unmapped:
         raise UnmappedPrefixesError(_unmapped_prefixes(unmapped, prefix_map, directories))
     if len(prefix_map.mappings) > 1:  # one prefix replacement never maps two paths onto one key
-        refuse_duplicate_targets(paths, prefix_map)
+        refuse_duplicate_targets(itertools.chain.from_iterable(groups), prefix_map)
     return counts
 
 
