@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Literal
 
 import pyarrow.parquet as pq
@@ -28,9 +28,8 @@ from pyiceberg.table.snapshots import Snapshot
 
 from icelake.aws.fileio import FileIO
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.avro_files import DELETED, manifest_refs
 from icelake.migrate.models import FilesCheck
-from icelake.migrate.plan_scan import entry_fields, fetched_ahead
+from icelake.migrate.reachable import referenced_files
 from icelake.migrate.values import compare_rows as diff_rows
 from icelake.uris import canonical, is_under
 
@@ -245,7 +244,7 @@ def checked_target_files(io: FileIO, target_metadata: str, source_prefixes: Iter
         if path and any(is_under(canonical(path), s) for s in sources)
     ]
     checked = 0
-    for path, recorded, what in _referenced_files(io, meta):
+    for path, recorded, what in referenced_files(io, meta, every_entry=False):
         checked += 1
         c = canonical(path)
         if any(is_under(c, s) for s in sources):
@@ -258,26 +257,3 @@ def checked_target_files(io: FileIO, target_metadata: str, source_prefixes: Iter
         elif recorded is not None and recorded >= 0 and size != recorded:
             problems.append(f"{what} {path}: metadata says {recorded} bytes, the file has {size}")
     return FilesCheck(files=checked, problems=problems, seconds=round(time.monotonic() - started, 3))
-
-
-def _referenced_files(io: FileIO, meta: mj.Metadata) -> Iterator[tuple[str, int | None, str]]:
-    """(path, recorded size or None, what it is) of every file the metadata reaches, except data
-    files of deleted manifest entries (they may name files expired long ago). Manifest lists and
-    manifests are fetched ahead on threads (S3's time to first byte overlaps the parsing) and
-    their entries read with the plan's skippers (only the fields checked here are decoded)."""
-    for path in mj.metadata_log(meta):
-        yield path, None, "logged metadata file"
-    for path, size in mj.statistics_files(meta):
-        yield path, size, "statistics file"
-    manifests: dict[str, None] = {}
-    lists = mj.manifest_lists(meta)
-    for manifest_list, data in fetched_ahead(lists, io.read):
-        yield manifest_list, None, "manifest list"
-        for ref in manifest_refs(manifest_list, data):
-            yield ref.path, ref.length, "manifest"
-            manifests[ref.path] = None
-    paths = list(manifests)
-    for manifest, data in fetched_ahead(paths, io.read):
-        for status, _content, path, size, _reference, _format in entry_fields(manifest, data):
-            if status != DELETED:
-                yield path, size, "data file"

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from icelake.aws.fileio import FileIO
+from icelake.migrate.inventory import stat_by_listing
 from icelake.migrate.reachable import reachable_files
 from icelake.uris import canonical, is_under
 from icelake.workflow.journal import read_journal
@@ -25,15 +26,26 @@ def prune_target(
     journal_uris: Iterable[str],
     target_location: str,
     target_metadata: str,
+    workers: int = 16,
 ) -> list[str]:
     """Delete what icelake wrote for the table that its current metadata no longer reaches;
-    returns the deleted keys."""
+    returns the deleted keys.
+
+    Its work grows with the table once: one read of each manifest (the plan's skippers) and the
+    set of reachable paths. The journals are streamed against that set, and only the candidates
+    they leave are asked whether they still exist (a listing of the location only when there are
+    many of them, bounded by their number: see inventory.stat_by_listing), so a table of a million
+    files whose source expired a thousand is not listed whole."""
     location = canonical(target_location)
-    owned: set[str] = set()
-    for uri in journal_uris:
-        owned.update(k for k in read_journal(artifacts_io, uri) if is_under(canonical(k), location))
     keep = reachable_files(dst_io, target_metadata)
-    existing = {canonical(uri) for uri, _info in dst_io.list(target_location)}
-    doomed = sorted(k for k in owned if canonical(k) in existing and canonical(k) not in keep)
+    candidates: dict[str, str] = {}  # canonical -> as journaled
+    for uri in journal_uris:
+        for key in read_journal(artifacts_io, uri):
+            c = canonical(key)
+            if is_under(c, location) and c not in keep:
+                candidates.setdefault(c, key)
+    del keep
+    present = stat_by_listing(dst_io, candidates.values(), [target_location], workers)
+    doomed = sorted(key for key, info in present.items() if info is not None)
     dst_io.delete_many(doomed)
     return doomed

@@ -338,32 +338,33 @@ def test_the_glue_job_checks_the_target_files_next_to_the_copy(
 def test_target_file_check_reads_what_a_full_decode_reads(source: tuple[SqlCatalog, str]) -> None:
     from icelake.migrate import metadata_json as mj
     from icelake.migrate.avro_files import manifest_entries, manifest_refs
-    from icelake.migrate.validate import _referenced_files
+    from icelake.migrate.reachable import referenced_files
 
-    # Given a table whose history has deleted manifest entries (an overwrite replaced its files)
+    # Given a table whose deleted manifest entries name files no live entry names (an overwrite
+    # replaced its files, and the snapshots before it expired)
     catalog, _meta = source
+    before = len(catalog.load_table("db.t").snapshots())
+    catalog.load_table("db.t").overwrite(_rows([7, 8]))  # pyiceberg: a delete, then an append
     table = catalog.load_table("db.t")
-    table.overwrite(_rows([7, 8]))
-    table.append(_rows([9]))
+    table.maintenance.expire_snapshots().by_ids([s.snapshot_id for s in table.snapshots()[:before]]).commit()
     location = catalog.load_table("db.t").metadata_location
     meta, _gz = mj.parse_metadata(location, IO.read(location))
     # When the target check lists what the metadata reaches; Then it is what decoding every
     # manifest entry with fastavro finds: every list and manifest, and every file not deleted
     expected = set()
-    deleted = 0
+    deleted = set()
     for manifest_list in mj.manifest_lists(meta):
         expected.add((manifest_list, None, "manifest list"))
         for ref in manifest_refs(manifest_list, IO.read(manifest_list)):
             expected.add((ref.path, ref.length, "manifest"))
             for entry in manifest_entries(ref.path, IO.read(ref.path)):
                 df = entry["data_file"]
-                if entry["status"] == 2:
-                    deleted += 1
-                else:
-                    expected.add((df["file_path"], df["file_size_in_bytes"], "data file"))
-    assert deleted > 0  # the entries the status check leaves out
-    found = {f for f in _referenced_files(IO, meta) if f[2] != "logged metadata file"}
-    assert found == expected
+                found = (df["file_path"], df["file_size_in_bytes"], "data file")
+                (deleted if entry["status"] == 2 else expected).add(found)
+    assert deleted - expected  # files only deleted entries name: the status check leaves them out
+    for every_entry, wanted in ((False, expected), (True, expected | deleted)):  # True: what a prune keeps
+        reached = referenced_files(IO, meta, every_entry=every_entry)
+        assert {f for f in reached if f[2] != "logged metadata file"} == wanted, every_entry
 
 
 def test_a_manifest_with_a_damaged_magic_is_refused_not_repaired(

@@ -10,6 +10,7 @@ from typing import Any
 
 import fastavro
 import pytest
+from pyiceberg.table import StaticTable
 
 from icelake.aws.fileio import LocalFileIO
 from icelake.errors import NotPatchable, TargetConflictError
@@ -18,6 +19,8 @@ from icelake.migrate.avro_entries import read_entry_fields
 from icelake.migrate.plan import FAST_READS, TablePlan, build_plan
 from icelake.migrate.plan_scan import entry_fields, entry_fields_fastavro
 from icelake.migrate.progress import NoProgress
+from icelake.migrate.reachable import reachable_files
+from icelake.uris import canonical
 from tests.reference_plan import REFERENCE_READS
 from tests.spark.corpus import SourceTable
 
@@ -103,3 +106,32 @@ def test_entry_fields_equal_fastavro_on_every_corpus_manifest(source_tables: dic
                 fell_back += 1
     # And the corpus manifests, position deletes included, do go the fast way
     assert read > 10, (read, fell_back)
+
+
+def _reached_by_pyiceberg(metadata: str) -> set[str]:
+    """What a prune must keep, read by pyiceberg (another Avro reader): the metadata file, its log,
+    statistics and partition statistics files, every snapshot's manifest list and manifests, and
+    every entry's file (deleted entries and the data files delete entries refer to included)."""
+    table = StaticTable.from_metadata(metadata)
+    meta, pio = table.metadata, table.io
+    found = {metadata, *(e.metadata_file for e in meta.metadata_log)}
+    found.update(s.statistics_path for s in [*meta.statistics, *meta.partition_statistics])
+    for snapshot in meta.snapshots:
+        assert snapshot.manifest_list is not None
+        found.add(snapshot.manifest_list)
+        for manifest in snapshot.manifests(pio):
+            found.add(manifest.manifest_path)
+            for entry in manifest.fetch_manifest_entry(pio, discard_deleted=False):
+                found.add(entry.data_file.file_path)
+                if (referenced := getattr(entry.data_file, "referenced_data_file", None)) is not None:
+                    found.add(referenced)
+    return {canonical(p) for p in found}
+
+
+def test_reachable_files_are_what_pyiceberg_reads_on_every_corpus_table(
+    source_tables: dict[str, SourceTable],
+) -> None:
+    for name, table in source_tables.items():
+        reached = reachable_files(IO, table.metadata)
+        assert reached == _reached_by_pyiceberg(table.metadata), name
+        assert reached == reachable_files(IO, table.metadata, entries=entry_fields_fastavro), name
