@@ -12,6 +12,7 @@ values. Keys a listing cannot settle are asked one by one (`io.stat`):
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 from collections.abc import Iterable
@@ -31,7 +32,9 @@ LIST_OVERHEAD = 3
 LIST_BUDGET = 5
 # A listing's pages come one after another (each names where the next starts). A prefix holding
 # more wanted keys than this is listed as its subdirectories instead, side by side, as long as
-# they hold a page of wanted keys each on average: at most one extra request per listing.
+# they hold a page of wanted keys each on average: at most one extra request per listing. Before
+# splitting, one page of the prefix is read: a prefix that ends within it (the empty target of a
+# first migration) is settled by that one request instead of one per subdirectory (`_listings`).
 SPLIT_LISTING_AT = 10 * KEYS_PER_PAGE
 
 
@@ -70,9 +73,9 @@ def stat_by_listing(
 
     def list_root(item: tuple[str, list[str]]) -> dict[str, ObjectInfo | None]:
         root, keys = item
-        return _listed(io, root, keys, progress, phase)
+        return _listed(io.list(root), keys, progress, phase)
 
-    listings = [part for root, keys in under.items() for part in _split_listing(root, keys)]
+    listings = [part for r, keys in under.items() for part in _listings(io, r, keys, found, progress, phase)]
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(listings) or 1))) as pool:
         for answer in pool.map(list_root, listings):
             found.update(answer)
@@ -113,15 +116,39 @@ def _split_listing(root: str, keys: list[str]) -> list[tuple[str, list[str]]]:
     return [part for child, group in children.items() for part in _split_listing(f"{root}/{child}", group)]
 
 
+def _listings(
+    io: FileIO,
+    root: str,
+    keys: list[str],
+    found: dict[str, ObjectInfo | None],
+    progress: ProgressSink | None,
+    phase: str,
+) -> list[tuple[str, list[str]]]:
+    """The listings that settle `keys` under `root`: its subdirectories' when it has many keys
+    (`_split_listing`), unless one page of `root` is all there is, which then settles them into
+    `found` at once (the empty target of a first migration: one request, not one a partition)."""
+    parts = _split_listing(root, keys)
+    if len(parts) > 1 and (page := _all_of_it(io, root)) is not None:
+        found.update(_listed(page, keys, progress, phase))
+        return []
+    return parts
+
+
+def _all_of_it(io: FileIO, root: str) -> list[tuple[str, ObjectInfo]] | None:
+    """Everything under `root` when it ends within one page (one request), else None."""
+    page = list(itertools.islice(io.list(root), KEYS_PER_PAGE))
+    return page if len(page) < KEYS_PER_PAGE else None
+
+
 def _listed(
-    io: FileIO, root: str, keys: list[str], progress: ProgressSink | None, phase: str
+    listing: Iterable[tuple[str, ObjectInfo]], keys: list[str], progress: ProgressSink | None, phase: str
 ) -> dict[str, ObjectInfo | None]:
-    """The keys (as given) a listing of `root` settles: present ones with their info, absent
-    ones as None. A listing that runs over its budget settles only what it saw present."""
+    """The keys (as given) a complete `listing` of their prefix settles: present ones with their
+    info, absent ones as None. A listing that runs over its budget settles only what it saw present."""
     wanted = {canonical(uri): uri for uri in keys}
     budget = (math.ceil(LIST_OVERHEAD * len(keys) / KEYS_PER_PAGE) + LIST_BUDGET) * KEYS_PER_PAGE
     seen: dict[str, ObjectInfo | None] = {}
-    for listed, (uri, info) in enumerate(io.list(root), start=1):
+    for listed, (uri, info) in enumerate(listing, start=1):
         key = wanted.get(canonical(uri))
         if key is not None:
             seen[key] = info

@@ -163,7 +163,7 @@ def build_plan(
     manifests = _manifests(src_io, meta, lists, progress)
     refs.update(manifests)
     files, delete_formats = _files(src_io, meta, manifests, refs, reads, progress, processes)
-    refs.difference_update(files)
+    refs = {canonical(p) for p in refs}.difference(files)
 
     directories = {
         meta["location"],
@@ -261,7 +261,7 @@ def _files(
     progress: ProgressSink,
     processes: int,
 ) -> tuple[dict[str, int], dict[str, str]]:
-    """Every data, delete and statistics file: path -> `_recorded(size, live)`, and the position
+    """Every data, delete and statistics file: canonical path -> `_recorded(size, live)`, and the position
     delete files' formats. Live files must exist; deleted-entry ones may be gone. Manifests are
     fetched ahead on threads, parsed there or in worker processes (`processes`, for many
     manifests: parsing is CPU-bound) and taken here in order (`live` depends on the order)."""
@@ -279,7 +279,7 @@ def _files(
             _add_entries(parsed, files, delete_formats, refs)
             progress.advance("scan manifests")
     for path, size in mj.statistics_files(meta):
-        files.setdefault(path, _recorded(size if size is not None else -1, live=True))
+        files.setdefault(canonical(path), _recorded(size if size is not None else -1, live=True))
     return files, delete_formats
 
 
@@ -303,7 +303,8 @@ def _add_entries(
     delete_formats: dict[str, str],
     refs: set[str],
 ) -> None:
-    for status, content, path, file_size, reference, file_format in parsed:
+    for status, content, spelled, file_size, reference, file_format in parsed:
+        path = canonical(spelled)  # once here: listings, maps and lookups then take it as it is
         live = status != DELETED or _live(files.get(path, 0))
         files[path] = _recorded(file_size, live=live)
         if reference:

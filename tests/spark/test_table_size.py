@@ -15,6 +15,7 @@ from icelake.migrate import metadata_json as mj
 from icelake.migrate.plan import build_plan, read_metadata
 from icelake.migrate.progress import NoProgress
 from icelake.migrate.table_size import estimate_size
+from icelake.uris import canonical
 from tests.spark.corpus import ALL_CASES, SourceTable
 
 pytestmark = [pytest.mark.spark]
@@ -33,7 +34,7 @@ def _plan_figures(table: SourceTable, tmp_path: Path) -> tuple[int, int]:
         progress=NoProgress(),
     )
     # Statistics files are copied too, but no snapshot summary counts them.
-    stats = {path for path, _size in mj.statistics_files(plan.meta)}
+    stats = {canonical(path) for path, _size in mj.statistics_files(plan.meta)}  # the plan's spelling
     data = [c for c in plan.copies if c.source not in stats]
     return len(data) + len(plan.delete_files), sum(c.info.size for c in data)
 

@@ -108,9 +108,26 @@ def test_a_big_prefix_is_listed_as_its_subdirectories(tmp_path: Path) -> None:
     # Then every key is settled as it is
     assert all(found[u] == ObjectInfo(size=3) for u in present)
     assert all(found[u] is None for u in absent)
-    # by one listing per partition directory (side by side) and one of the metadata directory
+    # by a page of the root (more than a page: split), then one listing per partition directory
+    # (side by side) and one of the metadata directory
     days = {f"file://{root}/data/day={d}" for d in (0, 1, 2, 3)}
-    assert sorted(io.listed) == sorted(days | {f"file://{root}/data/day=9", f"file://{root}/metadata"})
+    assert io.listed[0] == f"file://{root}"
+    assert sorted(io.listed[1:]) == sorted(days | {f"file://{root}/data/day=9", f"file://{root}/metadata"})
+
+
+@pytest.mark.usefixtures("small_pages")
+def test_an_empty_target_is_settled_by_one_page_not_a_listing_per_partition(tmp_path: Path) -> None:
+    # Given the keys of 4 partitions of 30 files that a first migration will write, and a target
+    # that holds only 3 unrelated objects so far
+    root = tmp_path / "t"
+    wanted = [u.replace("/src/", "/t/") for u in _partitions(tmp_path / "src" / "data")]
+    others = _files(root / "metadata", ["a", "b", "c"])
+    io = Prefixes()
+    # When what exists is asked
+    found = stat_by_listing(io, wanted, [f"file://{root}"], workers=4)
+    # Then the one page of the root that holds everything answers: all absent, one listing
+    assert others and found == dict.fromkeys(wanted)
+    assert io.listed == [f"file://{root}"]
 
 
 @pytest.mark.usefixtures("small_pages")
