@@ -18,6 +18,7 @@ import fastavro
 from icelake.errors import NotPatchable, UnsupportedFileError
 from icelake.migrate.avro_binary import container_header, read_header
 from icelake.migrate.avro_patch import patch_manifest, patch_manifest_list, read_manifest_refs
+from icelake.uris import canonical
 
 # Field id of the `file_path` column in position-delete files (Iceberg spec, reserved ids).
 DELETE_FILE_PATH_FIELD_ID = 2147483546
@@ -155,7 +156,8 @@ def rewrite_manifest(
     try_map: Callable[[str], str | None],
     delete_rewrites: dict[str, DeleteRewrite],
 ) -> bytes:
-    """Map every path in a manifest and apply what rewriting its delete files changed.
+    """Map every path in a manifest and apply what rewriting its delete files changed
+    (`delete_rewrites`, by the delete files' canonical paths, as the plan names them).
 
     `map_path` must map (the plan checked it does); `try_map` may not, and is used for the
     file_path bounds of delete files, which can be truncated paths: a bound that no longer maps
@@ -173,7 +175,7 @@ def rewrite_manifest(
         return mapped
 
     def needs_more(path: str, content: int) -> bool:
-        return content == POSITION_DELETES or path in delete_rewrites
+        return content == POSITION_DELETES or (bool(delete_rewrites) and canonical(path) in delete_rewrites)
 
     try:
         return patch_manifest(data, recorded, needs_more)
@@ -210,7 +212,7 @@ def rewrite_manifest_fastavro(
         df["file_path"] = map_path(old_path)
         if df.get("referenced_data_file"):
             df["referenced_data_file"] = map_path(df["referenced_data_file"])
-        rewrite = delete_rewrites.get(old_path)
+        rewrite = delete_rewrites.get(canonical(old_path)) if delete_rewrites else None
         if rewrite is not None:
             df["file_size_in_bytes"] = rewrite.size
             if rewrite.column_sizes and df.get("column_sizes"):

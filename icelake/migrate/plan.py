@@ -49,7 +49,7 @@ class CopyTask:
 
 @dataclass(frozen=True)
 class DeleteFileTask:
-    source: str
+    source: str  # canonical
     target: str
     file_format: str
 
