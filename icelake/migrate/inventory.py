@@ -128,13 +128,13 @@ def _listings(
     (`_split_listing`), unless one page of `root` is all there is, which then settles them into
     `found` at once (the empty target of a first migration: one request, not one a partition)."""
     parts = _split_listing(root, keys)
-    if len(parts) > 1 and (page := _all_of_it(io, root)) is not None:
+    if len(parts) > 1 and (page := whole_listing(io, root)) is not None:
         found.update(_listed(page, keys, progress, phase))
         return []
     return parts
 
 
-def _all_of_it(io: FileIO, root: str) -> list[tuple[str, ObjectInfo]] | None:
+def whole_listing(io: FileIO, root: str) -> list[tuple[str, ObjectInfo]] | None:
     """Everything under `root` when it ends within one page (one request), else None."""
     page = list(itertools.islice(io.list(root), KEYS_PER_PAGE))
     return page if len(page) < KEYS_PER_PAGE else None

@@ -31,10 +31,10 @@ from icelake.migrate.collisions import refuse_duplicate_targets, refuse_overlapp
 from icelake.migrate.copy import is_same_copy
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool
 from icelake.migrate.delete_files import check_delete_file
-from icelake.migrate.inventory import stat_by_listing
+from icelake.migrate.inventory import stat_by_listing, whole_listing
 from icelake.migrate.plan_scan import entry_fields, fetched_ahead, map_in_chunks
 from icelake.migrate.progress import ProgressSink
-from icelake.uris import PrefixMap, canonical, is_local, is_under, local_path, parent
+from icelake.uris import Mapping, PrefixMap, canonical, is_local, is_under, local_path, parent
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -42,9 +42,14 @@ R = TypeVar("R")
 
 @dataclass(frozen=True, slots=True)  # slots: one per file copied, a million for a large table
 class CopyTask:
-    source: str
-    target: str
+    source: str  # canonical
     info: ObjectInfo
+    mapping: Mapping  # the prefix mapping that moves it
+
+    @property
+    def target(self) -> str:
+        """Made when asked, not held: a million target paths would be 150 MB of the plan."""
+        return self.mapping.target + self.source[len(self.mapping.source) :]
 
 
 @dataclass(frozen=True)
@@ -353,34 +358,55 @@ def _decide_copies(
 ) -> tuple[list[CopyTask], int]:
     """(copies, how many are already there). A present target is asked in full: its metadata
     names the copy's source. Anything else at a target key is a conflict, unless `overwrite`."""
-    targets = [prefix_map.map(p) or "" for p in copy_paths]  # a list: a dict would cost 40 MB a million
-    dst_roots = [m.target for m in prefix_map.mappings]
-    dst_info = reads.stat(dst_io, targets, dst_roots, workers, progress, "check target files", full=True)
+    tasks: list[CopyTask] = []
+    for p in copy_paths:
+        info, mapping = src_info[p], prefix_map.match(p)
+        assert info is not None and mapping is not None
+        tasks.append(CopyTask(p, info, mapping))
+    dst_info = _target_info(dst_io, tasks, prefix_map, reads, workers, progress)
 
-    def decide(i: int) -> str:
-        p, target = copy_paths[i], targets[i]
-        s, t = src_info[p], dst_info[target]
-        assert s is not None
+    def decide(task: CopyTask) -> str:
+        t = dst_info.get(task.target)
         if t is None:
             return "copy"
-        return "skip" if is_same_copy(src_io, p, s, dst_io, target, t) else "conflict"
+        return "skip" if is_same_copy(src_io, task.source, task.info, dst_io, task.target, t) else "conflict"
 
     copies: list[CopyTask] = []
     conflicts: list[str] = []
     skipped = 0
-    for i, decision in enumerate(reads.map(decide, range(len(copy_paths)), workers)):
-        p, target = copy_paths[i], targets[i]
-        info = src_info[p]
-        assert info is not None
+    for task, decision in zip(tasks, reads.map(decide, tasks, workers), strict=True):
         if decision == "skip":
             skipped += 1
         elif decision == "copy" or overwrite:
-            copies.append(CopyTask(p, target, info))
+            copies.append(task)
         else:
-            conflicts.append(target)
+            conflicts.append(task.target)
     if conflicts:
         raise TargetConflictError(sorted(conflicts))
     return copies, skipped
+
+
+def _target_info(
+    dst_io: FileIO,
+    tasks: list[CopyTask],
+    prefix_map: PrefixMap,
+    reads: PlanReads,
+    workers: int,
+    progress: ProgressSink,
+) -> dict[str, ObjectInfo | None]:
+    """target -> what is there, for the targets that are there or may be (absent ones may be left
+    out). One page of each target prefix is read first: a prefix that ends within it (the empty
+    target of a first migration) has named every key under it, so only the targets that page
+    names are asked about; the targets under bigger prefixes are all asked (`reads.stat`)."""
+    pages = {m.target: whole_listing(dst_io, m.target) for m in prefix_map.mappings}
+    known = {m: {canonical(uri) for uri, _info in page} for m, page in pages.items() if page is not None}
+    asked = [
+        t.target
+        for t in tasks
+        if (names := known.get(t.mapping.target)) is None or canonical(t.target) in names
+    ]
+    dst_roots = [m.target for m in prefix_map.mappings]
+    return reads.stat(dst_io, asked, dst_roots, workers, progress, "check target files", full=True)
 
 
 def _refuse_targets_under_sources(prefix_map: PrefixMap) -> None:
