@@ -18,30 +18,56 @@ benchmarks/results/large-*.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from icelake.local.process_memory import child_pids, peak_rss_mib
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 GOALS = {"ratio": 3.0, "peak_rss_mib": 512.0, "plan_requests_per_file": 0.01}
 
 
+class _WorkerPeaks(threading.Thread):
+    """The highest resident set each child process of this one reached (the plan's and the
+    rewrite's worker processes), read from their own VmHWM every 0.2 s while they live. getrusage's
+    RUSAGE_CHILDREN would report the size this process had when it started them: ru_maxrss
+    survives fork and exec."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peaks: dict[int, float] = {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.2):
+            for pid in child_pids(os.getpid()):
+                with contextlib.suppress(OSError):  # it ended meanwhile
+                    self.peaks[pid] = max(self.peaks.get(pid, 0.0), peak_rss_mib(pid))
+
+
 def _worker(source: str, target: str, staging: str, latency_ms: float) -> None:
-    """icelake's side in this process: plan, then rewrite; one JSON line on stdout."""
+    """icelake's side in this process: plan, then rewrite; one JSON line on stdout. Memory is each
+    process's own high-water mark (VmHWM): this process was forked from the bench's, whose size
+    getrusage's ru_maxrss would report instead when that is larger."""
     from benchmarks.icelake_side import measure_plan, rewrite_table_metadata
 
+    children = _WorkerPeaks()
+    children.start()
     plan = measure_plan(source, target, latency_s=latency_ms / 1000)
+    plan_peak = peak_rss_mib()
     rewrite = rewrite_table_metadata(source, target, staging)
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    children.done.set()
+    children.join()
     print(
         json.dumps(
             {
@@ -52,8 +78,9 @@ def _worker(source: str, target: str, staging: str, latency_ms: float) -> None:
                 "manifests": plan.manifests,
                 "source_requests": plan.source_requests,
                 "target_requests": plan.target_requests,
-                "maxrss_bytes": own,
-                "worker_maxrss_bytes": workers,
+                "maxrss_bytes": round(peak_rss_mib() * 2**20),
+                "plan_maxrss_bytes": round(plan_peak * 2**20),
+                "worker_maxrss_bytes": round(max(children.peaks.values(), default=0.0) * 2**20),
             }
         )
     )

@@ -11,14 +11,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-_STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
 
 
-def _kib(field: str) -> int:
-    found = re.search(rf"^{field}:\s+(\d+) kB", _STATUS.read_text(), re.MULTILINE)
+def _kib(field: str, pid: int | str = "self") -> int:
+    status = Path(f"/proc/{pid}/status")
+    found = re.search(rf"^{field}:\s+(\d+) kB", status.read_text(), re.MULTILINE)
     if found is None:
-        raise OSError(f"{_STATUS} has no {field}: resident memory is measured on Linux only")
+        raise OSError(f"{status} has no {field}: resident memory is measured on Linux only")
     return int(found.group(1))
 
 
@@ -27,9 +27,24 @@ def rss_mib() -> float:
     return _kib("VmRSS") / 1024
 
 
-def peak_rss_mib() -> float:
-    """The highest resident set since the process started or since `reset_peak`."""
-    return _kib("VmHWM") / 1024
+def peak_rss_mib(pid: int | str = "self") -> float:
+    """The highest resident set of this process (or `pid`) since it started (its exec: unlike
+    getrusage's ru_maxrss, which keeps the size of the process that forked it) or since `reset_peak`."""
+    return _kib("VmHWM", pid) / 1024
+
+
+def child_pids(parent: int) -> list[int]:
+    """The processes whose parent is `parent` now."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:  # gone meanwhile
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+                found.append(int(entry.name))
+    return found
 
 
 def reset_peak() -> None:
