@@ -16,10 +16,9 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 
 from icelake.aws.fileio import FileIO, ObjectInfo
-from icelake.migrate.plan_scan import map_in_chunks
+from icelake.migrate.plan_scan import map_ahead, map_in_chunks
 from icelake.migrate.progress import ProgressSink
 from icelake.uris import canonical, is_under
 
@@ -76,9 +75,11 @@ def stat_by_listing(
         return _listed(io.list(root), keys, progress, phase)
 
     listings = [part for r, keys in under.items() for part in _listings(io, r, keys, found, progress, phase)]
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(listings) or 1))) as pool:
-        for answer in pool.map(list_root, listings):
-            found.update(answer)
+    under.clear()  # the listings hold the keys now
+    # A few listings in flight, taken in order: a pool's map would keep every finished listing's
+    # answer until the loop reached it (a million keys' worth of small dicts beside `found`).
+    for answer in map_ahead(list_root, listings, max(1, min(workers, len(listings)))):
+        found.update(answer)
     unsettled = [u for u in wanted if u not in found]  # the keys left alone, and those over budget
     counted = set(unsettled)
     if full:

@@ -183,11 +183,11 @@ def build_plan(
 
     src_info = _check_sources(src_io, files, delete_formats, prefix_map, reads, workers, progress)
     copy_paths = [p for p in files if p not in delete_formats and src_info[p] is not None]
-    del files
+    del files  # before the copies are made: the two at once would be the plan's peak
     copies, skipped = _decide_copies(
         src_io, dst_io, copy_paths, src_info, prefix_map, reads, workers, progress, overwrite=overwrite
     )
-    present = [i for i in src_info.values() if i is not None]
+    present = sum(i is not None for i in src_info.values())
     return TablePlan(
         source_metadata=source_metadata,
         target_metadata=target_metadata,
@@ -204,8 +204,8 @@ def build_plan(
         ],
         copies=copies,
         skipped_copies=skipped,
-        bytes_planned=sum(i.size for i in present),
-        files_planned=len(present) + len(metadata_files) + len(lists) + len(manifests),
+        bytes_planned=sum(i.size for i in src_info.values() if i is not None),
+        files_planned=present + len(metadata_files) + len(lists) + len(manifests),
         prefix_counts=prefix_counts,
     )
 
@@ -364,26 +364,21 @@ def _decide_copies(
         assert info is not None and mapping is not None
         tasks.append(CopyTask(p, info, mapping))
     dst_info = _target_info(dst_io, tasks, prefix_map, reads, workers, progress)
+    # An absent target is a copy; only the targets that are there are compared (a read or two each).
+    there = [t for t in tasks if dst_info.get(t.target) is not None]
+    if not there:  # a first migration: every file is a copy, and no second list of them is made
+        return tasks, 0
 
-    def decide(task: CopyTask) -> str:
-        t = dst_info.get(task.target)
-        if t is None:
-            return "copy"
-        return "skip" if is_same_copy(src_io, task.source, task.info, dst_io, task.target, t) else "conflict"
+    def same(task: CopyTask) -> bool:
+        t = dst_info[task.target]
+        assert t is not None
+        return is_same_copy(src_io, task.source, task.info, dst_io, task.target, t)
 
-    copies: list[CopyTask] = []
-    conflicts: list[str] = []
-    skipped = 0
-    for task, decision in zip(tasks, reads.map(decide, tasks, workers), strict=True):
-        if decision == "skip":
-            skipped += 1
-        elif decision == "copy" or overwrite:
-            copies.append(task)
-        else:
-            conflicts.append(task.target)
-    if conflicts:
-        raise TargetConflictError(sorted(conflicts))
-    return copies, skipped
+    same_copy = dict(zip((t.source for t in there), reads.map(same, there, workers), strict=True))
+    conflicts = sorted(t.target for t in there if not same_copy[t.source])
+    if conflicts and not overwrite:
+        raise TargetConflictError(conflicts)
+    return [t for t in tasks if not same_copy.get(t.source, False)], sum(same_copy.values())
 
 
 def _target_info(
