@@ -9,12 +9,9 @@ from __future__ import annotations
 import io
 import json
 import struct
+import sys
 from collections.abc import Callable
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from icelake.aws.fileio import FileIO
 from icelake.errors import DamagedSourceFileError, UnsupportedFileError
@@ -26,8 +23,20 @@ _FOOTER_COMPRESSED_FLAG = 0x1
 
 PARQUET_MAGIC = b"PAR1"
 _TAIL_GUESS = 64 * 1024  # one ranged read covers the footer of almost every delete file
-# What a damaged file makes pyarrow (or the JSON/struct parsing) raise.
-_PARSE_ERRORS = (pa.ArrowException, OSError, ValueError, KeyError, IndexError, struct.error)
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# pyarrow (40 MB of resident memory in every process that imports it) is imported where a Parquet
+# delete file is read, not with this module: most tables have none, and every planning process
+# and worker imports this module.
+
+
+def _parse_errors() -> tuple[type[BaseException], ...]:
+    """What a damaged file makes pyarrow (once a Parquet file was read) or the JSON/struct
+    parsing raise. An `except` clause evaluates this only when something was raised."""
+    errors: tuple[type[BaseException], ...] = (OSError, ValueError, KeyError, IndexError, struct.error)
+    arrow = sys.modules.get("pyarrow")
+    return errors if arrow is None else (arrow.ArrowException, *errors)
 
 
 def check_delete_file(io: FileIO, uri: str, file_format: str, size: int) -> None:
@@ -42,7 +51,7 @@ def check_delete_file(io: FileIO, uri: str, file_format: str, size: int) -> None
             _puffin_footer(uri, _tail(io, uri, size, PUFFIN_MAGIC, _puffin_tail_length), size)
     except (UnsupportedFileError, DamagedSourceFileError):
         raise
-    except _PARSE_ERRORS as exc:
+    except _parse_errors() as exc:
         raise DamagedSourceFileError(uri, f"unreadable footer: {exc}", before_writing=True) from exc
 
 
@@ -65,6 +74,9 @@ def _parquet_tail_length(tail: bytes) -> int:
 
 
 def _check_parquet_footer(uri: str, tail: bytes, size: int) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     footer = tail[-_parquet_tail_length(tail) :]
     meta = pq.read_metadata(pa.BufferReader(PARQUET_MAGIC + footer))
     if "file_path" not in meta.schema.names:
@@ -95,7 +107,7 @@ def rewrite_delete_file(
             return out, DeleteRewrite(size=len(out))
     except (UnsupportedFileError, DamagedSourceFileError):
         raise
-    except _PARSE_ERRORS as exc:  # a damaged page: the footer was fine, the data is not
+    except _parse_errors() as exc:  # a damaged page: the footer was fine, the data is not
         raise DamagedSourceFileError(uri, str(exc), before_writing=False) from exc
     raise UnsupportedFileError(
         f"{uri}: position deletes in {file_format} cannot be rewritten yet; "
@@ -105,6 +117,8 @@ def rewrite_delete_file(
 
 def _leaf_field_ids(schema: pa.Schema) -> dict[str, int]:
     """Parquet column path -> Iceberg field id, from the Arrow field metadata."""
+    import pyarrow as pa
+
     out: dict[str, int] = {}
 
     def visit(field: pa.Field, prefix: str) -> None:
@@ -125,6 +139,10 @@ def _leaf_field_ids(schema: pa.Schema) -> dict[str, int]:
 def _rewrite_parquet_position_deletes(
     uri: str, data: bytes, map_path: Callable[[str], str]
 ) -> tuple[bytes, DeleteRewrite]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
     pf = pq.ParquetFile(io.BytesIO(data))
     table = pf.read()
     if "file_path" not in table.column_names:
