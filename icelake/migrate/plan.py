@@ -400,8 +400,13 @@ def _target_info(
         for t in tasks
         if (names := known.get(t.mapping.target)) is None or canonical(t.target) in names
     ]
+    phase = "check target files"
+    if not asked:  # the pages settled every target: the phase is still shown, and done at once
+        progress.start(phase, len(tasks))
+        progress.advance(phase, len(tasks))
+        return {}
     dst_roots = [m.target for m in prefix_map.mappings]
-    return reads.stat(dst_io, asked, dst_roots, workers, progress, "check target files", full=True)
+    return reads.stat(dst_io, asked, dst_roots, workers, progress, phase, full=True)
 
 
 def _refuse_targets_under_sources(prefix_map: PrefixMap) -> None:
