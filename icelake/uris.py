@@ -20,8 +20,10 @@ _S3_ALIASES = ("s3a://", "s3n://")
 
 def canonical(uri: str) -> str:
     """Canonical spelling used for comparisons only. No trailing slash (except a bare root)."""
-    if uri.startswith("file:///") and "//" not in uri[7:] and "/." not in uri and uri[-1] != "/":
-        return uri  # already canonical: what local listings yield, a million times for a big table
+    if uri.startswith("file:///") and "//" not in uri[7:] and uri[-1] != "/":
+        # Already canonical (a file: URI's dot segments are kept as written): what local listings
+        # yield, a million times for a big table, returned as is rather than as a new string.
+        return uri
     if uri.startswith(_S3_ALIASES):
         uri = "s3://" + uri.split("://", 1)[1]
     elif uri.startswith("file:"):
