@@ -1,6 +1,7 @@
 """Avro's binary encoding as fastavro writes it, for the byte-level manifest tools: varints,
 skippers compiled from a writer schema (each checks the bytes are the ones fastavro would write,
-else `NotPatchable`), the file header and its blocks. Used by `avro_patch` (rewrite paths by
+else `NotPatchable`; runs of fields in the common shapes are matched by one regular expression),
+the file header and its blocks. Used by `avro_patch` (rewrite paths by
 splicing bytes) and `avro_entries` (read the few fields planning needs)."""
 
 from __future__ import annotations
@@ -113,9 +114,12 @@ def _skip_bytes(buf: bytes, pos: int) -> int:
 
 
 def _skip_string(buf: bytes, pos: int) -> int:
-    end = _skip_bytes(buf, pos)
-    if end - pos > 1:
-        buf[pos:end].decode()  # fastavro refuses invalid UTF-8: so must the copy
+    n, start = read_long(buf, pos)
+    end = start + n
+    if n < 0 or end > len(buf):
+        raise NotPatchable("bad string length")
+    if n:
+        buf[start:end].decode()  # fastavro refuses invalid UTF-8: so must the copy
     return end
 
 
@@ -180,6 +184,66 @@ _PRIMITIVES: dict[str, Skip] = {
 }
 
 
+# Regular expressions of the encodings a skipper accepts, for the common shapes only: a run of
+# fields whose skippers all have one is skipped by one match of their concatenation (one C call
+# per record instead of a Python call per field, most of what reading a manifest entry cost).
+# Each pattern matches only byte strings its skipper accepts whole, so a match ends where the
+# skipper would end (an Avro value's encoding is self-delimiting: there is one way to split a
+# match). What a pattern leaves out (strings of 64 bytes or more, non-ASCII strings, arrays of
+# 64 items or more, dates before 1947 or after 4840, floats, enums) goes to the skippers, which
+# read or refuse it as before.
+_ANY = rb"[\x00-\xff]"
+_SHORT = range(64)  # lengths and counts whose varint is one byte: (2 * n).to_bytes()
+
+
+def _length_prefixed(unit: bytes, below: int = len(_SHORT)) -> bytes:
+    """A length below `below` (at most 64) and that many `unit`s: bytes (any) or strings (ASCII:
+    valid UTF-8)."""
+    lengths = _SHORT[:below]
+    return b"(?:" + b"|".join(re.escape(zigzag(n)) + unit + b"{%d}" % n for n in lengths) + b")"
+
+
+# A bound of the statistics maps: Iceberg truncates string and binary bounds to 16 bytes, and
+# other types' bounds are at most that. The pattern is kept short: it is repeated for every
+# item count of two maps, and compiling it is paid once per schema in every process.
+_BOUND_ITEM = _VARINT + _length_prefixed(_ANY, below=17)
+
+
+def _array_pattern(item: bytes) -> bytes:
+    """An array of fewer than 64 items in one block, then the empty block that ends it."""
+    counted = (re.escape(zigzag(n)) + b"(?:" + item + b"){%d}" % n for n in _SHORT if n)
+    return rb"(?:\x00|(?:" + b"|".join(counted) + rb")\x00)"
+
+
+# A date fastavro can read whatever its bytes: one or two varint bytes (|days| <= 8192), or three
+# whose first is even (zigzag's sign bit clear: 8,192 to 1,048,575 days, up to the year 4840).
+_EVEN_CONTINUATION = b"[" + b"".join(re.escape(bytes([b])) for b in range(0x80, 0x100, 2)) + b"]"
+_DATE = rb"(?:[\x00-\x7f]|[\x80-\xff][\x01-\x7f]|" + _EVEN_CONTINUATION + rb"[\x80-\xff][\x01-\x7f])"
+
+
+def _with_pattern(skip: Skip, pattern: bytes | None) -> Skip:
+    if pattern is not None:
+        skip.pattern = pattern  # type: ignore[attr-defined]
+    return skip
+
+
+def pattern_of(skip: Skip) -> bytes | None:
+    """The regular expression of what `skip` accepts (a part of it), if it has one."""
+    return getattr(skip, "pattern", None)
+
+
+for _skip, _pattern in [
+    (skip_null, b""),
+    (_skip_boolean, rb"[\x00\x01]"),
+    (_skip_long, _VARINT),
+    (_skip_double, _ANY + b"{8}"),
+    (_skip_bytes, _length_prefixed(_ANY)),
+    (_skip_string, _length_prefixed(rb"[\x00-\x7f]")),
+    (_skip_date, _DATE),
+]:
+    _with_pattern(_skip, _pattern)
+
+
 class Compiler:
     """Turns an Avro schema into skip functions; a schema it does not know raises NotPatchable."""
 
@@ -205,7 +269,8 @@ class Compiler:
         if kind == "record":
             return self.record(schema)
         if kind == "array":
-            return self.array(self.items(schema["items"]))
+            skip_items, item = self.items(schema["items"])
+            return _with_pattern(self.array(skip_items), None if item is None else _array_pattern(item))
         return self.named_type(schema)
 
     def by_name(self, name: str) -> Skip:
@@ -226,7 +291,7 @@ class Compiler:
         if kind == "enum":
             skip = self.enum(len(schema["symbols"]))
         elif kind == "fixed" and logical is None:
-            skip = _skip_fixed(int(schema["size"]))
+            skip = _with_pattern(_skip_fixed(int(schema["size"])), _ANY + b"{%d}" % int(schema["size"]))
         else:  # logical types fastavro may not round-trip, maps (a dict drops repeated keys)...
             raise NotPatchable(f"type {kind}/{logical}")
         self.named[self.full_name(schema)] = skip
@@ -239,18 +304,25 @@ class Compiler:
         other_byte = zigzag(1 - branches.index("null"))[0]
         other = branches[1 - branches.index("null")]
         if isinstance(other, dict) and other.get("type") == "array":
-            return _optional_array(null_byte, other_byte, self.items(other["items"]))
-        inner = self.skip(other)
+            skip_items, item = self.items(other["items"])
+            inner_pattern = None if item is None else _array_pattern(item)
+            skip: Skip = _optional_array(null_byte, other_byte, skip_items)
+        else:
+            inner = self.skip(other)
+            inner_pattern = pattern_of(inner)
 
-        def skip_union(buf: bytes, pos: int) -> int:
-            b = buf[pos]
-            if b == null_byte:
-                return pos + 1
-            if b == other_byte:
-                return inner(buf, pos + 1)
-            raise NotPatchable("union branch")
+            def skip(buf: bytes, pos: int) -> int:
+                b = buf[pos]
+                if b == null_byte:
+                    return pos + 1
+                if b == other_byte:
+                    return inner(buf, pos + 1)
+                raise NotPatchable("union branch")
 
-        return skip_union
+        if inner_pattern is None:
+            return skip
+        null, other_branch = re.escape(bytes([null_byte])), re.escape(bytes([other_byte]))
+        return _with_pattern(skip, b"(?:%s|%s%s)" % (null, other_branch, inner_pattern))
 
     def fields(self, schema: dict[str, Any]) -> list[Skip]:
         name = self.full_name(schema)
@@ -267,19 +339,19 @@ class Compiler:
         self.named[self.full_name(schema)] = skip_all
         return skip_all
 
-    def items(self, schema: Any) -> SkipN:
-        """A skipper of `n` array items; Iceberg's int-keyed maps (key/value records) get a loop
-        of their own."""
+    def items(self, schema: Any) -> tuple[SkipN, bytes | None]:
+        """A skipper of `n` array items and the pattern of one item (if it has one); Iceberg's
+        int-keyed maps (key/value records) get a loop of their own."""
         if schema in ("int", "long"):
-            return skip_varints
+            return skip_varints, _VARINT
         if isinstance(schema, dict) and schema.get("type") == "record":
             skip = self.record(schema)
             types = [f["type"] for f in schema["fields"]]
             if types and all(t in ("int", "long") for t in types):
                 width = len(types)
-                return lambda buf, pos, n: skip_varints(buf, pos, n * width)
+                return (lambda buf, pos, n: skip_varints(buf, pos, n * width)), pattern_of(skip)
             if types == ["int", "bytes"]:
-                return _skip_int_bytes_pairs
+                return _skip_int_bytes_pairs, _BOUND_ITEM
         else:
             skip = self.skip(schema)
 
@@ -288,7 +360,7 @@ class Compiler:
                 pos = skip(buf, pos)
             return pos
 
-        return skip_items
+        return skip_items, pattern_of(skip)
 
     @staticmethod
     def array(skip_items: SkipN) -> Skip:
@@ -349,28 +421,35 @@ def unfinished(buf: bytes, pos: int) -> int:
     raise NotPatchable("recursive type")
 
 
-def _fuse_varint_runs(fields: list[Skip]) -> list[Skip]:
-    """Consecutive int and long fields as one skip (a manifest list record is mostly such runs:
-    sequence numbers, snapshot id, file and row counts)."""
+def _fuse_runs(fields: list[Skip]) -> list[Skip]:
+    """Consecutive fields that all have a pattern as one skip: one match of their patterns, or,
+    where it does not match, their skippers one after another (which read or refuse it)."""
     out: list[Skip] = []
-    run = 0
+    run: list[Skip] = []
     for skip in [*fields, None]:
-        if skip is _skip_long:
-            run += 1
+        if skip is not None and pattern_of(skip) is not None:
+            run.append(skip)
             continue
-        if run:
-            out.append(_skip_long if run == 1 else _varint_run(run))
-            run = 0
+        if len(run) == 1 and run[0] in _PRIMITIVES.values():
+            out.append(run[0])  # a lone primitive: its own skipper is as quick
+        elif run:
+            out.append(_matched_run(run))
+        run = []
         if skip is not None:
             out.append(skip)
     return out
 
 
-def _varint_run(count: int) -> Skip:
-    def skip_run(buf: bytes, pos: int) -> int:
-        return skip_varints(buf, pos, count)
+def _matched_run(fields: list[Skip]) -> Skip:
+    pattern = b"".join(pattern_of(f) or b"" for f in fields)
+    match = re.compile(pattern).match
+    slow = fields[0] if len(fields) == 1 else _chained(fields)
 
-    return skip_run
+    def skip_run(buf: bytes, pos: int) -> int:
+        found = match(buf, pos)
+        return found.end() if found is not None else slow(buf, pos)
+
+    return _with_pattern(skip_run, pattern)
 
 
 def _skip_fixed(size: int) -> Skip:
@@ -381,10 +460,12 @@ def _skip_fixed(size: int) -> Skip:
 
 
 def chain(fields: list[Skip]) -> Skip:
-    fields = _fuse_varint_runs(fields)
-    if len(fields) == 1:
-        return fields[0]
+    """One skip for `fields` in a row (a record's), their patterned runs matched at once."""
+    fields = _fuse_runs(fields)
+    return fields[0] if len(fields) == 1 else _chained(fields)
 
+
+def _chained(fields: list[Skip]) -> Skip:
     def skip_record(buf: bytes, pos: int) -> int:
         for skip in fields:
             pos = skip(buf, pos)

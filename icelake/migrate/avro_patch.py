@@ -49,8 +49,11 @@ T = TypeVar("T")
 class EntryLayout:
     """Where the path strings of a manifest entry sit, as skip runs between them."""
 
-    prefix: list[Skip]  # the fields before file_path (entry fields, then data_file fields)
-    content_at: int  # index of data_file.content in `prefix`, -1 when absent (v1)
+    # The fields before file_path (entry fields, then data_file fields) as two skips around
+    # data_file.content, which is read; without content (v1), `before_content` skips them all.
+    before_content: Skip
+    has_content: bool
+    after_content: Skip
     between: Skip  # after file_path up to referenced_data_file (or to the end)
     has_reference: bool
     after: Skip  # after referenced_data_file to the entry end
@@ -87,7 +90,15 @@ def compile_entry(schema: dict[str, Any]) -> EntryLayout:
     rest = [c.skip(f["type"]) for f in df_fields[ref + 1 :]]
     c.namespace = outer
     rest += [c.skip(f["type"]) for f in suffix_entry]
-    return EntryLayout(prefix, content_at, between, ref < len(df_fields), _chain_or_none(rest))
+    before, after = (prefix, []) if content_at < 0 else (prefix[:content_at], prefix[content_at + 1 :])
+    return EntryLayout(
+        _chain_or_none(before),
+        content_at >= 0,
+        _chain_or_none(after),
+        between,
+        ref < len(df_fields),
+        _chain_or_none(rest),
+    )
 
 
 def _chain_or_none(fields: list[Skip]) -> Skip:
@@ -183,16 +194,16 @@ def _safe_scan(layout: EntryLayout, block: bytes, count: int) -> list[Span]:
 def _scan(layout: EntryLayout, block: bytes, count: int) -> list[Span]:
     spans: list[Span] = []
     pos = 0
-    prefix, content_at, between, after = layout.prefix, layout.content_at, layout.between, layout.after
+    before_content, after_content = layout.before_content, layout.after_content
+    has_content, between, after = layout.has_content, layout.between, layout.after
     has_reference = layout.has_reference
     for _ in range(count):
         start = pos
         content = 0
-        for i, skip in enumerate(prefix):
-            if i == content_at:
-                content, pos = read_long(block, pos)
-            else:
-                pos = skip(block, pos)
+        pos = before_content(block, pos)
+        if has_content:
+            content, pos = read_long(block, pos)
+            pos = after_content(block, pos)
         fp_len = pos
         n, fp = read_long(block, pos)
         fp_end = fp + n

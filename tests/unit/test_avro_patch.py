@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import io
+import re
 from typing import Any
 
 import fastavro
@@ -11,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from icelake.errors import NotPatchable, UnsupportedFileError
-from icelake.migrate.avro_binary import _skip_varints_slowly, skip_varints, zigzag
+from icelake.migrate import avro_binary
+from icelake.migrate.avro_binary import _skip_varints_slowly, entry_compiler, skip_varints, zigzag
 from icelake.migrate.avro_files import (
     DELETE_FILE_PATH_FIELD_ID,
     DeleteRewrite,
@@ -335,6 +338,90 @@ def test_varints_are_skipped_like_the_byte_loop_does(chunks: list[bytes], extra:
             return "refused"
 
     assert outcome(skip_varints) == outcome(_skip_varints_slowly)
+
+
+def _entry_skipper(version: int) -> Any:
+    c, fields, _names = entry_compiler(entry_schema(version))
+    return avro_binary.chain([c.skip(f["type"]) for f in fields])
+
+
+@SETTINGS
+@given(st.sampled_from([1, 2, 3]), st.data())
+def test_pattern_runs_end_where_the_skippers_end(version: int, data: st.DataObject) -> None:
+    """A run of fields matched by one regular expression accepts only what the field skippers
+    accept, and ends where they end: encoded entries (which the patterns take or leave to the
+    skippers), and the same bytes damaged (a byte changed, a tail cut, bytes appended)."""
+    record = data.draw(entries(version, DATA_CONTENTS if version > 1 else st.just(0)))
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(entry_schema(version)), record)
+    encoded = out.getvalue()
+    at = data.draw(st.integers(0, len(encoded) - 1))
+    damaged = [
+        encoded,
+        encoded[:at] + bytes([data.draw(st.integers(0, 255))]) + encoded[at + 1 :],
+        encoded[:at],
+        encoded + data.draw(st.binary(max_size=4)),
+    ]
+    with_patterns = _entry_skipper(version)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(avro_binary, "pattern_of", lambda _skip: None)
+        skippers_only = _entry_skipper(version)
+
+    def outcome(skip: Any, buf: bytes) -> object:
+        try:
+            return skip(buf, 0)
+        except (NotPatchable, IndexError, UnicodeDecodeError):
+            return "refused"
+
+    assert skippers_only(encoded, 0) == len(encoded)
+    for buf in damaged:
+        assert outcome(with_patterns, buf) == outcome(skippers_only, buf)
+
+
+def test_common_entries_are_matched_by_one_pattern() -> None:
+    """An entry of the usual shape (ASCII strings, a recent date, ten columns' statistics with
+    short bounds) is skipped by pattern runs, not left to the field skippers."""
+    schema = fastavro.parse_schema(entry_schema(2))
+    stats = [{"key": k, "value": 1000 + k} for k in range(1, 11)]
+    bounds = [{"key": k, "value": b"\x00\x01abcdefgh"} for k in range(1, 11)]
+    record = {
+        "status": 1,
+        "snapshot_id": 123456789012345,
+        "sequence_number": 7,
+        "file_sequence_number": 7,
+        "data_file": {
+            "content": 0,
+            "file_path": "s3://bucket/t/data/ts_day=2024-01-01/00000-0-a.parquet",
+            "file_format": "PARQUET",
+            "partition": {
+                "ts_day": datetime.date(2024, 1, 1),
+                "region": "eu",
+                "bucket": 3,
+                "flag": True,
+                "ratio": 0.5,
+            },
+            "record_count": 1000,
+            "file_size_in_bytes": 123456,
+            "column_sizes": stats,
+            "value_counts": stats,
+            "lower_bounds": bounds,
+            "upper_bounds": bounds,
+            "key_metadata": None,
+            "split_offsets": [4],
+            "equality_ids": None,
+            "sort_order_id": 0,
+        },
+    }
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, schema, record)
+    encoded = out.getvalue()
+    c, fields, names = entry_compiler(entry_schema(2))
+    data_file = fields[names.index("data_file")]["type"]["fields"]
+    after_path = avro_binary.chain([c.skip(f["type"]) for f in data_file[3:]])  # partition onwards
+    start = encoded.index(b"PARQUET") + len(b"PARQUET")
+    pattern = avro_binary.pattern_of(after_path)
+    assert pattern is not None
+    assert re.compile(pattern).match(encoded, start).end() == len(encoded) == after_path(encoded, start)
 
 
 FIELD_SUMMARY = {
