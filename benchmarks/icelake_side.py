@@ -41,7 +41,7 @@ from icelake.migrate.avro_files import (
 )
 from icelake.migrate.cpu_pool import cpu_pool
 from icelake.migrate.engine import rewritten_metadata_files
-from icelake.migrate.plan import build_plan, read_metadata
+from icelake.migrate.plan import build_plan, fetch_metadata
 from icelake.migrate.progress import NoProgress
 from icelake.uris import PrefixMap, canonical, local_path, target_spelling
 
@@ -85,7 +85,8 @@ def rewrite_table_metadata(
     src_io: FileIO = LocalFileIO()
     dst_io: FileIO = LocalFileIO()
     result = RewriteResult()
-    meta, gz = read_metadata(src_io, source_metadata)
+    current = fetch_metadata(src_io, source_metadata)  # rewritten last, in step 4
+    meta, _gz = mj.parse_metadata(source_metadata, current)
     prefix_map = PrefixMap([(meta["location"], target_location)])
     target_root = target_spelling(target_location)
 
@@ -153,7 +154,7 @@ def rewrite_table_metadata(
                 put(map_path(uri), data)
         put(
             map_path(source_metadata),
-            mj.serialize_metadata(mj.rewrite_metadata(meta, map_path, kept.__contains__), gz),
+            mj.rewrite_metadata_bytes(source_metadata, current, map_path, kept.__contains__),
         )
         t4 = time.monotonic()
 

@@ -39,7 +39,7 @@ from icelake.migrate.plan import (
     DeleteFileTask,
     TablePlan,
     build_plan,
-    read_metadata,
+    fetch_metadata,
     refuse_other_table,
 )
 from icelake.migrate.plan_scan import fetched_ahead
@@ -307,8 +307,10 @@ def _execute(plan: TablePlan, jobs: FileJobs, runner: Runner, driver: ThreadRunn
         for uri, data in rewritten_metadata_files(logged, open_io(jobs.src), plan.prefix_map, kept_logs, cpu):
             outcomes.append(jobs.put(plan.map_path(uri), data))
             progress.advance("rewrite metadata.json")
-    current = mj.rewrite_metadata(plan.meta, plan.map_path, kept_logs.__contains__)
-    outcomes.append(jobs.put(plan.target_metadata, mj.serialize_metadata(current, plan.meta_gzipped)))
+    # Rewritten from its bytes, as the logged ones are (the plan kept only their parse).
+    raw = fetch_metadata(open_io(jobs.src), plan.source_metadata)
+    current = mj.rewrite_metadata_bytes(plan.source_metadata, raw, plan.map_path, kept_logs.__contains__)
+    outcomes.append(jobs.put(plan.target_metadata, current))
     progress.advance("rewrite metadata.json")
     _refuse_conflicts(outcomes)
     return outcomes
@@ -329,8 +331,9 @@ def rewritten_metadata_files(
         job = (uri, raw, prefix_map, kept)
         data = mj.rewrite_file_job(*job) if cpu is None else cpu.submit(mj.rewrite_file_job, *job).result()
         if data is None:  # redone here, where what is wrong is raised as icelake explains it
-            meta, gz = read_metadata(src_io, uri)
-            data = mj.serialize_metadata(mj.rewrite_metadata(meta, prefix_map.require, kept.__contains__), gz)
+            data = mj.rewrite_metadata_bytes(
+                uri, fetch_metadata(src_io, uri), prefix_map.require, kept.__contains__
+            )
         return data
 
     return fetched_ahead(uris, rewrite)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,11 +26,23 @@ Metadata = dict[str, Any]
 
 def parse_metadata(uri: str, raw: bytes) -> tuple[Metadata, bool]:
     """The metadata dict and whether the file was gzip-compressed."""
+    text, gz = _decompressed(uri, raw)
+    return _parse_text(uri, text), gz
+
+
+def _decompressed(uri: str, raw: bytes) -> tuple[bytes, bool]:
+    """The file's JSON text and whether it was gzip-compressed."""
     gz = raw[:2] == b"\x1f\x8b"
     try:
-        text = gzip.decompress(raw) if gz else raw
+        return (gzip.decompress(raw) if gz else raw), gz
+    except (OSError, ValueError) as exc:
+        raise NotAMetadataFileError(uri, f"not JSON: {exc}") from exc
+
+
+def _parse_text(uri: str, text: bytes) -> Metadata:
+    try:
         meta = json.loads(text)
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError) as exc:
         raise NotAMetadataFileError(uri, f"not JSON: {exc}") from exc
     if not isinstance(meta, dict) or "format-version" not in meta or "location" not in meta:
         raise NotAMetadataFileError(uri, "no 'format-version' and 'location' fields")
@@ -42,7 +55,7 @@ def parse_metadata(uri: str, raw: bytes) -> tuple[Metadata, bool]:
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"]).lstrip(".")
         found = type(first["input"]).__name__ if first["type"] != "missing" else "nothing"
         raise NotAMetadataFileError(uri, f"field '{where}': {first['msg'].lower()}, found {found}") from exc
-    return meta, gz
+    return meta
 
 
 # The fields icelake reads paths from, with the types the spec gives them: a damaged or
@@ -160,13 +173,80 @@ def _rewrite_snapshot(snap: dict[str, Any], map_path: Callable[[str], str]) -> d
     return out
 
 
+def rewrite_metadata_bytes(
+    uri: str, raw: bytes, map_path: Callable[[str], str], keep_log: Callable[[str], bool]
+) -> bytes:
+    """The file `raw` with every path mapped and log entries whose file is gone dropped: the
+    structural rewrite (`rewrite_metadata`, then `serialize_metadata`), or the same values got by
+    replacing the location's prefix in the file's own text where that is provably exact.
+
+    The text is used when every path field starts with the location L (spelled alike) and maps to
+    T + its remainder, no log entry is dropped, L and T are printable ASCII without `"` or `\\`, and
+    no escape in the text could spell an ASCII character (`\\/`, `\\u0020`-`\\u007f`). Then each
+    path field's string token starts with the bytes `"L` followed by `/` or `"`, so that pattern
+    occurs at least once per path field; when it occurs exactly that many times, no key, other
+    value or escaped quote holds it, and replacing `"L` by `"T` maps exactly the path fields. The
+    file keeps its own formatting, key order and number spellings, and costs no JSON encoding.
+    """
+    text, gz = _decompressed(uri, raw)
+    meta = _parse_text(uri, text)
+    fast = _prefix_replaced(meta, text, map_path, keep_log)
+    if fast is None:
+        return serialize_metadata(rewrite_metadata(meta, map_path, keep_log), gz)
+    # mtime=0, as in serialize_metadata: the same input always gives the same bytes.
+    return gzip.compress(fast, mtime=0) if gz else fast
+
+
+# An escape that could spell a character of a location: `\/`, or `\u0020` to `\u007f`.
+_ASCII_ESCAPE = re.compile(rb"\\(?:/|u00[2-7][0-9a-fA-F])")
+
+
+def _prefix_replaced(
+    meta: Metadata, text: bytes, map_path: Callable[[str], str], keep_log: Callable[[str], bool]
+) -> bytes | None:
+    """`text` with the location's prefix replaced in every path field, or None when that is not
+    provably exact (see `rewrite_metadata_bytes`)."""
+    if not all(keep_log(path) for path in metadata_log(meta)):
+        return None
+    location = meta["location"]
+    paths = _path_fields(meta)
+    try:
+        target = map_path(location)
+        if not all(_maps_by_prefix(p, location, target, map_path) for p in paths):
+            return None
+    except Exception:  # e.g. an unmapped path: the structural rewrite raises it, as it always has
+        return None
+    if not (_plain(location) and _plain(target)) or _ASCII_ESCAPE.search(text):
+        return None
+    # T holds no backslash (checked), so it is a literal replacement.
+    pattern = re.compile(b'"' + re.escape(location.encode()) + b'(?=[/"])')
+    out, found = pattern.subn(b'"' + target.encode(), text)
+    return out if found == len(paths) else None
+
+
+def _path_fields(meta: Metadata) -> list[str]:
+    """The values `rewrite_metadata` maps: `referenced_paths`, and path properties left empty."""
+    empty = [v for k, v in meta.get("properties", {}).items() if k in PATH_PROPERTIES and not v]
+    return [*referenced_paths(meta), *empty]
+
+
+def _maps_by_prefix(path: str, location: str, target: str, map_path: Callable[[str], str]) -> bool:
+    if path != location and not path.startswith(location + "/"):
+        return False
+    return map_path(path) == target + path[len(location) :]
+
+
+def _plain(s: str) -> bool:
+    """Non-empty printable ASCII without `"` or `\\`: its JSON spelling is itself."""
+    return bool(s) and s.isascii() and s.isprintable() and '"' not in s and "\\" not in s
+
+
 def rewrite_file_job(uri: str, raw: bytes, prefix_map: PrefixMap, kept: frozenset[str]) -> bytes | None:
-    """One metadata.json rewritten with `rewrite_metadata` (a top-level function, to run in a
-    worker process), or None when it cannot be: errors do not cross processes intact, so the
+    """One metadata.json rewritten with `rewrite_metadata_bytes` (a top-level function, to run in
+    a worker process), or None when it cannot be: errors do not cross processes intact, so the
     caller redoes that file in its own process."""
     try:
-        meta, gz = parse_metadata(uri, raw)
-        return serialize_metadata(rewrite_metadata(meta, prefix_map.require, kept.__contains__), gz)
+        return rewrite_metadata_bytes(uri, raw, prefix_map.require, kept.__contains__)
     except Exception:
         return None
 

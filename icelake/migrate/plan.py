@@ -64,7 +64,6 @@ class TablePlan:
     source_metadata: str
     target_metadata: str
     meta: mj.Metadata
-    meta_gzipped: bool
     prefix_map: PrefixMap
     metadata_files: list[str]  # logged ones that exist, oldest first, then the current one
     manifest_lists: list[str]
@@ -81,10 +80,11 @@ class TablePlan:
 
 
 def read_metadata(io: FileIO, uri: str) -> tuple[mj.Metadata, bool]:
-    return mj.parse_metadata(uri, _fetch_metadata(io, uri))
+    return mj.parse_metadata(uri, fetch_metadata(io, uri))
 
 
-def _fetch_metadata(io: FileIO, uri: str) -> bytes:
+def fetch_metadata(io: FileIO, uri: str) -> bytes:
+    """A metadata file's bytes; an absent one is NotAMetadataFileError."""
     try:
         return io.read(uri)
     except Exception as exc:
@@ -156,7 +156,7 @@ def build_plan(
 ) -> TablePlan:
     """`source`: the source metadata already read with `read_metadata` (not read again).
     `processes`: worker processes that parse manifests when the table has many (1: threads only)."""
-    meta, gz = source or read_metadata(src_io, source_metadata)
+    meta, _gz = source or read_metadata(src_io, source_metadata)
     prefix_map = table_prefix_map(meta, maps, target_location)
 
     # Every path the table references, for the prefix check: the metadata-level ones (metadata
@@ -192,7 +192,6 @@ def build_plan(
         source_metadata=source_metadata,
         target_metadata=target_metadata,
         meta=meta,
-        meta_gzipped=gz,
         prefix_map=prefix_map,
         metadata_files=metadata_files,
         manifest_lists=lists,
@@ -230,7 +229,7 @@ def _metadata_chain(
     with cpu_pool(processes if len(logged_uris) >= MIN_MANIFESTS_FOR_PROCESSES else 1) as cpu:
 
         def referenced(uri: str) -> list[str]:
-            raw = _fetch_metadata(src_io, uri)
+            raw = fetch_metadata(src_io, uri)
             if cpu is not None and (found := cpu.submit(mj.referenced_paths_job, uri, raw).result()):
                 return found
             # Here, also when a worker could not parse it: its error is raised as icelake explains it.
