@@ -182,12 +182,15 @@ def build_plan(
     refuse_other_table(dst_io, parent(target_metadata), mj.table_uuid(meta))
 
     src_info = _check_sources(src_io, files, delete_formats, prefix_map, reads, workers, progress)
-    copy_paths = [p for p in files if p not in delete_formats and src_info[p] is not None]
-    del files  # before the copies are made: the two at once would be the plan's peak
+    del files  # before the copies are made (from `src_info`): the two at once would be the plan's peak
     copies, skipped = _decide_copies(
-        src_io, dst_io, copy_paths, src_info, prefix_map, reads, workers, progress, overwrite=overwrite
+        src_io, dst_io, src_info, delete_formats, prefix_map, reads, workers, progress, overwrite=overwrite
     )
-    present = sum(i is not None for i in src_info.values())
+    present, bytes_planned = 0, 0
+    for info in src_info.values():
+        if info is not None:
+            present += 1
+            bytes_planned += info.size
     return TablePlan(
         source_metadata=source_metadata,
         target_metadata=target_metadata,
@@ -203,7 +206,7 @@ def build_plan(
         ],
         copies=copies,
         skipped_copies=skipped,
-        bytes_planned=sum(i.size for i in src_info.values() if i is not None),
+        bytes_planned=bytes_planned,
         files_planned=present + len(metadata_files) + len(lists) + len(manifests),
         prefix_counts=prefix_counts,
     )
@@ -346,8 +349,8 @@ def _check_sources(
 def _decide_copies(
     src_io: FileIO,
     dst_io: FileIO,
-    copy_paths: list[str],
     src_info: dict[str, ObjectInfo | None],
+    delete_formats: dict[str, str],
     prefix_map: PrefixMap,
     reads: PlanReads,
     workers: int,
@@ -355,13 +358,15 @@ def _decide_copies(
     *,
     overwrite: bool,
 ) -> tuple[list[CopyTask], int]:
-    """(copies, how many are already there). A present target is asked in full: its metadata
-    names the copy's source. Anything else at a target key is a conflict, unless `overwrite`."""
+    """(copies, how many are already there): the files present at the source, but the position
+    delete files (rewritten, not copied). A present target is asked in full: its metadata names
+    the copy's source. Anything else at a target key is a conflict, unless `overwrite`."""
     tasks: list[CopyTask] = []
-    for p in copy_paths:
-        info, mapping = src_info[p], prefix_map.match(p)
-        assert info is not None and mapping is not None
-        tasks.append(CopyTask(p, info, mapping))
+    for p, info in src_info.items():
+        if info is not None and p not in delete_formats:
+            mapping = prefix_map.match(p)
+            assert mapping is not None
+            tasks.append(CopyTask(p, info, mapping))
     dst_info = _target_info(dst_io, tasks, prefix_map, reads, workers, progress)
     # An absent target is a copy; only the targets that are there are compared (a read or two each).
     there = [t for t in tasks if dst_info.get(t.target) is not None]
