@@ -11,9 +11,9 @@ import itertools
 import os
 import posixpath
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, overload
 
 from icelake.aws.fileio import FileIO, ObjectInfo, is_absent
 from icelake.errors import (
@@ -52,6 +52,41 @@ class CopyTask:
         return self.mapping.target + self.source[len(self.mapping.source) :]
 
 
+class Copies(Sequence[CopyTask]):
+    """The files to copy, each made into a `CopyTask` when asked, from the source check's answers
+    (path -> what the object is). Not held as tasks: a million of them and their list are 64 MB,
+    and they would all exist beside those answers at the end of the plan, its peak."""
+
+    __slots__ = ("_infos", "_paths", "_prefix_map")
+
+    def __init__(self, paths: list[str], infos: dict[str, ObjectInfo | None], prefix_map: PrefixMap) -> None:
+        self._paths = paths
+        self._infos = infos
+        self._prefix_map = prefix_map
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    @overload
+    def __getitem__(self, index: int) -> CopyTask: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[CopyTask]: ...
+
+    def __getitem__(self, index: int | slice) -> CopyTask | list[CopyTask]:
+        if isinstance(index, slice):
+            return [self._task(p) for p in self._paths[index]]
+        return self._task(self._paths[index])
+
+    def __iter__(self) -> Iterator[CopyTask]:
+        return map(self._task, self._paths)
+
+    def _task(self, path: str) -> CopyTask:
+        info, mapping = self._infos[path], self._prefix_map.match(path)
+        assert info is not None and mapping is not None
+        return CopyTask(path, info, mapping)
+
+
 @dataclass(frozen=True)
 class DeleteFileTask:
     source: str  # canonical
@@ -69,7 +104,7 @@ class TablePlan:
     manifest_lists: list[str]
     manifests: dict[str, ManifestRef]
     delete_files: list[DeleteFileTask]
-    copies: list[CopyTask]  # files missing at the target (or replaced with --overwrite)
+    copies: Sequence[CopyTask]  # files missing at the target (or replaced with --overwrite)
     skipped_copies: int
     bytes_planned: int
     files_planned: int
@@ -357,16 +392,12 @@ def _decide_copies(
     progress: ProgressSink,
     *,
     overwrite: bool,
-) -> tuple[list[CopyTask], int]:
+) -> tuple[Copies, int]:
     """(copies, how many are already there): the files present at the source, but the position
     delete files (rewritten, not copied). A present target is asked in full: its metadata names
     the copy's source. Anything else at a target key is a conflict, unless `overwrite`."""
-    tasks: list[CopyTask] = []
-    for p, info in src_info.items():
-        if info is not None and p not in delete_formats:
-            mapping = prefix_map.match(p)
-            assert mapping is not None
-            tasks.append(CopyTask(p, info, mapping))
+    paths = [p for p, info in src_info.items() if info is not None and p not in delete_formats]
+    tasks = Copies(paths, src_info, prefix_map)
     dst_info = _target_info(dst_io, tasks, prefix_map, reads, workers, progress)
     # An absent target is a copy; only the targets that are there are compared (a read or two each).
     there = [t for t in tasks if dst_info.get(t.target) is not None]
@@ -382,12 +413,13 @@ def _decide_copies(
     conflicts = sorted(t.target for t in there if not same_copy[t.source])
     if conflicts and not overwrite:
         raise TargetConflictError(conflicts)
-    return [t for t in tasks if not same_copy.get(t.source, False)], sum(same_copy.values())
+    left = [p for p in paths if not same_copy.get(p, False)]
+    return Copies(left, src_info, prefix_map), sum(same_copy.values())
 
 
 def _target_info(
     dst_io: FileIO,
-    tasks: list[CopyTask],
+    tasks: Copies,
     prefix_map: PrefixMap,
     reads: PlanReads,
     workers: int,

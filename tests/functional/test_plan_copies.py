@@ -1,0 +1,52 @@
+"""The plan's copies are made when asked from the source check's answers: a plan of a million
+files holds no million `CopyTask`s (64 MB at its peak), and the sequence reads like a list."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import pyarrow as pa
+from pyiceberg.catalog.sql import SqlCatalog
+
+from icelake.aws.fileio import LocalFileIO
+from icelake.migrate.plan import CopyTask, build_plan
+from icelake.migrate.progress import NoProgress
+from icelake.uris import canonical
+
+
+def test_copies_are_made_when_asked_and_read_like_a_list(tmp_path: Path) -> None:
+    # Given a table of six data files written by pyiceberg
+    catalog = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/src")
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", schema=pa.schema([pa.field("id", pa.int64())]))
+    for i in range(6):
+        table.append(pa.table({"id": pa.array([i, i + 10], pa.int64())}))
+    table = catalog.load_table("db.t")
+    data_files = {canonical(task.file.file_path) for task in table.scan().plan_files()}
+    assert len(data_files) == 6
+    target = tmp_path / "target" / "db" / "t"
+
+    # When it is planned
+    plan = build_plan(
+        table.metadata_location,
+        str(target),
+        [],
+        LocalFileIO(),
+        LocalFileIO(),
+        overwrite=False,
+        workers=4,
+        progress=NoProgress(),
+    )
+
+    # Then no copy is held as a task, yet the copies are the table's data files, as a list reads
+    gc.collect()
+    assert not [o for o in gc.get_objects() if isinstance(o, CopyTask)]
+    tasks = list(plan.copies)
+    assert {t.source for t in tasks} == data_files
+    assert len(plan.copies) == 6
+    assert [plan.copies[i] for i in range(6)] == tasks == plan.copies[:]
+    assert plan.copies[-1] == tasks[-1] and plan.copies[2:4] == tasks[2:4]
+    for t in tasks:
+        assert t.target == f"file://{target}" + t.source[len(canonical(table.location())) :]
+        assert t.info.size == Path(t.source[len("file://") :]).stat().st_size
