@@ -81,6 +81,13 @@ class Copies(Sequence[CopyTask]):
     def __iter__(self) -> Iterator[CopyTask]:
         return map(self._task, self._paths)
 
+    def __eq__(self, other: object) -> bool:  # as a list of the same tasks compares
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking, like a list
+
     def _task(self, path: str) -> CopyTask:
         info, mapping = self._infos[path], self._prefix_map.match(path)
         assert info is not None and mapping is not None
@@ -217,9 +224,11 @@ def build_plan(
     refuse_other_table(dst_io, parent(target_metadata), mj.table_uuid(meta))
 
     src_info = _check_sources(src_io, files, delete_formats, prefix_map, reads, workers, progress)
-    del files  # before the copies are made (from `src_info`): the two at once would be the plan's peak
+    # The copies in the manifests' order (whatever order the source check answered in).
+    copy_paths = [p for p in files if p not in delete_formats and src_info[p] is not None]
+    del files  # before the copies are made: the two at once would be the plan's peak
     copies, skipped = _decide_copies(
-        src_io, dst_io, src_info, delete_formats, prefix_map, reads, workers, progress, overwrite=overwrite
+        src_io, dst_io, copy_paths, src_info, prefix_map, reads, workers, progress, overwrite=overwrite
     )
     present, bytes_planned = 0, 0
     for info in src_info.values():
@@ -384,8 +393,8 @@ def _check_sources(
 def _decide_copies(
     src_io: FileIO,
     dst_io: FileIO,
+    paths: list[str],
     src_info: dict[str, ObjectInfo | None],
-    delete_formats: dict[str, str],
     prefix_map: PrefixMap,
     reads: PlanReads,
     workers: int,
@@ -393,10 +402,9 @@ def _decide_copies(
     *,
     overwrite: bool,
 ) -> tuple[Copies, int]:
-    """(copies, how many are already there): the files present at the source, but the position
-    delete files (rewritten, not copied). A present target is asked in full: its metadata names
-    the copy's source. Anything else at a target key is a conflict, unless `overwrite`."""
-    paths = [p for p, info in src_info.items() if info is not None and p not in delete_formats]
+    """(copies, how many are already there) of the files at `paths`, present at the source. A
+    present target is asked in full: its metadata names the copy's source. Anything else at a
+    target key is a conflict, unless `overwrite`."""
     tasks = Copies(paths, src_info, prefix_map)
     dst_info = _target_info(dst_io, tasks, prefix_map, reads, workers, progress)
     # An absent target is a copy; only the targets that are there are compared (a read or two each).
