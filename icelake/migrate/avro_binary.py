@@ -6,6 +6,7 @@ splicing bytes) and `avro_entries` (read the few fields planning needs)."""
 
 from __future__ import annotations
 
+import json
 import re
 import zlib
 from collections.abc import Callable, Iterator
@@ -472,6 +473,14 @@ def _chained(fields: list[Skip]) -> Skip:
         return pos
 
     return skip_record
+
+
+@lru_cache(maxsize=64)
+def compiled_schema(compile_schema: Callable[[dict[str, Any]], Any], schema_text: str) -> Any:
+    """What `compile_schema` makes of a writer schema, once per schema and process: building the
+    skippers and their patterns costs about a millisecond (0.3 s the first time), every manifest
+    of a table has the same schema, and a table has thousands."""
+    return compile_schema(json.loads(schema_text))
 
 
 def entry_compiler(schema: dict[str, Any]) -> tuple[Compiler, list[dict[str, Any]], list[str]]:

@@ -5,7 +5,6 @@ raises `NotPatchable`, and the caller decodes the file with fastavro instead."""
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from icelake.migrate.avro_binary import (
     Skip,
     blocks,
     chain,
+    compiled_schema,
     entry_compiler,
     read_header,
     read_long,
@@ -145,25 +145,13 @@ def read_entry_fields(data: bytes, schema_ok: Callable[[str], bool]) -> list[Ent
         codec = header.metadata.get("avro.codec", "null")
         if codec not in CODECS:
             raise NotPatchable(f"codec {codec}")
-        reader = _compiled_reader(header.metadata["avro.schema"])
+        reader = compiled_schema(compile_entry_reader, header.metadata["avro.schema"])
         out: list[EntryFields] = []
         for count, block in blocks(data, header, codec):
             _read_block(reader, block, count, out)
     except (IndexError, KeyError, TypeError, ValueError, zlib.error) as exc:
         raise NotPatchable(str(exc)) from exc
     return out
-
-
-_READERS: dict[str, EntryReader] = {}
-
-
-def _compiled_reader(schema_text: str) -> EntryReader:
-    reader = _READERS.get(schema_text)
-    if reader is None:
-        if len(_READERS) >= 64:
-            _READERS.clear()
-        reader = _READERS[schema_text] = compile_entry_reader(json.loads(schema_text))
-    return reader
 
 
 def _read_block(reader: EntryReader, block: bytes, count: int, out: list[EntryFields]) -> None:

@@ -33,6 +33,7 @@ from icelake.migrate.avro_binary import (
     Span,
     blocks,
     chain,
+    compiled_schema,
     container_header,
     entry_compiler,
     read_header,
@@ -118,7 +119,7 @@ def _read_container(data: bytes, compile_schema: Callable[[dict[str, Any]], T]) 
         codec = header.metadata.get("avro.codec", "null")
         if codec not in CODECS:
             raise NotPatchable(f"codec {codec}")
-        return header, codec, compile_schema(json.loads(header.metadata["avro.schema"]))
+        return header, codec, compiled_schema(compile_schema, header.metadata["avro.schema"])
     except (IndexError, KeyError, TypeError, ValueError) as exc:
         raise NotPatchable(str(exc)) from exc
 
