@@ -170,20 +170,22 @@ class LocalFileIO(FileIO):
 
 def _scan(directory: str) -> Iterator[tuple[str, ObjectInfo]]:
     """Every file under `directory` (depth first, as os.walk), with its size: os.scandir's entries
-    carry their path, so a million files cost a million stat calls and little more."""
-    try:
-        entries = list(os.scandir(directory))
-    except OSError:  # absent, not a directory, unreadable: as os.walk, nothing under it
-        return
-    subdirectories = []
-    for entry in entries:
-        if entry.is_dir():
-            if not entry.is_symlink():  # as os.walk: a linked directory is not followed
-                subdirectories.append(entry.path)
-        else:
-            yield "file://" + entry.path, ObjectInfo(size=entry.stat().st_size)
-    for path in subdirectories:
-        yield from _scan(path)
+    carry their path, so a million files cost a million stat calls and little more. A stack, not
+    recursion: each file is yielded once, not passed up through a generator per directory level."""
+    pending = [directory]
+    while pending:
+        try:
+            entries = list(os.scandir(pending.pop()))
+        except OSError:  # absent, not a directory, unreadable: as os.walk, nothing under it
+            continue
+        subdirectories = []
+        for entry in entries:
+            if entry.is_dir():
+                if not entry.is_symlink():  # as os.walk: a linked directory is not followed
+                    subdirectories.append(entry.path)
+            else:
+                yield "file://" + entry.path, ObjectInfo(size=entry.stat().st_size)
+        pending.extend(reversed(subdirectories))  # the first one on top: taken next
 
 
 def split_s3(uri: str) -> tuple[str, str]:

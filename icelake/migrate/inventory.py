@@ -37,6 +37,10 @@ LIST_BUDGET = 5
 SPLIT_LISTING_AT = 10 * KEYS_PER_PAGE
 
 
+# What a key's entry in the answers holds until a listing or a HEAD settles it (compared by identity).
+_UNSETTLED = ObjectInfo(size=-1)
+
+
 def stat_by_listing(
     io: FileIO,
     uris: Iterable[str],
@@ -47,43 +51,32 @@ def stat_by_listing(
     *,
     full: bool = False,
 ) -> dict[str, ObjectInfo | None]:
-    """uri -> what the object is (None: absent), for every uri; `roots` are the prefixes to list
-    (the uris under none of them are asked one by one). `full`: present objects are then asked
-    one by one too, for what a listing does not say."""
-    wanted = list(dict.fromkeys(uris))
+    """uri -> what the object is (None: absent), for every uri, in the order given; `roots` are
+    the prefixes to list (the uris under none of them are asked one by one). `full`: present
+    objects are then asked one by one too, for what a listing does not say."""
+    # The answers, made first with the callers' own strings as keys, and filled in place: a
+    # listed key is looked up here as the listing spells it, and an assignment to a key a dict
+    # holds keeps the key it holds. No second million-key map (listed spelling -> caller's) is
+    # needed, nor a million listed strings kept (those are the two costs of a big table's check).
+    found: dict[str, ObjectInfo | None] = dict.fromkeys(uris, _UNSETTLED)
     if progress:
-        progress.start(phase, len(wanted))
-    # root -> the uris under it. Canonical forms are recomputed where needed rather than held:
-    # for a million local paths they would be another million strings at the plan's peak.
-    under: dict[str, list[str]] = defaultdict(list)
-    alone: list[str] = []
+        progress.start(phase, len(found))
     ordered_roots = sorted({canonical(r).rstrip("/") for r in roots}, key=len, reverse=True)
-    for uri in wanted:
-        c = canonical(uri)
-        root = next((r for r in ordered_roots if is_under(c, r)), None)
-        if root is None:
-            alone.append(uri)
-        else:
-            under[root].append(uri)
-    for root in [r for r, keys in under.items() if len(keys) < MIN_KEYS_TO_LIST]:
-        alone.extend(under.pop(root))
+    under, aliases = _group(found, ordered_roots)
+    answers = _Answers(found, aliases, progress, phase)
 
-    found: dict[str, ObjectInfo | None] = {}
-
-    def list_root(item: tuple[str, list[str]]) -> dict[str, ObjectInfo | None]:
+    def list_root(item: tuple[str, list[str]]) -> None:
         root, keys = item
-        return _listed(io.list(root), keys, progress, phase)
+        answers.settle_by(io.list(root), keys, _inner(root, ordered_roots))
 
-    listings = [part for r, keys in under.items() for part in _listings(io, r, keys, found, progress, phase)]
+    listings = [part for r, keys in under.items() for part in _listings(io, r, keys, answers, ordered_roots)]
     under.clear()  # the listings hold the keys now
-    # A few listings in flight, taken in order: a pool's map would keep every finished listing's
-    # answer until the loop reached it (a million keys' worth of small dicts beside `found`).
-    for answer in map_ahead(list_root, listings, max(1, min(workers, len(listings)))):
-        found.update(answer)
-    unsettled = [u for u in wanted if u not in found]  # the keys left alone, and those over budget
+    for _done in map_ahead(list_root, listings, max(1, min(workers, len(listings)))):
+        pass
+    unsettled = [u for u, info in found.items() if info is _UNSETTLED]  # alone, or over budget
     counted = set(unsettled)
     if full:
-        unsettled += [u for u, info in found.items() if info is not None]
+        unsettled += [u for u, info in found.items() if info is not None and info is not _UNSETTLED]
 
     def head(uri: str) -> ObjectInfo | None:
         info = io.stat(uri)
@@ -92,8 +85,91 @@ def stat_by_listing(
         return info
 
     found.update(zip(unsettled, map_in_chunks(head, unsettled, workers), strict=True))
-    assert len(found) == len(wanted)  # every wanted key, settled by a listing or a HEAD
-    return found  # not copied in the callers' order: a million-key dict twice at once is the peak
+    assert all(
+        info is not _UNSETTLED for info in found.values()
+    )  # every wanted key, settled by a listing or a HEAD
+    return found
+
+
+def _group(
+    uris: Iterable[str], ordered_roots: list[str]
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(root -> the uris to list it for, canonical -> the uris spelled otherwise). The uris under
+    no root, or under one with too few of them to be worth a listing, are left to be asked one by one."""
+    under: dict[str, list[str]] = defaultdict(list)
+    aliases: dict[str, list[str]] = defaultdict(list)
+    inside = [(r, r + "/") for r in ordered_roots]
+    for uri in uris:
+        c = canonical(uri)
+        if c != uri:
+            aliases[c].append(uri)
+        for root, prefix in inside:  # the longest root first (is_under, inlined: a million calls)
+            if c.startswith(prefix) or c == root:
+                under[root].append(uri)
+                break
+    for root in [r for r, keys in under.items() if len(keys) < MIN_KEYS_TO_LIST]:
+        del under[root]
+    return under, aliases
+
+
+def _inner(root: str, ordered_roots: list[str]) -> list[str]:
+    """The roots inside `root` (listed on their own, or asked one by one): a listing of `root`
+    sees their objects but does not settle their keys."""
+    return [r for r in ordered_roots if r != root and is_under(r, root)]
+
+
+class _Answers:
+    """The answers being filled in by listings that run side by side, each for keys of its own."""
+
+    def __init__(
+        self,
+        found: dict[str, ObjectInfo | None],
+        aliases: dict[str, list[str]],
+        progress: ProgressSink | None,
+        phase: str,
+    ) -> None:
+        self.found = found
+        self.aliases = aliases
+        self.progress = progress
+        self.phase = phase
+
+    def settle_by(self, listing: Iterable[tuple[str, ObjectInfo]], keys: list[str], inner: list[str]) -> None:
+        """Settles `keys` by a complete `listing` of their prefix (whose objects under the `inner`
+        roots are not theirs): present ones with their info, absent ones as None. A listing that
+        runs over its budget settles only what it saw present; the rest are asked one by one."""
+        found, aliases = self.found, self.aliases
+        budget = (math.ceil(LIST_OVERHEAD * len(keys) / KEYS_PER_PAGE) + LIST_BUDGET) * KEYS_PER_PAGE
+        settled = 0  # told to the progress a page at a time: a bar's advance costs microseconds
+        for listed, (uri, info) in enumerate(listing, start=1):
+            c = canonical(uri)
+            # Most listed objects are wanted keys spelled as the listing spells them: one lookup.
+            if found.get(c) is _UNSETTLED and not (inner and _under_any(c, inner)):
+                found[c] = info  # under the key the dict holds: the caller's string
+                settled += 1
+            if aliases and (spelled := aliases.get(c)) and not (inner and _under_any(c, inner)):
+                for key in spelled:
+                    if found[key] is _UNSETTLED:
+                        found[key] = info
+                        settled += 1
+            if settled >= KEYS_PER_PAGE:
+                self._advance(settled)
+                settled = 0
+            if listed >= budget:
+                self._advance(settled)
+                return  # a prefix full of other objects
+        for key in keys:
+            if found[key] is _UNSETTLED:
+                found[key] = None  # a complete listing did not have it: absent (S3 lists consistently)
+                settled += 1
+        self._advance(settled)
+
+    def _advance(self, settled: int) -> None:
+        if self.progress and settled:
+            self.progress.advance(self.phase, settled)
+
+
+def _under_any(path: str, roots: list[str]) -> bool:
+    return any(is_under(path, r) for r in roots)
 
 
 def _split_listing(root: str, keys: list[str]) -> list[tuple[str, list[str]]]:
@@ -106,10 +182,11 @@ def _split_listing(root: str, keys: list[str]) -> list[tuple[str, list[str]]]:
     children: dict[str, list[str]] = defaultdict(list)
     start = len(root) + 1
     for uri in keys:
-        child, slash, _name = canonical(uri)[start:].partition("/")
-        if not slash:
+        c = canonical(uri)
+        end = c.find("/", start)
+        if end < 0:
             return [(root, keys)]  # a wanted key directly in root: only root's listing has it
-        children[child].append(uri)
+        children[c[start:end]].append(uri)
     if len(children) == 1:  # one subdirectory holds them all: list it alone (the same pages)
         return _split_listing(f"{root}/{next(iter(children))}", keys)
     if len(keys) < KEYS_PER_PAGE * len(children):
@@ -118,19 +195,14 @@ def _split_listing(root: str, keys: list[str]) -> list[tuple[str, list[str]]]:
 
 
 def _listings(
-    io: FileIO,
-    root: str,
-    keys: list[str],
-    found: dict[str, ObjectInfo | None],
-    progress: ProgressSink | None,
-    phase: str,
+    io: FileIO, root: str, keys: list[str], answers: _Answers, ordered_roots: list[str]
 ) -> list[tuple[str, list[str]]]:
     """The listings that settle `keys` under `root`: its subdirectories' when it has many keys
-    (`_split_listing`), unless one page of `root` is all there is, which then settles them into
-    `found` at once (the empty target of a first migration: one request, not one a partition)."""
+    (`_split_listing`), unless one page of `root` is all there is, which then settles them at
+    once (the empty target of a first migration: one request, not one a partition)."""
     parts = _split_listing(root, keys)
     if len(parts) > 1 and (page := whole_listing(io, root)) is not None:
-        found.update(_listed(page, keys, progress, phase))
+        answers.settle_by(page, keys, _inner(root, ordered_roots))
         return []
     return parts
 
@@ -139,27 +211,3 @@ def whole_listing(io: FileIO, root: str) -> list[tuple[str, ObjectInfo]] | None:
     """Everything under `root` when it ends within one page (one request), else None."""
     page = list(itertools.islice(io.list(root), KEYS_PER_PAGE))
     return page if len(page) < KEYS_PER_PAGE else None
-
-
-def _listed(
-    listing: Iterable[tuple[str, ObjectInfo]], keys: list[str], progress: ProgressSink | None, phase: str
-) -> dict[str, ObjectInfo | None]:
-    """The keys (as given) a complete `listing` of their prefix settles: present ones with their
-    info, absent ones as None. A listing that runs over its budget settles only what it saw present."""
-    wanted = {canonical(uri): uri for uri in keys}
-    budget = (math.ceil(LIST_OVERHEAD * len(keys) / KEYS_PER_PAGE) + LIST_BUDGET) * KEYS_PER_PAGE
-    seen: dict[str, ObjectInfo | None] = {}
-    for listed, (uri, info) in enumerate(listing, start=1):
-        key = wanted.get(canonical(uri))
-        if key is not None:
-            seen[key] = info
-            if progress:
-                progress.advance(phase)
-        if listed >= budget:
-            return seen  # a prefix full of other objects: the rest are asked one by one
-    for key in keys:
-        if key not in seen:
-            seen[key] = None  # a complete listing did not have it: absent (S3 lists consistently)
-            if progress:
-                progress.advance(phase)
-    return seen

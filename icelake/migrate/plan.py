@@ -224,7 +224,7 @@ def build_plan(
     refuse_other_table(dst_io, parent(target_metadata), mj.table_uuid(meta))
 
     src_info = _check_sources(src_io, files, delete_formats, prefix_map, reads, workers, progress)
-    # The copies in the manifests' order (whatever order the source check answered in).
+    # The copies in the manifests' order, which the source check's answers keep.
     copy_paths = [p for p in files if p not in delete_formats and src_info[p] is not None]
     del files  # before the copies are made: the two at once would be the plan's peak
     copies, skipped = _decide_copies(

@@ -152,3 +152,79 @@ def test_small_subdirectories_are_not_split(tmp_path: Path) -> None:
     # Then one listing of the root: splitting would cost more requests than it saves pages
     assert all(found[u] == ObjectInfo(size=3) for u in present)
     assert io.listed == [f"file://{root}"]
+
+
+def test_the_answers_are_keyed_by_the_callers_own_strings_in_their_order(tmp_path: Path) -> None:
+    # Given wanted keys made as new strings (equal to what the listing yields, not the same objects)
+    present = _files(tmp_path / "t", [f"{i}.parquet" for i in range(MIN_KEYS_TO_LIST)])
+    wanted = ["".join(u) for u in reversed(present)] + [f"file://{tmp_path}/t/gone"]
+    found = stat_by_listing(Counting(), wanted, [f"file://{tmp_path}/t"], workers=2)
+    # Then the answers hold the caller's strings, not the listing's (a million of those would be
+    # a second copy of every path of a big table), in the order they were given
+    assert list(found) == wanted
+    assert all(key is given for key, given in zip(found, wanted, strict=True))
+
+
+def test_keys_spelled_otherwise_are_settled_by_the_listing_each_as_spelled(tmp_path: Path) -> None:
+    # Given the same file asked as file:///x and as /x and file:/x, among enough keys to be listed
+    present = _files(tmp_path / "t", [f"{i}.parquet" for i in range(MIN_KEYS_TO_LIST)])
+    bare = f"{tmp_path}/t/0.parquet"
+    spellings = [bare, f"file:{bare}", f"file:{tmp_path}/t/gone"]
+    io = Counting()
+    found = stat_by_listing(io, [*present, *spellings], [f"file://{tmp_path}/t"], workers=2)
+    # Then one listing settles every spelling: present ones with their size, the absent one as None
+    assert io.calls == {"list": 1}
+    assert found[bare] == found[f"file:{bare}"] == found[present[0]] == ObjectInfo(size=3)
+    assert found[f"file:{tmp_path}/t/gone"] is None
+
+
+def test_a_listing_does_not_settle_the_keys_of_a_root_inside_its_own(tmp_path: Path) -> None:
+    # Given two roots, one inside the other: the inner one holds too few wanted keys to be listed
+    # (they are asked one by one) and the outer one enough
+    outer = _files(tmp_path / "t", [f"{i}.parquet" for i in range(MIN_KEYS_TO_LIST)])
+    inner = _files(tmp_path / "t" / "data", ["a.parquet", "b.parquet"])
+    io = Counting()
+    found = stat_by_listing(
+        io,
+        [*outer, *inner, f"file://{tmp_path}/t/data/gone"],
+        [f"file://{tmp_path}/t", f"file://{tmp_path}/t/data"],
+        2,
+    )
+    # Then the outer listing (which sees the inner files) leaves the inner keys to their HEADs,
+    # as their root says, and every key is answered as it is
+    assert io.calls == {"list": 1, "stat": 3}
+    assert all(found[u] == ObjectInfo(size=3) for u in [*outer, *inner])
+    assert found[f"file://{tmp_path}/t/data/gone"] is None
+
+
+class Tally:
+    """A progress sink that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, int] = {}
+        self.done: Counter[str] = Counter()
+
+    def start(self, phase: str, total: int) -> None:
+        self.totals[phase] = total
+
+    def advance(self, phase: str, amount: int = 1) -> None:
+        self.done[phase] += amount
+
+
+@pytest.mark.usefixtures("small_pages")
+def test_progress_counts_every_key_once_however_it_is_settled(tmp_path: Path) -> None:
+    # Given keys settled every way: split listings (present and absent), HEADs under a small
+    # root, a listing stopped by its budget, and a key asked twice
+    root = tmp_path / "t"
+    present = _partitions(root / "data", days=4, files=30)
+    few = _files(root / "small", ["a", "b"])
+    crowded = _files(tmp_path / "crowded" / "a", [f"o{i}" for i in range(200)])
+    late = _files(tmp_path / "crowded" / "z", [f"w{i}" for i in range(MIN_KEYS_TO_LIST)])
+    absent = [f"file://{root}/data/day=1/gone.parquet"]
+    keys = [*present, *few, *late, *absent, present[0]]
+    roots = [f"file://{root}/data", f"file://{root}/small", f"file://{tmp_path}/crowded"]
+    tally = Tally()
+    found = stat_by_listing(Counting(), keys, roots, 4, tally, "check")
+    # Then the bar ends exactly at its total: each distinct key told once
+    assert crowded and len(found) == len(keys) - 1
+    assert tally.totals == {"check": len(found)} and tally.done == {"check": len(found)}
