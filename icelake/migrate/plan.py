@@ -377,14 +377,17 @@ def _check_sources(
     damaged delete files (parsed, not just copied: a bad footer is refused before any write)."""
     src_roots = [m.source for m in prefix_map.mappings]
     src_info = reads.stat(src_io, files, src_roots, workers, progress, "check source files")
-    missing = sorted(p for p, recorded in files.items() if _live(recorded) and src_info[p] is None)
-    wrong_size = sorted(
-        f"{p} (metadata says {_size(files[p])} bytes, found {info.size})"
-        for p, info in src_info.items()
-        if info is not None and _size(files[p]) >= 0 and info.size != _size(files[p])
-    )
+    missing: list[str] = []
+    wrong_size: list[str] = []
+    for p, recorded in files.items():  # one pass over a million: both lists are empty when all is well
+        info = src_info[p]
+        if info is None:
+            if _live(recorded):
+                missing.append(p)
+        elif (size := _size(recorded)) >= 0 and info.size != size:
+            wrong_size.append(f"{p} (metadata says {size} bytes, found {info.size})")
     if missing or wrong_size:
-        raise MissingSourceFilesError(missing, wrong_size)
+        raise MissingSourceFilesError(sorted(missing), sorted(wrong_size))
     footers = [(p, fmt, info.size) for p, fmt in delete_formats.items() if (info := src_info[p])]
     reads.map(lambda f: check_delete_file(src_io, *f), footers, workers)
     return src_info
@@ -408,7 +411,7 @@ def _decide_copies(
     tasks = Copies(paths, src_info, prefix_map)
     dst_info = _target_info(dst_io, tasks, prefix_map, reads, workers, progress)
     # An absent target is a copy; only the targets that are there are compared (a read or two each).
-    there = [t for t in tasks if dst_info.get(t.target) is not None]
+    there = [t for t in tasks if dst_info.get(t.target) is not None] if dst_info else []
     if not there:  # a first migration: every file is a copy, and no second list of them is made
         return tasks, 0
 
@@ -439,11 +442,14 @@ def _target_info(
     names are asked about; the targets under bigger prefixes are all asked (`reads.stat`)."""
     pages = {m.target: whole_listing(dst_io, m.target) for m in prefix_map.mappings}
     known = {m: {canonical(uri) for uri, _info in page} for m, page in pages.items() if page is not None}
-    asked = [
-        t.target
-        for t in tasks
-        if (names := known.get(t.mapping.target)) is None or canonical(t.target) in names
-    ]
+    if len(known) == len(pages) and not any(known.values()):
+        asked = []  # every target prefix is empty: nothing to ask, and no target path to make
+    else:
+        asked = [
+            t.target
+            for t in tasks
+            if (names := known.get(t.mapping.target)) is None or canonical(t.target) in names
+        ]
     phase = "check target files"
     if not asked:  # the pages settled every target: the phase is still shown, and done at once
         progress.start(phase, len(tasks))
