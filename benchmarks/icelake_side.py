@@ -39,6 +39,7 @@ from icelake.migrate.avro_files import (
     rewrite_manifest,
     rewrite_manifest_list,
 )
+from icelake.migrate.avro_patch import ListHeads
 from icelake.migrate.cpu_pool import cpu_pool
 from icelake.migrate.engine import rewritten_metadata_files
 from icelake.migrate.plan import build_plan, fetch_metadata
@@ -142,8 +143,9 @@ def rewrite_table_metadata(
         t2 = time.monotonic()
 
         # 3. Manifest lists, with the new manifest lengths.
+        heads = ListHeads(map_path, new_lengths)
         for uri in lists:
-            put(map_path(uri), rewrite_manifest_list(uri, src_io.read(uri), map_path, new_lengths))
+            put(map_path(uri), rewrite_manifest_list(uri, src_io.read(uri), heads))
         t3 = time.monotonic()
 
         # 4. metadata.json files, oldest first (rewritten in worker processes as the engine

@@ -17,7 +17,7 @@ import fastavro
 
 from icelake.errors import NotPatchable, UnsupportedFileError
 from icelake.migrate.avro_binary import container_header, read_header
-from icelake.migrate.avro_patch import patch_manifest, patch_manifest_list, read_manifest_refs
+from icelake.migrate.avro_patch import ListHeads, patch_manifest, patch_manifest_list, read_manifest_refs
 from icelake.uris import canonical
 
 # Field id of the `file_path` column in position-delete files (Iceberg spec, reserved ids).
@@ -116,16 +116,14 @@ def manifest_refs_fastavro(uri: str, data: bytes) -> list[ManifestRef]:
     ]
 
 
-def rewrite_manifest_list(
-    uri: str, data: bytes, map_path: Callable[[str], str], new_lengths: dict[str, int]
-) -> bytes:
-    """Map every manifest path and record each manifest's new length: patched in the bytes
-    (`avro_patch`), or, for a file that does not qualify, by the fastavro path (same bytes).
-    `map_path` is pure, so calls made before a file turns out not patchable are simply repeated."""
+def rewrite_manifest_list(uri: str, data: bytes, heads: ListHeads) -> bytes:
+    """Map every manifest path and record each manifest's new length (`heads`): patched in the
+    bytes (`avro_patch`), or, for a file that does not qualify, by the fastavro path (same bytes).
+    `heads.map_path` is pure, so calls made before a file turns out not patchable are harmless."""
     try:
-        return patch_manifest_list(data, map_path, new_lengths)
+        return patch_manifest_list(data, heads)
     except NotPatchable:
-        return rewrite_manifest_list_fastavro(uri, data, map_path, new_lengths)
+        return rewrite_manifest_list_fastavro(uri, data, heads.map_path, heads.new_lengths)
 
 
 def rewrite_manifest_list_fastavro(

@@ -18,7 +18,6 @@ know, an entry whose rewrite needs more than its paths (position deletes, rewrit
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -244,26 +243,40 @@ def compile_manifest_list(schema: dict[str, Any]) -> Skip:
     return _chain_or_none([c.skip(f["type"]) for f in fields[2:]])
 
 
-def patch_manifest_list(
-    data: bytes,
-    map_path: Callable[[str], str],
-    new_lengths: dict[str, int],
-) -> bytes:
+class ListHeads:
+    """The new first two fields of manifest list records (`manifest_path` mapped, `manifest_length`
+    the rewritten manifest's), encoded once per manifest for all the lists of one rewrite: each
+    snapshot's list names all of its manifests, so a table of a thousand snapshots names each of
+    its manifests in hundreds of lists, half a million records over all of them."""
+
+    def __init__(self, map_path: Callable[[str], str], new_lengths: dict[str, int]) -> None:
+        self.map_path = map_path
+        self.new_lengths = new_lengths
+        self._heads: dict[bytes, bytes] = {}  # by the old path's bytes (shared by threads: pure)
+
+    def head(self, block: bytes, start: int, end: int) -> bytes:
+        """Of the record whose old path is `block[start:end]` (checked to be UTF-8 the first time)."""
+        raw = block[start:end]
+        found = self._heads.get(raw)
+        if found is None:
+            path = _utf8(block, start, end)
+            new = self.map_path(path).encode()
+            found = self._heads[raw] = zigzag(len(new)) + new + zigzag(self.new_lengths[path])
+        return found
+
+
+def patch_manifest_list(data: bytes, heads: ListHeads) -> bytes:
     """The manifest list with every `manifest_path` mapped and its `manifest_length` replaced by
-    `new_lengths[old path]`, spliced as `patch_manifest` splices (same bytes as fastavro would
-    write), or NotPatchable. A manifest list has one entry per manifest of its snapshot, so a
-    table of a thousand snapshots has half a million entries over all of its lists."""
+    the rewritten manifest's (`heads`), spliced as `patch_manifest` splices (same bytes as fastavro
+    would write), or NotPatchable."""
     header, codec, after = _read_container(data, compile_manifest_list)
     out = [container_header(header.metadata, header.sync)]
     pending = bytearray()
     pending_count = 0
     for count, block in _safe(blocks(data, header, codec)):
-        for path, rest, end in _safe_list_scan(after, block, count):
-            new = map_path(path).encode()
-            pending += zigzag(len(new))
-            pending += new
-            pending += zigzag(new_lengths[path])
-            pending += block[rest:end]
+        for start, end, rest, stop in _safe_list_scan(after, block, count):
+            pending += heads.head(block, start, end)
+            pending += block[rest:stop]
             pending_count += 1
             if len(pending) >= SYNC_INTERVAL:
                 out.append(_encode_block(pending_count, bytes(pending), codec, header.sync))
@@ -274,9 +287,10 @@ def patch_manifest_list(
     return b"".join(out)
 
 
-def _safe_list_scan(after: Skip, block: bytes, count: int) -> list[tuple[str, int, int]]:
-    """Per record: its manifest_path, where the fields after manifest_length start, its end."""
-    records: list[tuple[str, int, int]] = []
+def _safe_list_scan(after: Skip, block: bytes, count: int) -> list[tuple[int, int, int, int]]:
+    """Per record: where its manifest_path starts and ends, where the fields after manifest_length
+    start, and its end."""
+    records: list[tuple[int, int, int, int]] = []
     pos = 0
     try:
         for _ in range(count):
@@ -284,10 +298,9 @@ def _safe_list_scan(after: Skip, block: bytes, count: int) -> list[tuple[str, in
             end = start + n
             if n < 0 or end > len(block):
                 raise NotPatchable("bad manifest_path length")
-            path = _utf8(block, start, end)
             _length, rest = read_long(block, end)
             pos = after(block, rest)
-            records.append((path, rest, pos))
+            records.append((start, end, rest, pos))
     except (IndexError, ValueError) as exc:  # truncated data
         raise NotPatchable(str(exc)) from exc
     if pos != len(block):
@@ -295,25 +308,35 @@ def _safe_list_scan(after: Skip, block: bytes, count: int) -> list[tuple[str, in
     return records
 
 
+@dataclass(frozen=True)
+class ListLayout:
+    """How to read a manifest list record's manifest_path, manifest_length and content."""
+
+    before_content: Skip  # after manifest_length, to content (or to the end without one: v1)
+    has_content: bool
+    after_content: Skip
+
+
+def compile_list_layout(schema: dict[str, Any]) -> ListLayout:
+    """The layout of a manifest list's writer schema, or NotPatchable."""
+    compile_manifest_list(schema)  # refuses what does not start with path and length
+    c, fields, names = entry_compiler(schema)
+    at = names.index("content") if "content" in names else len(fields)
+    if at < len(fields) and fields[at]["type"] != "int":
+        raise NotPatchable("content is not an int")
+    return ListLayout(
+        _chain_or_none([c.skip(f["type"]) for f in fields[2:at]]),
+        at < len(fields),
+        _chain_or_none([c.skip(f["type"]) for f in fields[at + 1 :]]),
+    )
+
+
 def read_manifest_refs(data: bytes) -> list[tuple[str, int, int]]:
     """(manifest_path, manifest_length, content) of every record of a manifest list (content 0
     where the list has none: v1), found with the skippers, or NotPatchable. Each snapshot's list
     names all of its manifests: a thousand snapshots are half a million records to read."""
-    try:
-        header = read_header(data)
-        codec = header.metadata.get("avro.codec", "null")
-        if codec not in CODECS:
-            raise NotPatchable(f"codec {codec}")
-        schema = json.loads(header.metadata["avro.schema"])
-        compile_manifest_list(schema)  # refuses what does not start with path and length
-        c, fields, names = entry_compiler(schema)
-        at = names.index("content") if "content" in names else len(fields)
-        if at < len(fields) and fields[at]["type"] != "int":
-            raise NotPatchable("content is not an int")
-        before = _chain_or_none([c.skip(f["type"]) for f in fields[2:at]])
-        after = _chain_or_none([c.skip(f["type"]) for f in fields[at + 1 :]])
-    except (IndexError, KeyError, TypeError, ValueError) as exc:
-        raise NotPatchable(str(exc)) from exc
+    header, codec, layout = _read_container(data, compile_list_layout)
+    before, has_content, after = layout.before_content, layout.has_content, layout.after_content
     refs: list[tuple[str, int, int]] = []
     for count, block in _safe(blocks(data, header, codec)):
         pos = 0
@@ -326,7 +349,7 @@ def read_manifest_refs(data: bytes) -> list[tuple[str, int, int]]:
                 length, pos = read_long(block, end)
                 content = 0
                 pos = before(block, pos)
-                if at < len(fields):
+                if has_content:
                     content, pos = read_long(block, pos)
                 pos = after(block, pos)
                 refs.append((_utf8(block, start, end), length, content))

@@ -29,6 +29,7 @@ from icelake.aws.fileio import FileIO, FileIOSpec, ObjectInfo, remove_stale_temp
 from icelake.errors import TargetConflictError, UnsafeTargetError
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import DATA, DeleteRewrite, ManifestRef, rewrite_manifest_list
+from icelake.migrate.avro_patch import ListHeads
 from icelake.migrate.collisions import target_lock
 from icelake.migrate.copy import CopySettings, copy_file
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool, rewrite_manifest_job
@@ -122,12 +123,9 @@ class FileJobs:
             data = self.cpu.submit(rewrite_manifest_job, ref.path, raw, self.prefix_map, deletes).result()
         return self.put(self.prefix_map.require(ref.path), data)
 
-    def rewrite_manifest_list(self, new_lengths: dict[str, int], uri: str) -> Outcome:
+    def rewrite_manifest_list(self, heads: ListHeads, uri: str) -> Outcome:
         raw = open_io(self.src).read(uri)
-        return self.put(
-            self.prefix_map.require(uri),
-            rewrite_manifest_list(uri, raw, self.prefix_map.require, new_lengths),
-        )
+        return self.put(self.prefix_map.require(uri), rewrite_manifest_list(uri, raw, heads))
 
 
 class Runner(Protocol):
@@ -294,7 +292,7 @@ def _execute(plan: TablePlan, jobs: FileJobs, runner: Runner, driver: ThreadRunn
         manifests = runner.map("rewrite manifests", rewrite, refs)
     outcomes += manifests
     new_lengths = {ref.path: o.size for ref, o in zip(refs, manifests, strict=True)}
-    lists = partial(jobs.rewrite_manifest_list, new_lengths)
+    lists = partial(jobs.rewrite_manifest_list, ListHeads(plan.prefix_map.require, new_lengths))
     outcomes += driver.map("rewrite manifest lists", lists, plan.manifest_lists)
     _refuse_conflicts(outcomes)
 

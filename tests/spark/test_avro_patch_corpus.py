@@ -18,7 +18,7 @@ from icelake.migrate.avro_files import (
     rewrite_manifest_fastavro,
     rewrite_manifest_list_fastavro,
 )
-from icelake.migrate.avro_patch import patch_manifest, patch_manifest_list, read_manifest_refs
+from icelake.migrate.avro_patch import ListHeads, patch_manifest, patch_manifest_list, read_manifest_refs
 from tests.spark.corpus import SourceTable
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -92,7 +92,7 @@ def test_manifest_lists_are_patched_to_the_fastavro_bytes_on_every_corpus_table(
             }
             # When it is patched; Then it is exactly the fastavro path's rewrite
             slow = rewrite_manifest_list_fastavro(snap["manifest-list"], data, _map, lengths)
-            assert patch_manifest_list(data, _map, lengths) == slow, snap["manifest-list"]
+            assert patch_manifest_list(data, ListHeads(_map, lengths)) == slow, snap["manifest-list"]
             # And the manifests it names are read from its bytes as fastavro decodes them
             refs = manifest_refs_fastavro(snap["manifest-list"], data)
             assert read_manifest_refs(data) == [(r.path, r.length, r.content) for r in refs]

@@ -25,7 +25,7 @@ from icelake.migrate.avro_files import (
     rewrite_manifest_list,
     rewrite_manifest_list_fastavro,
 )
-from icelake.migrate.avro_patch import patch_manifest, patch_manifest_list, read_manifest_refs
+from icelake.migrate.avro_patch import ListHeads, patch_manifest, patch_manifest_list, read_manifest_refs
 
 
 def _kv(name: str, value: str) -> dict[str, Any]:
@@ -514,8 +514,11 @@ def test_manifest_lists_are_patched_to_the_fastavro_bytes(
     data, lengths = data_and_lengths
     # When the list is rewritten; Then it is exactly what fastavro writes, and the patch did it
     slow = rewrite_manifest_list_fastavro("snap.avro", data, _map, lengths)
-    assert rewrite_manifest_list("snap.avro", data, _map, lengths) == slow
-    assert patch_manifest_list(data, _map, lengths) == slow
+    assert rewrite_manifest_list("snap.avro", data, ListHeads(_map, lengths)) == slow
+    assert patch_manifest_list(data, ListHeads(_map, lengths)) == slow
+    # And heads shared with earlier lists (every head then found, not made) give the same bytes
+    shared = ListHeads(_map, lengths)
+    assert patch_manifest_list(data, shared) == patch_manifest_list(data, shared) == slow
     rewritten = list(fastavro.reader(io.BytesIO(slow)))
     assert [(r["manifest_path"], r["manifest_length"]) for r in rewritten] == [  # type: ignore[index,call-overload]
         (_map(p), n) for p, n in lengths.items()
@@ -551,7 +554,7 @@ def test_a_sync_marker_whose_bytes_occur_in_the_header_is_written_readably() -> 
     lengths = {r["manifest_path"]: 7 for r in records}
     # When the fastavro path and the byte patch rewrite it
     slow = rewrite_manifest_list_fastavro("snap.avro", out.getvalue(), _map, lengths)
-    fast = patch_manifest_list(out.getvalue(), _map, lengths)
+    fast = patch_manifest_list(out.getvalue(), ListHeads(_map, lengths))
     # Then both are the same file, which fastavro reads with every path mapped and length replaced
     assert fast == slow
     assert [(r["manifest_path"], r["manifest_length"]) for r in fastavro.reader(io.BytesIO(slow))] == [  # type: ignore[index,call-overload]
@@ -569,9 +572,9 @@ def test_a_manifest_list_the_patch_does_not_know_goes_the_fastavro_way() -> None
     fastavro.writer(out, fastavro.parse_schema(schema), [record])
     data = out.getvalue()
     with pytest.raises(NotPatchable, match="do not start with manifest_path"):
-        patch_manifest_list(data, _map, {"s3://b/m.avro": 9})
+        patch_manifest_list(data, ListHeads(_map, {"s3://b/m.avro": 9}))
     [rewritten] = fastavro.reader(
-        io.BytesIO(rewrite_manifest_list("l.avro", data, _map, {"s3://b/m.avro": 9}))
+        io.BytesIO(rewrite_manifest_list("l.avro", data, ListHeads(_map, {"s3://b/m.avro": 9})))
     )
     assert rewritten["manifest_path"] == _map("s3://b/m.avro") and rewritten["manifest_length"] == 9  # type: ignore[call-overload]
 
