@@ -5,8 +5,8 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -84,6 +84,7 @@ class _Statistics(BaseModel):
 
 class _Shape(BaseModel):
     model_config = _STRICT
+    format_version: Literal[1, 2, 3] = Field(alias="format-version")
     location: str
     table_uuid: str | None = Field(None, alias="table-uuid")
     properties: dict[str, str] = {}
@@ -123,17 +124,32 @@ def statistics_files(meta: Metadata) -> list[tuple[str, int | None]]:
     return out
 
 
-def referenced_paths(meta: Metadata) -> Iterator[str]:
+def referenced_paths(meta: Metadata) -> list[str]:
     """Every path written in this metadata file (all of them must be mapped)."""
-    yield meta["location"]
-    for key in PATH_PROPERTIES:
-        if value := meta.get("properties", {}).get(key):
-            yield value
-    yield from metadata_log(meta)
-    yield from manifest_lists(meta)
-    yield from inline_manifests(meta)
-    for path, _size in statistics_files(meta):
-        yield path
+    return _referenced(_Shape.model_validate(meta))
+
+
+def _referenced(shape: _Shape) -> list[str]:
+    paths = [shape.location]
+    paths += [value for key in PATH_PROPERTIES if (value := shape.properties.get(key))]
+    paths += [entry.metadata_file for entry in shape.metadata_log]
+    for snapshot in shape.snapshots:
+        if snapshot.manifest_list is not None:
+            paths.append(snapshot.manifest_list)
+        paths += snapshot.manifests or ()
+    paths += [s.statistics_path for s in [*shape.statistics, *shape.partition_statistics]]
+    return paths
+
+
+def _shape_of_text(text: bytes) -> _Shape | None:
+    """The fields icelake reads paths from, parsed and checked straight from the JSON text by
+    pydantic's own parser (about half the cost of `json.loads` and the check: a history of a
+    thousand snapshots is a thousand files of up to a megabyte), or None where it does not take
+    the text; the callers then parse it as `parse_metadata` does, which accepts or explains."""
+    try:
+        return _Shape.model_validate_json(text)
+    except ValueError:  # ValidationError, for bad JSON as for a bad shape
+        return None
 
 
 def rewrite_metadata(
@@ -189,10 +205,10 @@ def rewrite_metadata_bytes(
     file keeps its own formatting, key order and number spellings, and costs no JSON encoding.
     """
     text, gz = _decompressed(uri, raw)
-    meta = _parse_text(uri, text)
-    fast = _prefix_replaced(meta, text, map_path, keep_log)
+    shape = _shape_of_text(text)
+    fast = None if shape is None else _prefix_replaced(shape, text, map_path, keep_log)
     if fast is None:
-        return serialize_metadata(rewrite_metadata(meta, map_path, keep_log), gz)
+        return serialize_metadata(rewrite_metadata(_parse_text(uri, text), map_path, keep_log), gz)
     # mtime=0, as in serialize_metadata: the same input always gives the same bytes.
     return gzip.compress(fast, mtime=0) if gz else fast
 
@@ -202,14 +218,14 @@ _ASCII_ESCAPE = re.compile(rb"\\(?:/|u00[2-7][0-9a-fA-F])")
 
 
 def _prefix_replaced(
-    meta: Metadata, text: bytes, map_path: Callable[[str], str], keep_log: Callable[[str], bool]
+    shape: _Shape, text: bytes, map_path: Callable[[str], str], keep_log: Callable[[str], bool]
 ) -> bytes | None:
     """`text` with the location's prefix replaced in every path field, or None when that is not
     provably exact (see `rewrite_metadata_bytes`)."""
-    if not all(keep_log(path) for path in metadata_log(meta)):
+    if not all(keep_log(entry.metadata_file) for entry in shape.metadata_log):
         return None
-    location = meta["location"]
-    paths = _path_fields(meta)
+    location = shape.location
+    paths = _path_fields(shape)
     try:
         target = map_path(location)
         if not all(_maps_by_prefix(p, location, target, map_path) for p in paths):
@@ -224,10 +240,10 @@ def _prefix_replaced(
     return out if found == len(paths) else None
 
 
-def _path_fields(meta: Metadata) -> list[str]:
-    """The values `rewrite_metadata` maps: `referenced_paths`, and path properties left empty."""
-    empty = [v for k, v in meta.get("properties", {}).items() if k in PATH_PROPERTIES and not v]
-    return [*referenced_paths(meta), *empty]
+def _path_fields(shape: _Shape) -> list[str]:
+    """The values `rewrite_metadata` maps: the referenced paths, and path properties left empty."""
+    empty = [v for k, v in shape.properties.items() if k in PATH_PROPERTIES and not v]
+    return [*_referenced(shape), *empty]
 
 
 def _maps_by_prefix(path: str, location: str, target: str, map_path: Callable[[str], str]) -> bool:
@@ -255,6 +271,7 @@ def referenced_paths_job(uri: str, raw: bytes) -> list[str] | None:
     """`referenced_paths` of one metadata.json (a top-level function, to run in a worker
     process), or None when it cannot be parsed: the caller then parses it and raises."""
     try:
-        return list(referenced_paths(parse_metadata(uri, raw)[0]))
+        shape = _shape_of_text(_decompressed(uri, raw)[0])
     except Exception:
         return None
+    return None if shape is None else _referenced(shape)

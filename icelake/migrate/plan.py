@@ -277,10 +277,11 @@ def _metadata_chain(
 
         def referenced(uri: str) -> list[str]:
             raw = fetch_metadata(src_io, uri)
-            if cpu is not None and (found := cpu.submit(mj.referenced_paths_job, uri, raw).result()):
+            job = mj.referenced_paths_job
+            if found := (job(uri, raw) if cpu is None else cpu.submit(job, uri, raw).result()):
                 return found
-            # Here, also when a worker could not parse it: its error is raised as icelake explains it.
-            return list(mj.referenced_paths(mj.parse_metadata(uri, raw)[0]))
+            # A file the job could not take is parsed here: its error is raised as icelake explains it.
+            return mj.referenced_paths(mj.parse_metadata(uri, raw)[0])
 
         for _uri, found in fetched_ahead(logged_uris, referenced):
             refs.update(found)

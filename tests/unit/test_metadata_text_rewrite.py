@@ -329,3 +329,34 @@ def test_a_failing_map_raises_what_the_structural_rewrite_raises_first() -> None
     # When it is rewritten; Then the error is the structural rewrite's
     with pytest.raises(ValueError, match=r"m0\.avro"):
         _rewrite(raw, map_path)
+
+
+def test_the_plans_job_reads_paths_from_plain_and_gzip_text_and_leaves_bad_files_to_the_parse() -> None:
+    # Given a metadata file with a log, inline v1 manifests and statistics, plain and gzipped
+    meta = _metadata(snapshots=3)
+    meta["metadata-log"] = [{"timestamp-ms": 1, "metadata-file": f"{SRC}/metadata/v1.metadata.json"}]
+    meta["snapshots"][0]["manifests"] = [f"{SRC}/metadata/m0.avro"]
+    meta["properties"] = {"owner": "etl", "write.data.path": f"{SRC}/data"}
+    del meta["partition-statistics"]
+    meta["statistics"] = [{"snapshot-id": 1000, "statistics-path": f"{SRC}/metadata/s.puffin"}]
+    raw = json.dumps(meta).encode()
+    expected = [
+        SRC,
+        f"{SRC}/data",
+        f"{SRC}/metadata/v1.metadata.json",
+        f"{SRC}/metadata/snap-1000-1-abc.avro",
+        f"{SRC}/metadata/m0.avro",
+        f"{SRC}/metadata/snap-1001-1-abc.avro",
+        f"{SRC}/metadata/snap-1002-1-abc.avro",
+        f"{SRC}/metadata/s.puffin",
+    ]
+    # Then the job (from the text) and the parsed file give the same paths
+    assert mj.referenced_paths_job("v2.metadata.json", raw) == expected
+    assert mj.referenced_paths_job("v2.gz.metadata.json", gzip.compress(raw)) == expected
+    assert mj.referenced_paths(json.loads(raw)) == expected
+    # And a file of the wrong shape, or not JSON, is left to the parse, which says what is wrong
+    meta["snapshots"][1]["manifest-list"] = 7
+    for bad in (json.dumps(meta).encode(), b"{not json", gzip.compress(b"[1]")[:-3]):
+        assert mj.referenced_paths_job("bad.metadata.json", bad) is None
+    with pytest.raises(NotAMetadataFileError, match=r"snapshots\[1\]\.manifest-list"):
+        mj.parse_metadata("bad.metadata.json", json.dumps(meta).encode())
