@@ -42,7 +42,7 @@ from icelake.migrate.avro_files import (
 from icelake.migrate.avro_patch import ListHeads
 from icelake.migrate.cpu_pool import cpu_pool
 from icelake.migrate.engine import rewritten_metadata_files
-from icelake.migrate.plan import build_plan, fetch_metadata
+from icelake.migrate.plan import TablePlan, build_plan, fetch_metadata
 from icelake.migrate.progress import NoProgress
 from icelake.uris import PrefixMap, canonical, local_path, target_spelling
 
@@ -77,10 +77,34 @@ def rewrite_and_list(uri: str, data: bytes, prefix_map: PrefixMap) -> tuple[byte
     return data, mapped_paths
 
 
+def rewrite_only(uri: str, data: bytes, prefix_map: PrefixMap) -> tuple[bytes, list[tuple[str, str]]]:
+    """The engine's manifest job (the file list's data files come from the plan)."""
+    return rewrite_manifest(uri, data, prefix_map.require, prefix_map.map, {}), []
+
+
+def _discover(
+    src_io: FileIO, source_metadata: str, meta: mj.Metadata
+) -> tuple[list[str], list[str], dict[str, ManifestRef]]:
+    """(metadata files, manifest lists, manifests) to rewrite, without a plan."""
+    logged = mj.metadata_log(meta)
+    metadata_files = [p for p in logged if src_io.stat(p) is not None] + [source_metadata]
+    lists = mj.manifest_lists(meta)
+    manifests: dict[str, ManifestRef] = {}
+    for uri in lists:
+        for ref in manifest_refs(uri, src_io.read(uri)):
+            manifests.setdefault(ref.path, ref)
+    return metadata_files, lists, manifests
+
+
 def rewrite_table_metadata(
-    source_metadata: str, target_location: str, staging_dir: str, processes: int | None = None
+    source_metadata: str,
+    target_location: str,
+    staging_dir: str,
+    processes: int | None = None,
+    plan: TablePlan | None = None,
 ) -> RewriteResult:
-    """Rewrite all metadata of the table at `source_metadata` for `target_location` into `staging_dir`."""
+    """Rewrite all metadata of the table at `source_metadata` for `target_location` into
+    `staging_dir`; with its `plan` (from `plan_table`), what to rewrite and copy is the plan's."""
     started = time.monotonic()
     processes = processes or os.cpu_count() or 1
     src_io: FileIO = LocalFileIO()
@@ -111,15 +135,15 @@ def rewrite_table_metadata(
             file_list.writerow([staged, target_uri])
 
         # 1. What to rewrite: the metadata chain, the manifest lists of the live snapshots and the
-        #    manifests they name (each once).
+        #    manifests they name (each once). Given the plan, as `icelake migrate` rewrites after
+        #    planning: its lists, and the data files to copy onto the file list from its copies.
         t0 = time.monotonic()
-        logged = mj.metadata_log(meta)
-        metadata_files = [p for p in logged if src_io.stat(p) is not None] + [source_metadata]
-        lists = mj.manifest_lists(meta)
-        manifests: dict[str, ManifestRef] = {}
-        for uri in lists:
-            for ref in manifest_refs(uri, src_io.read(uri)):
-                manifests.setdefault(ref.path, ref)
+        if plan is not None:
+            metadata_files, lists, manifests = plan.metadata_files, plan.manifest_lists, plan.manifests
+            file_list.writerows((task.source, task.target) for task in plan.copies)
+            result.data_files = len(plan.copies)
+        else:
+            metadata_files, lists, manifests = _discover(src_io, source_metadata, meta)
         if any(ref.content == POSITION_DELETES for ref in manifests.values()) or mj.inline_manifests(meta):
             raise NotImplementedError("the benchmark harness handles data manifests of v2 tables only")
         t1 = time.monotonic()
@@ -128,12 +152,13 @@ def rewrite_table_metadata(
         #    data-file path mapped goes to the file list.
         new_lengths: dict[str, int] = {}
         with cpu_pool(processes) as pool, ThreadPoolExecutor(max_workers=2 * processes) as io_pool:
+            job = rewrite_and_list if plan is None else rewrite_only
 
             def one(uri: str) -> tuple[str, bytes, list[tuple[str, str]]]:
                 raw = src_io.read(uri)
                 if pool is None:
-                    return (uri, *rewrite_and_list(uri, raw, prefix_map))
-                return (uri, *pool.submit(rewrite_and_list, uri, raw, prefix_map).result())
+                    return (uri, *job(uri, raw, prefix_map))
+                return (uri, *pool.submit(job, uri, raw, prefix_map).result())
 
             for uri, data, mapped_paths in io_pool.map(one, manifests):
                 put(map_path(uri), data)
@@ -247,6 +272,13 @@ def measure_plan(
 ) -> PlanResult:
     """icelake's own `build_plan` (the planning pass of `migrate_table`) on the synthetic table,
     whose data files exist (sparse); the requests it would send to S3 are counted per side."""
+    return plan_table(source_metadata, target_location, workers, latency_s)[0]
+
+
+def plan_table(
+    source_metadata: str, target_location: str, workers: int = 16, latency_s: float = 0.0
+) -> tuple[PlanResult, TablePlan]:
+    """`measure_plan`'s figures, and the plan itself (for the rewrite that follows it)."""
     Path(local_path(target_location)).mkdir(parents=True, exist_ok=True)
     src_io, dst_io = RequestCountingIO(latency_s), RequestCountingIO(latency_s)
     started = time.monotonic()
@@ -261,7 +293,7 @@ def measure_plan(
         progress=NoProgress(),
         processes=os.cpu_count() or 1,  # as `icelake migrate` plans
     )
-    return PlanResult(
+    figures = PlanResult(
         seconds=round(time.monotonic() - started, 3),
         metadata_files=len(plan.metadata_files),
         manifest_lists=len(plan.manifest_lists),
@@ -271,3 +303,4 @@ def measure_plan(
         source_requests=dict(src_io.requests),
         target_requests=dict(dst_io.requests),
     )
+    return figures, plan

@@ -59,13 +59,16 @@ def _worker(source: str, target: str, staging: str, latency_ms: float) -> None:
     """icelake's side in this process: plan, then rewrite; one JSON line on stdout. Memory is each
     process's own high-water mark (VmHWM): this process was forked from the bench's, whose size
     getrusage's ru_maxrss would report instead when that is larger."""
-    from benchmarks.icelake_side import measure_plan, rewrite_table_metadata
+    from benchmarks.icelake_side import plan_table, rewrite_table_metadata
 
     children = _WorkerPeaks()
     children.start()
-    plan = measure_plan(source, target, latency_s=latency_ms / 1000)
+    # The rewrite follows the plan and works from it, as in `icelake migrate`: the plan is held
+    # until the rewrite ends, so the peak measured is the two together.
+    plan, table_plan = plan_table(source, target, latency_s=latency_ms / 1000)
     plan_peak = peak_rss_mib()
-    rewrite = rewrite_table_metadata(source, target, staging)
+    rewrite = rewrite_table_metadata(source, target, staging, plan=table_plan)
+    del table_plan
     children.done.set()
     children.join()
     print(
