@@ -81,6 +81,8 @@ def skip_varints(buf: bytes, pos: int, count: int) -> int:
     A varint boundary is where a byte below 0x80 is, so each repetition matches one way only."""
     if count <= 0:
         return pos
+    if count > len(buf) - pos:  # a varint is a byte at least; a damaged count may exceed what a
+        raise NotPatchable("varints past the end")  # pattern can repeat (OverflowError)
     found = _varints(count).match(buf, pos)
     if found is None:
         _skip_varints_slowly(buf, pos, count)  # raises what is wrong: the end, or a bad varint

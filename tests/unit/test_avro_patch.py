@@ -340,6 +340,14 @@ def test_varints_are_skipped_like_the_byte_loop_does(chunks: list[bytes], extra:
     assert outcome(skip_varints) == outcome(_skip_varints_slowly)
 
 
+@pytest.mark.parametrize("count", [3, 2**32, 2**62])
+def test_a_damaged_count_of_more_varints_than_bytes_is_refused(count: int) -> None:
+    # A count past what the pattern engine can repeat raised OverflowError, which no caller
+    # took as "not patchable" (found by the pattern-run property test on a damaged entry)
+    with pytest.raises(NotPatchable, match="past the end"):
+        skip_varints(b"\x07\x02\x04", 1, count)
+
+
 def _entry_skipper(version: int) -> Any:
     c, fields, _names = entry_compiler(entry_schema(version))
     return avro_binary.chain([c.skip(f["type"]) for f in fields])
