@@ -3,12 +3,13 @@
 same target bytes and same counts as `migrate_table`).
 
 The driver plans (reads the metadata tree, checks source and target), then each parallel phase
-(copy files, rewrite delete files, rewrite manifests) becomes one Spark job over the phase's
-items: a task takes a slice of items and works through it on a few threads (the work is mostly
-waiting on S3). Executors open their own FileIO from a `FileIOSpec` (boto3 in the executor; S3
-to S3 copies are server-side, so the bytes of data files never pass through Spark). Only small
-results come back: one `Outcome` per file, and what rewriting a delete file changed. Manifest
-lists and metadata.json files are written by the driver, last.
+(rewrite delete files, rewrite manifests) becomes one Spark job over the phase's items, and the
+copies one job per `ITEMS_PER_JOB` files: a task takes a slice of items and works through it on
+a few threads (the work is mostly waiting on S3). Executors open their own FileIO from a
+`FileIOSpec` (boto3 in the executor; S3 to S3 copies are server-side, so the bytes of data files
+never pass through Spark). Only small results come back: one `Outcome` per file (the copies'
+added up as each job ends), and what rewriting a delete file changed. Manifest lists and
+metadata.json files are written by the driver, last.
 
 Every step is idempotent, so a task that Spark retries ends in the same target state.
 """
@@ -31,6 +32,9 @@ R = TypeVar("R")
 
 THREADS_PER_TASK = 8  # concurrent S3 calls per Spark task (copies mostly wait on S3)
 SLICES_PER_CORE = 3  # tasks per executor core and phase: small enough slices to balance load
+# Items of a phase run as one Spark job when the results are only added up (copies): a job costs
+# a second or so to start, and its items and results are held by the driver while it runs.
+ITEMS_PER_JOB = 100_000
 
 
 def executor_spec(uri: str, role: AssumedRole | None = None, *, kms_key_id: str | None = None) -> FileIOSpec:
@@ -69,13 +73,26 @@ class SparkRunner:
         self.progress.start(phase, len(items))
         if not items:
             return []
+        out = self._run(phase, fn, items)
+        self.progress.advance(phase, len(items))
+        return out
+
+    def each(self, phase: str, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
+        """One Spark job per batch of `ITEMS_PER_JOB`: the driver holds one batch's items and
+        results at a time (a million copies' outcomes collected at once would not fit it)."""
+        self.progress.start(phase, len(items))
+        for start in range(0, len(items), ITEMS_PER_JOB):
+            batch = items[start : start + ITEMS_PER_JOB]
+            yield from self._run(phase, fn, batch)
+            self.progress.advance(phase, len(batch))
+
+    def _run(self, phase: str, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         self.sc.setJobDescription(f"icelake: {phase} ({len(items)} files)")  # names the job in the UI
         try:
             rdd = self.sc.parallelize(list(items), min(self.slices, len(items)))
             out: list[R] = rdd.mapPartitions(partial(_run_slice, fn, self.threads_per_task)).collect()
         finally:
             self.sc.setJobDescription(None)
-        self.progress.advance(phase, len(items))
         return out
 
     def cpu_pool(self, jobs: int) -> AbstractContextManager[Executor | None]:

@@ -43,7 +43,7 @@ from icelake.migrate.plan import (
     fetch_metadata,
     refuse_other_table,
 )
-from icelake.migrate.plan_scan import fetched_ahead
+from icelake.migrate.plan_scan import fetched_ahead, map_unordered
 from icelake.migrate.progress import NoProgress, ProgressSink
 from icelake.uris import PrefixMap, is_local, parent
 
@@ -129,9 +129,16 @@ class FileJobs:
 
 
 class Runner(Protocol):
-    """Maps one step over items, results in item order. Exceptions of a step propagate."""
+    """Maps one step over items. Exceptions of a step propagate."""
 
-    def map(self, phase: str, fn: Callable[[T], R], items: Sequence[T]) -> list[R]: ...
+    def map(self, phase: str, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """The results, in item order."""
+        ...
+
+    def each(self, phase: str, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
+        """The results as they come, in no order, with a bounded number of items and results in
+        memory at once whatever the number of items (a million copies)."""
+        ...
 
     def cpu_pool(self, jobs: int) -> AbstractContextManager[Executor | None]:
         """Where `jobs` CPU-bound manifest rewrites run when not inside the step's own thread."""
@@ -156,6 +163,12 @@ class ThreadRunner:
 
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             return list(pool.map(one, items))
+
+    def each(self, phase: str, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
+        self.progress.start(phase, len(items))
+        for out in map_unordered(fn, items, self.workers):
+            self.progress.advance(phase)
+            yield out
 
     def cpu_pool(self, jobs: int) -> AbstractContextManager[Executor | None]:
         return cpu_pool(self.processes if jobs >= MIN_MANIFESTS_FOR_PROCESSES else 1)
@@ -231,6 +244,7 @@ def run_migration(
         processes=processes,
     )
     outcomes: list[Outcome] = []
+    copied = CopyTotals()
     if not dry_run:
         if on_planned is not None:
             on_planned(plan)
@@ -244,13 +258,12 @@ def run_migration(
                 if is_local(mapping.target):
                     remove_stale_temp_files(mapping.target)
             jobs = FileJobs(src, dst, plan.prefix_map, overwrite, copy_settings or CopySettings())
-            outcomes = _execute(plan, jobs, runner, ThreadRunner(workers, progress, processes))
+            outcomes = _execute(plan, jobs, runner, ThreadRunner(workers, progress, processes), copied)
     if dry_run:  # what a run would copy
         files_copied, bytes_copied = len(plan.copies), sum(c.info.size for c in plan.copies)
     else:
-        copied = [o for o in outcomes if o.status == "copied"]
-        files_copied, bytes_copied = len(copied), sum(o.size for o in copied)
-    files_verified = sum(o.verified for o in outcomes)
+        files_copied, bytes_copied = copied.files, copied.bytes
+    files_verified = copied.verified + sum(o.verified for o in outcomes)
     meta = plan.meta
     return MigrationResult(
         source_metadata_location=source_metadata,
@@ -275,7 +288,26 @@ def run_migration(
     )
 
 
-def _execute(plan: TablePlan, jobs: FileJobs, runner: Runner, driver: ThreadRunner) -> list[Outcome]:
+@dataclass
+class CopyTotals:
+    """What the copies did, added up as they finish: a million copies' outcomes are not kept."""
+
+    files: int = 0
+    bytes: int = 0
+    verified: int = 0
+
+    def add_all(self, outcomes: Iterable[Outcome]) -> None:
+        for outcome in outcomes:
+            assert outcome.status == "copied"  # a copy either is made or raises
+            self.files += 1
+            self.bytes += outcome.size
+            self.verified += outcome.verified
+
+
+def _execute(
+    plan: TablePlan, jobs: FileJobs, runner: Runner, driver: ThreadRunner, copied: CopyTotals
+) -> list[Outcome]:
+    """The rewritten files' outcomes; the copies are added up into `copied`."""
     # 1. Delete files that name data files: rewritten, and what changed is remembered. First,
     # because they are parsed whole: a damaged one stops the run before the bulk copy.
     deletes = runner.map("rewrite delete files", jobs.rewrite_delete, plan.delete_files)
@@ -283,7 +315,7 @@ def _execute(plan: TablePlan, jobs: FileJobs, runner: Runner, driver: ThreadRunn
     delete_rewrites = {t.source: r for t, (_, r) in zip(plan.delete_files, deletes, strict=True)}
 
     # 2. Unchanged files, server-side where possible.
-    outcomes += runner.map("copy files", jobs.copy, plan.copies)
+    copied.add_all(runner.each("copy files", jobs.copy, plan.copies))
 
     # 3. Manifests, then (here) the manifest lists that record their new lengths.
     refs = list(plan.manifests.values())

@@ -10,10 +10,11 @@ fastavro (`entry_fields_fastavro`, which gives the same tuples, or the same erro
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 import fastavro
@@ -109,6 +110,27 @@ def map_ahead(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterato
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()
+        finally:
+            for future in pending:  # the consumer stopped early or a call failed: start no more
+                future.cancel()
+
+
+def map_unordered(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
+    """`fn` over `items` on `workers` threads, results yielded as they finish (in no order), with
+    at most 2 x `workers` items in flight: a million copies are neither a million futures at once
+    nor held up behind one slow file. A call that fails stops the rest (none further is started)."""
+    pending: set[Future[R]] = set()
+    todo = iter(items)
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        try:
+            for item in itertools.islice(todo, 2 * max(1, workers)):
+                pending.add(pool.submit(fn, item))
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield future.result()
+                    for item in itertools.islice(todo, 1):
+                        pending.add(pool.submit(fn, item))
         finally:
             for future in pending:  # the consumer stopped early or a call failed: start no more
                 future.cancel()

@@ -10,6 +10,7 @@ import pyarrow as pa
 from pyiceberg.catalog.sql import SqlCatalog
 
 from icelake.aws.fileio import LocalFileIO
+from icelake.migrate.engine import Outcome, migrate_table
 from icelake.migrate.plan import CopyTask, build_plan
 from icelake.migrate.progress import NoProgress
 from icelake.uris import canonical
@@ -47,6 +48,52 @@ def test_copies_are_made_when_asked_and_read_like_a_list(tmp_path: Path) -> None
     assert len(plan.copies) == 6
     assert [plan.copies[i] for i in range(6)] == tasks == plan.copies[:]
     assert plan.copies[-1] == tasks[-1] and plan.copies[2:4] == tasks[2:4]
+    assert list(plan.copies.pairs()) == [(t.source, t.target) for t in tasks]
     for t in tasks:
         assert t.target == f"file://{target}" + t.source[len(canonical(table.location())) :]
         assert t.info.size == Path(t.source[len("file://") :]).stat().st_size
+
+
+class _CountsOutcomesAfterCopies:
+    """A progress sink that, when the manifests' rewrite starts (after every copy), counts the
+    copies' outcomes still alive."""
+
+    def __init__(self) -> None:
+        self.copy_outcomes_alive: int | None = None
+
+    def start(self, phase: str, total: int) -> None:
+        if phase == "rewrite manifests":
+            gc.collect()
+            self.copy_outcomes_alive = sum(
+                1 for o in gc.get_objects() if isinstance(o, Outcome) and o.status == "copied"
+            )
+
+    def advance(self, phase: str, amount: int = 1) -> None:
+        return None
+
+
+def test_the_copies_outcomes_are_added_up_not_kept(tmp_path: Path) -> None:
+    # Given a table of twelve data files written by pyiceberg
+    catalog = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/src")
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", schema=pa.schema([pa.field("id", pa.int64())]))
+    for i in range(12):
+        table.append(pa.table({"id": pa.array([i], pa.int64())}))
+    table = catalog.load_table("db.t")
+    sizes = [task.file.file_size_in_bytes for task in table.scan().plan_files()]
+    progress = _CountsOutcomesAfterCopies()
+
+    # When it is migrated
+    result = migrate_table(
+        table.metadata_location,
+        str(tmp_path / "target" / "db" / "t"),
+        src_io=LocalFileIO(),
+        dst_io=LocalFileIO(),
+        workers=3,
+        progress=progress,
+    )
+
+    # Then once the copies are done none of their outcomes is held (a million of them would be
+    # hundreds of MB), and the result still counts every copy and its bytes
+    assert progress.copy_outcomes_alive == 0
+    assert (result.files_copied, result.bytes_copied) == (len(sizes), sum(sizes)) == (12, sum(sizes))

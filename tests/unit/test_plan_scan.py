@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 
 from icelake.errors import NotPatchable
 from icelake.migrate.avro_entries import read_entry_fields
-from icelake.migrate.plan_scan import entry_fields, entry_fields_fastavro, map_ahead, map_in_chunks
+from icelake.migrate.plan_scan import (
+    entry_fields,
+    entry_fields_fastavro,
+    map_ahead,
+    map_in_chunks,
+    map_unordered,
+)
 from tests.unit.test_avro_patch import SETTINGS, manifests
 
 
@@ -214,3 +220,42 @@ def test_map_ahead_raises_the_first_failure_in_order_and_starts_no_more() -> Non
     assert out == [0, 1, 2, 3, 4]
     # and the rest of the thousand items was never started
     assert len(started) < 20
+
+
+def test_map_unordered_yields_every_result_with_a_bounded_number_in_flight() -> None:
+    # Given calls that take different times (item 0 the longest)
+    started: list[int] = []
+    lock = threading.Lock()
+    consumed = 0
+    ahead: list[int] = []
+
+    def copy(i: int) -> int:
+        with lock:
+            started.append(i)
+            ahead.append(len(started) - consumed)
+        threading.Event().wait(0.05 if i == 0 else (i % 7) / 5000)
+        return i * i
+
+    # When they are mapped on 3 threads and consumed as they come
+    out = []
+    for value in map_unordered(copy, range(200), 3):
+        out.append(value)
+        consumed += 1
+    # Then every result comes once, not held behind the slow first item, and never more than
+    # 2 x 3 items were started ahead of what was consumed
+    assert sorted(out) == [i * i for i in range(200)] and out[0] != 0
+    assert max(ahead) <= 6
+
+
+def test_map_unordered_raises_a_failure_and_starts_no_more() -> None:
+    started: list[int] = []
+
+    def copy(i: int) -> int:
+        started.append(i)
+        if i == 5:
+            raise ValueError(i)
+        return i
+
+    with pytest.raises(ValueError, match=r"^5$"):
+        list(map_unordered(copy, range(10_000), 4))
+    assert len(started) < 100  # not the other 9,995
