@@ -140,7 +140,7 @@ def rewrite_table_metadata(
         t0 = time.monotonic()
         if plan is not None:
             metadata_files, lists, manifests = plan.metadata_files, plan.manifest_lists, plan.manifests
-            file_list.writerows((task.source, task.target) for task in plan.copies)
+            file_list.writerows(plan.copies.pairs())
             result.data_files = len(plan.copies)
         else:
             metadata_files, lists, manifests = _discover(src_io, source_metadata, meta)

@@ -20,7 +20,7 @@ _S3_ALIASES = ("s3a://", "s3n://")
 
 def canonical(uri: str) -> str:
     """Canonical spelling used for comparisons only. No trailing slash (except a bare root)."""
-    if uri.startswith("file:///") and "//" not in uri[7:] and uri[-1] != "/":
+    if uri.startswith("file:///") and uri.find("//", 7) < 0 and uri[-1] != "/":
         # Already canonical (a file: URI's dot segments are kept as written): what local listings
         # yield, a million times for a big table, returned as is rather than as a new string.
         return uri

@@ -81,6 +81,14 @@ class Copies(Sequence[CopyTask]):
     def __iter__(self) -> Iterator[CopyTask]:
         return map(self._task, self._paths)
 
+    def pairs(self) -> Iterator[tuple[str, str]]:
+        """(source, target) of every copy, without making its task (a file list, a journal)."""
+        match = self._prefix_map.match
+        for path in self._paths:
+            mapping = match(path)
+            assert mapping is not None
+            yield path, mapping.target + path[len(mapping.source) :]
+
     def __eq__(self, other: object) -> bool:  # as a list of the same tasks compares
         if not isinstance(other, Sequence):
             return NotImplemented
@@ -111,7 +119,7 @@ class TablePlan:
     manifest_lists: list[str]
     manifests: dict[str, ManifestRef]
     delete_files: list[DeleteFileTask]
-    copies: Sequence[CopyTask]  # files missing at the target (or replaced with --overwrite)
+    copies: Copies  # files missing at the target (or replaced with --overwrite)
     skipped_copies: int
     bytes_planned: int
     files_planned: int

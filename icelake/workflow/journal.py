@@ -27,7 +27,9 @@ def new_target_keys(plan: TablePlan, dst_io: FileIO, workers: int = 16) -> list[
     ] + [d.target for d in plan.delete_files]
     # The rewritten metadata lives in the target's metadata directory: one listing for all of it.
     present = stat_by_listing(dst_io, rewritten, [parent(plan.target_metadata)], workers)
-    return sorted({c.target for c in plan.copies} | {k for k in rewritten if present[k] is None})
+    return sorted(
+        {target for _source, target in plan.copies.pairs()} | {k for k in rewritten if present[k] is None}
+    )
 
 
 def write_journal(io: FileIO, uri: str, keys: list[str]) -> None:
