@@ -85,9 +85,8 @@ def stat_by_listing(
         return info
 
     found.update(zip(unsettled, map_in_chunks(head, unsettled, workers), strict=True))
-    assert all(
-        info is not _UNSETTLED for info in found.values()
-    )  # every wanted key, settled by a listing or a HEAD
+    # Every wanted key is settled, by a listing or a HEAD.
+    assert all(info is not _UNSETTLED for info in found.values())
     return found
 
 
