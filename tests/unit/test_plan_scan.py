@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import fastavro
@@ -176,30 +177,38 @@ def test_map_in_chunks_raises_the_first_error_in_order() -> None:
         map_in_chunks(fail, list(range(1000)), 4)
 
 
-def test_map_ahead_yields_in_order_with_a_bounded_number_in_flight() -> None:
-    # Given calls that finish in reverse order of submission (later items are faster)
-    started: list[int] = []
-    lock = threading.Lock()
-    consumed = 0
-    ahead: list[int] = []
+class _InFlight:
+    """A call that squares its item after `delay(item)` seconds, recording, as each call starts,
+    how many calls have started beyond the results the test has consumed (it counts them)."""
 
-    def fetch(i: int) -> int:
-        with lock:
-            started.append(i)
-            ahead.append(len(started) - consumed)
-        threading.Event().wait((20 - i % 20) / 2000)
+    def __init__(self, delay: Callable[[int], float]) -> None:
+        self.delay = delay
+        self.started: list[int] = []
+        self.ahead: list[int] = []
+        self.consumed = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, i: int) -> int:
+        with self._lock:
+            self.started.append(i)
+            self.ahead.append(len(self.started) - self.consumed)
+        threading.Event().wait(self.delay(i))
         return i * i
 
+
+def test_map_ahead_yields_in_order_with_a_bounded_number_in_flight() -> None:
+    # Given calls that finish in reverse order of submission (later items are faster)
+    fetch = _InFlight(lambda i: (20 - i % 20) / 2000)
     # When they are mapped ahead on 3 threads and consumed one by one
     out = []
     for value in map_ahead(fetch, range(60), 3):
         out.append(value)
-        consumed += 1
+        fetch.consumed += 1
     # Then the results come in item order, every item once
     assert out == [i * i for i in range(60)]
-    assert sorted(started) == list(range(60))
+    assert sorted(fetch.started) == list(range(60))
     # and never more than 2 x 3 items were started ahead of what was consumed
-    assert max(ahead) <= 6
+    assert max(fetch.ahead) <= 6
 
 
 def test_map_ahead_raises_the_first_failure_in_order_and_starts_no_more() -> None:
@@ -224,27 +233,17 @@ def test_map_ahead_raises_the_first_failure_in_order_and_starts_no_more() -> Non
 
 def test_map_unordered_yields_every_result_with_a_bounded_number_in_flight() -> None:
     # Given calls that take different times (item 0 the longest)
-    started: list[int] = []
-    lock = threading.Lock()
-    consumed = 0
-    ahead: list[int] = []
-
-    def copy(i: int) -> int:
-        with lock:
-            started.append(i)
-            ahead.append(len(started) - consumed)
-        threading.Event().wait(0.05 if i == 0 else (i % 7) / 5000)
-        return i * i
-
+    copy = _InFlight(lambda i: 0.05 if i == 0 else (i % 7) / 5000)
     # When they are mapped on 3 threads and consumed as they come
     out = []
     for value in map_unordered(copy, range(200), 3):
         out.append(value)
-        consumed += 1
+        copy.consumed += 1
     # Then every result comes once, not held behind the slow first item, and never more than
     # 2 x 3 items were started ahead of what was consumed
     assert sorted(out) == [i * i for i in range(200)] and out[0] != 0
-    assert max(ahead) <= 6
+    assert sorted(copy.started) == list(range(200))
+    assert max(copy.ahead) <= 6
 
 
 def test_map_unordered_raises_a_failure_and_starts_no_more() -> None:
