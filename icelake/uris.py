@@ -98,9 +98,13 @@ class PrefixMap:
         return list(self._mappings)
 
     def match(self, uri: str) -> Mapping | None:
-        c = canonical(uri)
+        return self.match_canonical(canonical(uri))
+
+    def match_canonical(self, c: str) -> Mapping | None:
+        """`match` for a path already in its canonical spelling (a plan's million file paths are
+        made canonical once, when read from the manifests, not again at every lookup)."""
         for m in self._mappings:
-            if is_under(c, m.source):
+            if c.startswith(m.source) and (len(c) == len(m.source) or c[len(m.source)] == "/"):
                 return m
         return None
 

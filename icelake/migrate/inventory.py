@@ -69,7 +69,11 @@ def stat_by_listing(
         root, keys = item
         answers.settle_by(io.list(root), keys, _inner(root, ordered_roots))
 
-    listings = [part for r, keys in under.items() for part in _listings(io, r, keys, answers, ordered_roots)]
+    listings = [
+        part
+        for r, keys in under.items()
+        for part in _listings(io, r, keys, answers, ordered_roots, not aliases)
+    ]
     under.clear()  # the listings hold the keys now
     for _done in map_ahead(list_root, listings, max(1, min(workers, len(listings)))):
         pass
@@ -136,20 +140,19 @@ class _Answers:
         """Settles `keys` by a complete `listing` of their prefix (whose objects under the `inner`
         roots are not theirs): present ones with their info, absent ones as None. A listing that
         runs over its budget settles only what it saw present; the rest are asked one by one."""
-        found, aliases = self.found, self.aliases
+        found = self.found
         budget = (math.ceil(LIST_OVERHEAD * len(keys) / KEYS_PER_PAGE) + LIST_BUDGET) * KEYS_PER_PAGE
         settled = 0  # told to the progress a page at a time: a bar's advance costs microseconds
+        # With no alias and no inner root, every wanted key is canonical and only a canonical
+        # spelling is looked up, so a listed uri found as it is needs no canonical form.
+        plain = not self.aliases and not inner
         for listed, (uri, info) in enumerate(listing, start=1):
-            c = canonical(uri)
             # Most listed objects are wanted keys spelled as the listing spells them: one lookup.
-            if found.get(c) is _UNSETTLED and not (inner and _under_any(c, inner)):
-                found[c] = info  # under the key the dict holds: the caller's string
+            if plain and found.get(uri) is _UNSETTLED:
+                found[uri] = info  # under the key the dict holds: the caller's string
                 settled += 1
-            if aliases and (spelled := aliases.get(c)) and not (inner and _under_any(c, inner)):
-                for key in spelled:
-                    if found[key] is _UNSETTLED:
-                        found[key] = info
-                        settled += 1
+            else:
+                settled += self._settle_spellings(canonical(uri), info, inner)
             if settled >= KEYS_PER_PAGE:
                 self._advance(settled)
                 settled = 0
@@ -162,6 +165,18 @@ class _Answers:
                 settled += 1
         self._advance(settled)
 
+    def _settle_spellings(self, c: str, info: ObjectInfo, inner: list[str]) -> int:
+        """Settles the keys that spell the listed object `c` (canonical), unless it is under an
+        `inner` root; returns how many were settled."""
+        if inner and _under_any(c, inner):
+            return 0
+        found, settled = self.found, 0
+        for key in (c, *self.aliases.get(c, ())):
+            if found.get(key) is _UNSETTLED:
+                found[key] = info
+                settled += 1
+        return settled
+
     def _advance(self, settled: int) -> None:
         if self.progress and settled:
             self.progress.advance(self.phase, settled)
@@ -171,35 +186,40 @@ def _under_any(path: str, roots: list[str]) -> bool:
     return any(is_under(path, r) for r in roots)
 
 
-def _split_listing(root: str, keys: list[str]) -> list[tuple[str, list[str]]]:
+def _split_listing(root: str, keys: list[str], keys_canonical: bool) -> list[tuple[str, list[str]]]:
     """(prefix, its wanted keys) to list: `root` itself, or its subdirectories (recursively) when it
     has more than SPLIT_LISTING_AT wanted keys, all of them in subdirectories, a page's worth per
     subdirectory on average. A table's data/ of a million files in a thousand partitions is then a
-    thousand short listings that run in parallel rather than a thousand pages in a row."""
+    thousand short listings that run in parallel rather than a thousand pages in a row.
+    `keys_canonical`: every key is spelled canonically (none is made canonical again)."""
     if len(keys) <= SPLIT_LISTING_AT:
         return [(root, keys)]
     children: dict[str, list[str]] = defaultdict(list)
     start = len(root) + 1
     for uri in keys:
-        c = canonical(uri)
+        c = uri if keys_canonical else canonical(uri)
         end = c.find("/", start)
         if end < 0:
             return [(root, keys)]  # a wanted key directly in root: only root's listing has it
         children[c[start:end]].append(uri)
     if len(children) == 1:  # one subdirectory holds them all: list it alone (the same pages)
-        return _split_listing(f"{root}/{next(iter(children))}", keys)
+        return _split_listing(f"{root}/{next(iter(children))}", keys, keys_canonical)
     if len(keys) < KEYS_PER_PAGE * len(children):
         return [(root, keys)]
-    return [part for child, group in children.items() for part in _split_listing(f"{root}/{child}", group)]
+    return [
+        part
+        for child, group in children.items()
+        for part in _split_listing(f"{root}/{child}", group, keys_canonical)
+    ]
 
 
 def _listings(
-    io: FileIO, root: str, keys: list[str], answers: _Answers, ordered_roots: list[str]
+    io: FileIO, root: str, keys: list[str], answers: _Answers, ordered_roots: list[str], keys_canonical: bool
 ) -> list[tuple[str, list[str]]]:
     """The listings that settle `keys` under `root`: its subdirectories' when it has many keys
     (`_split_listing`), unless one page of `root` is all there is, which then settles them at
     once (the empty target of a first migration: one request, not one a partition)."""
-    parts = _split_listing(root, keys)
+    parts = _split_listing(root, keys, keys_canonical)
     if len(parts) > 1 and (page := whole_listing(io, root)) is not None:
         answers.settle_by(page, keys, _inner(root, ordered_roots))
         return []

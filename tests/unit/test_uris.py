@@ -91,3 +91,19 @@ def test_a_canonical_local_uri_is_returned_as_it_is() -> None:
     (as a directory named `.work` once caused) was 230 MB more at its peak."""
     for uri in ("file:///w/.work/t/data/a.parquet", "file:///w/t/./x", "file:///w/t/p=1/a.parquet"):
         assert canonical(uri) is uri
+
+
+MAPPED_SOURCES = ["s3://b/t", "s3://b/t/a", "s3://b/", "/w", "/w/t/b.c", "file:///w/t/p=1"]
+
+
+@given(
+    SEGMENTS,
+    st.sampled_from(["s3://b", "s3a://b", "file:", "/", "s3://b/t", "/w/t"]),
+    st.lists(st.sampled_from(MAPPED_SOURCES), min_size=1),
+)
+def test_matching_a_canonical_path_gives_what_matching_its_spelling_gives(
+    segments: list[str], start: str, sources: list[str]
+) -> None:
+    pm = PrefixMap([(s, f"s3://dst/{i}") for i, s in enumerate(dict.fromkeys(sources))])
+    uri = start + "/" + "/".join(segments)
+    assert pm.match_canonical(canonical(uri)) == pm.match(uri)
