@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from icelake.errors import NotAMetadataFileError
-from icelake.uris import PrefixMap
+from icelake.uris import Mapping, PrefixMap
 
 # Table properties whose values are locations the table writes to.
 PATH_PROPERTIES = (
@@ -190,7 +190,11 @@ def _rewrite_snapshot(snap: dict[str, Any], map_path: Callable[[str], str]) -> d
 
 
 def rewrite_metadata_bytes(
-    uri: str, raw: bytes, map_path: Callable[[str], str], keep_log: Callable[[str], bool]
+    uri: str,
+    raw: bytes,
+    map_path: Callable[[str], str],
+    keep_log: Callable[[str], bool],
+    proven: Proven | None = None,
 ) -> bytes:
     """The file `raw` with every path mapped and log entries whose file is gone dropped: the
     structural rewrite (`rewrite_metadata`, then `serialize_metadata`), or the same values got by
@@ -203,10 +207,13 @@ def rewrite_metadata_bytes(
     occurs at least once per path field; when it occurs exactly that many times, no key, other
     value or escaped quote holds it, and replacing `"L` by `"T` maps exactly the path fields. The
     file keeps its own formatting, key order and number spellings, and costs no JSON encoding.
+
+    `proven`: the paths already shown to map by their file's location's prefix with this
+    `map_path` (`proven_paths`); the ones this file proves are added.
     """
     text, gz = _decompressed(uri, raw)
     shape = _shape_of_text(text)
-    fast = None if shape is None else _prefix_replaced(shape, text, map_path, keep_log)
+    fast = None if shape is None else _prefix_replaced(shape, text, map_path, keep_log, proven)
     if fast is None:
         return serialize_metadata(rewrite_metadata(_parse_text(uri, text), map_path, keep_log), gz)
     # mtime=0, as in serialize_metadata: the same input always gives the same bytes.
@@ -218,7 +225,11 @@ _ASCII_ESCAPE = re.compile(rb"\\(?:/|u00[2-7][0-9a-fA-F])")
 
 
 def _prefix_replaced(
-    shape: _Shape, text: bytes, map_path: Callable[[str], str], keep_log: Callable[[str], bool]
+    shape: _Shape,
+    text: bytes,
+    map_path: Callable[[str], str],
+    keep_log: Callable[[str], bool],
+    proven: Proven | None,
 ) -> bytes | None:
     """`text` with the location's prefix replaced in every path field, or None when that is not
     provably exact (see `rewrite_metadata_bytes`)."""
@@ -226,12 +237,15 @@ def _prefix_replaced(
         return None
     location = shape.location
     paths = _path_fields(shape)
+    known = proven.setdefault(location, set()) if proven is not None else set()
     try:
         target = map_path(location)
-        if not all(_maps_by_prefix(p, location, target, map_path) for p in paths):
+        if not all(p in known or _maps_by_prefix(p, location, target, map_path) for p in paths):
             return None
     except Exception:  # e.g. an unmapped path: the structural rewrite raises it, as it always has
         return None
+    if len(known) < MAX_PROVEN_PATHS:
+        known.update(paths)
     if not (_plain(location) and _plain(target)) or _ASCII_ESCAPE.search(text):
         return None
     # T holds no backslash (checked), so it is a literal replacement.
@@ -257,12 +271,33 @@ def _plain(s: str) -> bool:
     return bool(s) and s.isascii() and s.isprintable() and '"' not in s and "\\" not in s
 
 
+# A history of a thousand metadata files names mostly the same paths in each (the log, the
+# snapshots' manifest lists): proving each path's mapping once per process, not once per file,
+# saves microseconds two million times. Bounded: a longer history proves the rest every time.
+MAX_PROVEN_PATHS = 200_000
+# location -> the paths shown to map by its prefix (`_maps_by_prefix`), under one prefix map.
+Proven = dict[str, set[str]]
+_PROVEN: dict[tuple[Mapping, ...], Proven] = {}
+
+
+def proven_paths(prefix_map: PrefixMap) -> Proven:
+    """This process's paths proven to map by their location's prefix under `prefix_map` (see
+    `rewrite_metadata_bytes`); a map not seen before starts empty."""
+    key = tuple(prefix_map.mappings)
+    if key not in _PROVEN:
+        _PROVEN.clear()  # one table at a time
+        _PROVEN[key] = {}
+    return _PROVEN[key]
+
+
 def rewrite_file_job(uri: str, raw: bytes, prefix_map: PrefixMap, kept: frozenset[str]) -> bytes | None:
     """One metadata.json rewritten with `rewrite_metadata_bytes` (a top-level function, to run in
     a worker process), or None when it cannot be: errors do not cross processes intact, so the
     caller redoes that file in its own process."""
     try:
-        return rewrite_metadata_bytes(uri, raw, prefix_map.require, kept.__contains__)
+        return rewrite_metadata_bytes(
+            uri, raw, prefix_map.require, kept.__contains__, proven_paths(prefix_map)
+        )
     except Exception:
         return None
 

@@ -360,3 +360,43 @@ def test_the_plans_job_reads_paths_from_plain_and_gzip_text_and_leaves_bad_files
         assert mj.referenced_paths_job("bad.metadata.json", bad) is None
     with pytest.raises(NotAMetadataFileError, match=r"snapshots\[1\]\.manifest-list"):
         mj.parse_metadata("bad.metadata.json", json.dumps(meta).encode())
+
+
+def test_paths_proven_by_one_file_spare_the_next_their_proof_and_never_change_a_result() -> None:
+    # Given a history's files, which name mostly the same paths, and a second table location
+    # whose file names one of the first location's paths (a table moved in its own history)
+    moved_to = "s3://src-bucket/wh/db/t_moved"
+    both = PrefixMap([(SRC, DST), (moved_to, "s3://dst-bucket/lake/db/t_moved")])
+    history = [_indented(_metadata(snapshots=n)) for n in (30, 31, 32)]
+    moved = _metadata(location=moved_to, snapshots=4)
+    moved["snapshots"][0]["manifest-list"] = f"{SRC}/metadata/snap-1000-1-abc.avro"
+    proven: mj.Proven = {}
+    asked: list[int] = []  # how many paths each file asked the map about
+    calls: list[str] = []
+
+    def counted(path: str) -> str:
+        calls.append(path)
+        return both.require(path)
+
+    # When they are rewritten one after the other with one memo of proven paths
+    outs = []
+    for raw in [*history, _indented(moved)]:
+        calls.clear()
+        outs.append(mj.rewrite_metadata_bytes("v.metadata.json", raw, counted, _keep_all, proven))
+        asked.append(len(calls))
+    # Then each is what it is without the memo
+    assert outs == [_rewrite(raw, both.require) for raw in [*history, _indented(moved)]]
+    # ...the second and third files asked only about their location and what the first lacked
+    # (a snapshot's manifest list and a log entry), where the first asked about every path
+    assert asked[0] >= 60 and asked[1] <= 3 and asked[2] <= 3
+    # ...and the memo is kept per location: the moved table's file proved its paths against its
+    # own location (and, naming one outside it, was rewritten structurally)
+    assert proven[SRC] >= set(mj.referenced_paths(json.loads(history[-1])))
+    assert f"{SRC}/metadata/snap-1000-1-abc.avro" not in proven.get(moved_to, set())
+    assert outs[-1] == _structural(_indented(moved), both.require)
+
+
+def test_the_worker_processes_memo_is_one_per_prefix_map() -> None:
+    assert mj.proven_paths(MAP) is mj.proven_paths(PrefixMap([(SRC, DST)]))
+    other = mj.proven_paths(PrefixMap([(SRC, "s3://elsewhere/t")]))
+    assert other == {} and other is not mj.proven_paths(MAP)
