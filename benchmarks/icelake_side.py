@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from icelake.aws.fileio import FileIO, LocalFileIO, ObjectInfo
 from icelake.errors import UnsafeTargetError
@@ -62,6 +63,31 @@ class RewriteResult:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# A field csv.writer (excel dialect, QUOTE_MINIMAL) quotes: one holding the delimiter, the quote
+# character or a line-terminator character.
+_QUOTED = re.compile(r'[,"\r\n]')
+_ROWS_PER_WRITE = 10_000
+
+
+def write_csv_rows(fh: TextIO, rows: Iterable[tuple[str, str]]) -> None:
+    """`csv.writer(fh).writerows(rows)`, byte for byte, for rows of two strings: a row neither of
+    whose fields needs quoting is written as `a,b\r\n` itself. The csv module took 8 s for the
+    million rows of a big table's file list (about 8 us a row), a plain join under one."""
+    quoting = csv.writer(fh)
+    plain: list[str] = []
+    for a, b in rows:
+        if _QUOTED.search(a) or _QUOTED.search(b):
+            fh.writelines(plain)  # in order: what came before it first
+            plain.clear()
+            quoting.writerow((a, b))
+            continue
+        plain.append(f"{a},{b}\r\n")
+        if len(plain) >= _ROWS_PER_WRITE:
+            fh.writelines(plain)
+            plain.clear()
+    fh.writelines(plain)
 
 
 def staging_path(target_uri: str, target_root: str, staging_dir: str) -> str:
@@ -140,7 +166,7 @@ def rewrite_table_metadata(
         t0 = time.monotonic()
         if plan is not None:
             metadata_files, lists, manifests = plan.metadata_files, plan.manifest_lists, plan.manifests
-            file_list.writerows(plan.copies.pairs())
+            write_csv_rows(fh, plan.copies.pairs())
             result.data_files = len(plan.copies)
         else:
             metadata_files, lists, manifests = _discover(src_io, source_metadata, meta)
@@ -163,7 +189,7 @@ def rewrite_table_metadata(
             for uri, data, mapped_paths in io_pool.map(one, manifests):
                 put(map_path(uri), data)
                 new_lengths[uri] = len(data)
-                file_list.writerows(mapped_paths)
+                write_csv_rows(fh, mapped_paths)
                 result.data_files += len(mapped_paths)
         t2 = time.monotonic()
 
