@@ -24,6 +24,10 @@ def canonical(uri: str) -> str:
         # Already canonical (a file: URI's dot segments are kept as written): what local listings
         # yield, a million times for a big table, returned as is rather than as a new string.
         return uri
+    if uri.startswith("/") and "//" not in uri and "/." not in uri and uri[-1] != "/":
+        # A plain absolute path already normal (abspath would return it as is), as Iceberg's
+        # Hadoop tables write every path: a million of them in a big table's manifests.
+        return "file://" + uri
     if uri.startswith(_S3_ALIASES):
         uri = "s3://" + uri.split("://", 1)[1]
     elif uri.startswith("file:"):
