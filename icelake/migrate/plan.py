@@ -7,11 +7,13 @@ already at the target. Writes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import posixpath
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar, overload
 
@@ -213,11 +215,13 @@ def build_plan(
     # files, manifest lists, manifests, a delete's referenced data file) here, the files' own as
     # the keys of `files` (a million-file table's paths are held once, not once more in a set).
     refs: set[str] = set()
-    metadata_files = _metadata_chain(src_io, source_metadata, meta, refs, reads, workers, processes)
-    lists = mj.manifest_lists(meta)
-    manifests = _manifests(src_io, meta, lists, progress)
-    refs.update(manifests)
-    files, delete_formats = _files(src_io, meta, manifests, refs, reads, progress, processes)
+    with contextlib.ExitStack() as stack:  # the worker processes, if any, end with the scan
+        cpus = _CpuPools(stack, processes)
+        metadata_files = _metadata_chain(src_io, source_metadata, meta, refs, reads, workers, cpus)
+        lists = mj.manifest_lists(meta)
+        manifests = _manifests(src_io, meta, lists, progress, cpus)
+        refs.update(manifests)
+        files, delete_formats = _files(src_io, meta, manifests, refs, reads, progress, cpus)
     refs = {canonical(p) for p in refs}.difference(files)
 
     directories = {
@@ -264,6 +268,27 @@ def build_plan(
     )
 
 
+class _CpuPools:
+    """The worker processes that parse for the scan (metadata chain, manifest lists, manifests):
+    one pool, started by the first phase with files enough to be worth it (each start is a spawn
+    and the imports), for every phase after it."""
+
+    def __init__(self, stack: contextlib.ExitStack, processes: int) -> None:
+        self._stack = stack
+        self._processes = processes
+        self._started = False
+        self._pool: Executor | None = None
+
+    def for_jobs(self, jobs: int) -> Executor | None:
+        """The pool for a phase of `jobs` files, or None: parse on this process's threads."""
+        if self._processes <= 1 or jobs < MIN_MANIFESTS_FOR_PROCESSES:
+            return None
+        if not self._started:
+            self._started = True
+            self._pool = self._stack.enter_context(cpu_pool(self._processes))  # None where none can start
+        return self._pool
+
+
 def _metadata_chain(
     src_io: FileIO,
     source_metadata: str,
@@ -271,7 +296,7 @@ def _metadata_chain(
     refs: set[str],
     reads: PlanReads,
     workers: int,
-    processes: int,
+    cpus: _CpuPools,
 ) -> list[str]:
     """The metadata files to carry over: the logged ones that still exist, then the current one.
     The log lives in the metadata directory, so one listing answers for all of it. A long log's
@@ -281,35 +306,58 @@ def _metadata_chain(
     metadata_files = [p for p in logged if logged_exist[p] is not None] + [source_metadata]
     refs.add(source_metadata)
     logged_uris = metadata_files[:-1]
-    with cpu_pool(processes if len(logged_uris) >= MIN_MANIFESTS_FOR_PROCESSES else 1) as cpu:
+    cpu = cpus.for_jobs(len(logged_uris))
 
-        def referenced(uri: str) -> list[str]:
-            raw = fetch_metadata(src_io, uri)
-            job = mj.referenced_paths_job
-            if found := (job(uri, raw) if cpu is None else cpu.submit(job, uri, raw).result()):
-                return found
-            # A file the job could not take is parsed here: its error is raised as icelake explains it.
-            return mj.referenced_paths(mj.parse_metadata(uri, raw)[0])
+    def referenced(uri: str) -> list[str]:
+        raw = fetch_metadata(src_io, uri)
+        job = mj.referenced_paths_job
+        if found := (job(uri, raw) if cpu is None else cpu.submit(job, uri, raw).result()):
+            return found
+        # A file the job could not take is parsed here: its error is raised as icelake explains it.
+        return mj.referenced_paths(mj.parse_metadata(uri, raw)[0])
 
-        for _uri, found in fetched_ahead(logged_uris, referenced):
-            refs.update(found)
+    for _uri, found in fetched_ahead(logged_uris, referenced):
+        refs.update(found)
     refs.update(mj.referenced_paths(meta))
     return metadata_files
 
 
 def _manifests(
-    src_io: FileIO, meta: mj.Metadata, lists: list[str], progress: ProgressSink
+    src_io: FileIO, meta: mj.Metadata, lists: list[str], progress: ProgressSink, cpus: _CpuPools
 ) -> dict[str, ManifestRef]:
-    """The manifests the live snapshots' manifest lists name (each once), and inline ones (v1)."""
+    """The manifests the live snapshots' manifest lists name (each once, in the order first
+    named), and inline ones (v1). Each snapshot's list names all its manifests: a thousand
+    snapshots' lists are half a million records, read in worker processes when there are many."""
     manifests: dict[str, ManifestRef] = {}
     progress.start("scan manifest lists", len(lists))
-    for uri, data in fetched_ahead(lists, lambda u: _read_required(src_io, u)):
-        for ref in manifest_refs(uri, data):
-            manifests.setdefault(ref.path, ref)
+    cpu = cpus.for_jobs(len(lists))
+
+    def fetch(uri: str) -> list[tuple[str, int, int]]:
+        data = _read_required(src_io, uri)
+        job = list_records_job
+        if (found := job(uri, data) if cpu is None else cpu.submit(job, uri, data).result()) is not None:
+            return found
+        # A list the job could not read is read here: its error is raised as icelake explains it.
+        return [(ref.path, ref.length, ref.content) for ref in manifest_refs(uri, data)]
+
+    for _uri, records in fetched_ahead(lists, fetch):
+        for path, length, content in records:
+            if path not in manifests:  # a ref made for the first naming only
+                manifests[path] = ManifestRef(path, length, content)
         progress.advance("scan manifest lists")
     for uri in mj.inline_manifests(meta):
         manifests.setdefault(uri, ManifestRef(uri, -1, 0))
     return manifests
+
+
+def list_records_job(uri: str, data: bytes) -> list[tuple[str, int, int]] | None:
+    """(path, length, content) of each manifest a manifest list names (`manifest_refs`), or None
+    when it cannot be read: errors do not cross processes intact, so the caller reads it again.
+    A top-level function, to run in a worker process, and tuples, which cross processes cheaply."""
+    try:
+        return [(ref.path, ref.length, ref.content) for ref in manifest_refs(uri, data)]
+    except Exception:
+        return None
 
 
 def _files(
@@ -319,7 +367,7 @@ def _files(
     refs: set[str],
     reads: PlanReads,
     progress: ProgressSink,
-    processes: int,
+    cpus: _CpuPools,
 ) -> tuple[dict[str, int], dict[str, str]]:
     """Every data, delete and statistics file: canonical path -> `_recorded(size, live)`, and the position
     delete files' formats. Live files must exist; deleted-entry ones may be gone. Manifests are
@@ -328,16 +376,16 @@ def _files(
     files: dict[str, int] = {}
     delete_formats: dict[str, str] = {}
     progress.start("scan manifests", len(manifests))
-    with cpu_pool(processes if len(manifests) >= MIN_MANIFESTS_FOR_PROCESSES else 1) as cpu:
+    cpu = cpus.for_jobs(len(manifests))
 
-        def fetch(uri: str) -> bytes | list[EntryFields]:
-            data = _read_required(src_io, uri)
-            return data if cpu is None else cpu.submit(canonical_entries, reads.entries, uri, data).result()
+    def fetch(uri: str) -> bytes | list[EntryFields]:
+        data = _read_required(src_io, uri)
+        return data if cpu is None else cpu.submit(canonical_entries, reads.entries, uri, data).result()
 
-        for uri, fetched in fetched_ahead(list(manifests), fetch):
-            parsed = canonical_entries(reads.entries, uri, fetched) if isinstance(fetched, bytes) else fetched
-            _add_entries(parsed, files, delete_formats, refs)
-            progress.advance("scan manifests")
+    for uri, fetched in fetched_ahead(list(manifests), fetch):
+        parsed = canonical_entries(reads.entries, uri, fetched) if isinstance(fetched, bytes) else fetched
+        _add_entries(parsed, files, delete_formats, refs)
+        progress.advance("scan manifests")
     for path, size in mj.statistics_files(meta):
         files.setdefault(canonical(path), _recorded(size if size is not None else -1, live=True))
     return files, delete_formats

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 def _summary(plan: TablePlan) -> dict[str, Any]:
     return {
         "copies": sorted((c.source, c.target, c.info.size) for c in plan.copies),
-        "manifests": sorted(plan.manifests),
+        "manifests": list(plan.manifests.values()),  # in the order the lists first name them
         "manifest_lists": plan.manifest_lists,
         "metadata_files": plan.metadata_files,
         "files_planned": plan.files_planned,
@@ -64,3 +64,17 @@ def test_manifests_parsed_in_processes_make_the_reference_plan(spark: Any, tmp_p
     assert len(in_processes.manifests) >= MIN_MANIFESTS_FOR_PROCESSES  # so the processes ran
     assert len(in_processes.copies) == snapshots * 40
     assert _summary(in_processes) == _summary(plan(processes=1)) == _summary(plan(1, REFERENCE_READS))
+
+    # A damaged manifest list is refused in processes as in this one, with the same explanation
+    # (the worker's error does not cross back: the list is read again here, which raises it)
+    damaged = Path(in_processes.manifest_lists[len(in_processes.manifest_lists) // 2])
+    if not damaged.is_absolute():
+        damaged = Path(damaged.as_posix().removeprefix("file:"))
+    damaged.write_bytes(damaged.read_bytes()[:-40])
+    errors = []
+    for processes in (2, 1):
+        with pytest.raises(Exception) as raised:
+            plan(processes=processes)
+        errors.append((type(raised.value), str(raised.value)))
+    assert errors[0] == errors[1]
+    assert str(damaged.name) in errors[0][1]
