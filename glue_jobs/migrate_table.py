@@ -43,7 +43,7 @@ from icelake.migrate.models import FilesCheck, MigrationResult, RowsValidation
 from icelake.migrate.plan import TablePlan
 from icelake.migrate.row_digest import compare_rows
 from icelake.migrate.validate import checked_target_files
-from icelake.uris import parse_map_option
+from icelake.uris import parse_map_option, source_prefixes
 from icelake.workflow.journal import new_target_keys, read_journal, write_journal
 
 OPTIONS = (
@@ -212,7 +212,7 @@ def files_check(result: MigrationResult, source_metadata: str, dst: FileIOSpec) 
     """Every file of the target exists with its recorded size and none is the source's: read here,
     next to the copy, instead of every manifest again in the Validate Lambda. A failure of the check
     itself is reported as such (Validate fails the table saying so)."""
-    sources = [source_metadata.rsplit("/", 2)[0], *(m.source for m in result.prefix_mappings)]
+    sources = source_prefixes(source_metadata, (m.source for m in result.prefix_mappings))
     try:
         return checked_target_files(dst.open(), result.target_metadata_location, sources)
     except Exception as exc:  # any failure of the check: reported, never taken for a bad copy

@@ -72,6 +72,12 @@ def parent(uri: str) -> str:
     return f"{scheme}://{posixpath.dirname(rest)}"
 
 
+def source_prefixes(source_metadata: str, mapped_sources: Iterable[str]) -> list[str]:
+    """Where a source table's files live, which icelake never writes or deletes: the table's
+    directory (a metadata file is at `<location>/metadata/<file>`) and every mapped source prefix."""
+    return [source_metadata.rsplit("/", 2)[0], *mapped_sources]
+
+
 @dataclass(frozen=True)
 class Mapping:
     source: str  # canonical

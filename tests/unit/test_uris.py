@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from icelake.errors import InvalidMappingError
-from icelake.uris import PrefixMap, canonical, parse_map_option
+from icelake.uris import PrefixMap, canonical, parse_map_option, source_prefixes
 
 
 def test_prefix_matches_only_on_path_boundaries() -> None:
@@ -107,3 +107,11 @@ def test_matching_a_canonical_path_gives_what_matching_its_spelling_gives(
     pm = PrefixMap([(s, f"s3://dst/{i}") for i, s in enumerate(dict.fromkeys(sources))])
     uri = start + "/" + "/".join(segments)
     assert pm.match_canonical(canonical(uri)) == pm.match(uri)
+
+
+def test_a_source_tables_prefixes_are_its_directory_and_the_mapped_sources() -> None:
+    assert source_prefixes("s3://b/wh/db/t/metadata/00003-x.metadata.json", ["s3://b/other/data"]) == [
+        "s3://b/wh/db/t",
+        "s3://b/other/data",
+    ]
+    assert source_prefixes("/w/t/metadata/v3.metadata.json", []) == ["/w/t"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from icelake import uris
 from icelake.aws.ledger import Ledger
 from icelake.workflow.models import TableOutcome, WorkItem
 
@@ -22,8 +23,9 @@ def prefix_maps(item: WorkItem) -> list[tuple[str, str]]:
 
 def source_prefixes(item: WorkItem) -> list[str]:
     """Where the source table's files live: nothing under these is ever written or deleted."""
-    meta_dir = item.source_metadata_location.rsplit("/", 2)[0]  # <location>/metadata/<file>
-    return [meta_dir, *(m.source for m in item.request.target.prefix_maps)]
+    return uris.source_prefixes(
+        item.source_metadata_location, (m.source for m in item.request.target.prefix_maps)
+    )
 
 
 def record_outcome(ledger: Ledger, outcome: TableOutcome, state: str, **attrs: Any) -> None:
