@@ -114,7 +114,7 @@ class PrefixMap:
         """`match` for a path already in its canonical spelling (a plan's million file paths are
         made canonical once, when read from the manifests, not again at every lookup)."""
         for m in self._mappings:
-            if c.startswith(m.source) and (len(c) == len(m.source) or c[len(m.source)] == "/"):
+            if is_under(c, m.source):
                 return m
         return None
 

@@ -338,7 +338,7 @@ def _manifests(
         if (found := job(uri, data) if cpu is None else cpu.submit(job, uri, data).result()) is not None:
             return found
         # A list the job could not read is read here: its error is raised as icelake explains it.
-        return [(ref.path, ref.length, ref.content) for ref in manifest_refs(uri, data)]
+        return _list_records(uri, data)
 
     for _uri, records in fetched_ahead(lists, fetch):
         for path, length, content in records:
@@ -355,9 +355,13 @@ def list_records_job(uri: str, data: bytes) -> list[tuple[str, int, int]] | None
     when it cannot be read: errors do not cross processes intact, so the caller reads it again.
     A top-level function, to run in a worker process, and tuples, which cross processes cheaply."""
     try:
-        return [(ref.path, ref.length, ref.content) for ref in manifest_refs(uri, data)]
+        return _list_records(uri, data)
     except Exception:
         return None
+
+
+def _list_records(uri: str, data: bytes) -> list[tuple[str, int, int]]:
+    return [(ref.path, ref.length, ref.content) for ref in manifest_refs(uri, data)]
 
 
 def _files(

@@ -13,6 +13,7 @@ from icelake.aws.fileio import LocalFileIO
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES
 from icelake.migrate.plan import TablePlan, build_plan
 from icelake.migrate.progress import NoProgress
+from icelake.uris import local_path
 from tests.reference_plan import REFERENCE_READS
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -67,9 +68,7 @@ def test_manifests_parsed_in_processes_make_the_reference_plan(spark: Any, tmp_p
 
     # A damaged manifest list is refused in processes as in this one, with the same explanation
     # (the worker's error does not cross back: the list is read again here, which raises it)
-    damaged = Path(in_processes.manifest_lists[len(in_processes.manifest_lists) // 2])
-    if not damaged.is_absolute():
-        damaged = Path(damaged.as_posix().removeprefix("file:"))
+    damaged = Path(local_path(in_processes.manifest_lists[len(in_processes.manifest_lists) // 2]))
     damaged.write_bytes(damaged.read_bytes()[:-40])
     errors = []
     for processes in (2, 1):
