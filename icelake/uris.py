@@ -42,7 +42,8 @@ def canonical(uri: str) -> str:
         else:  # abspath keeps exactly two leading slashes (POSIX leaves their meaning open; Linux's is /)
             uri = "file:///" + os.path.abspath(uri).lstrip("/")
     if uri.endswith("/") and not uri.endswith("://") and uri.count("/") > 3:
-        uri = uri.rstrip("/")
+        scheme, _, rest = uri.partition("://")  # trailing slashes go, the scheme's own never
+        uri = f"{scheme}://{rest.rstrip('/')}"
     return uri
 
 

@@ -67,7 +67,8 @@ def _canonical_reference(uri: str) -> str:
     elif "://" not in uri:
         uri = "file:///" + os.path.abspath(uri).lstrip("/")
     if uri.endswith("/") and not uri.endswith("://") and uri.count("/") > 3:
-        uri = uri.rstrip("/")
+        scheme, _, rest = uri.partition("://")  # trailing slashes go, the scheme's own never
+        uri = f"{scheme}://{rest.rstrip('/')}"
     return uri
 
 
@@ -115,3 +116,9 @@ def test_a_source_tables_prefixes_are_its_directory_and_the_mapped_sources() -> 
         "s3://b/other/data",
     ]
     assert source_prefixes("/w/t/metadata/v3.metadata.json", []) == ["/w/t"]
+
+
+def test_slashes_after_the_scheme_alone_are_not_stripped_into_it() -> None:
+    """`s3a:////` once became `s3:`, which a second canonical() read as a local relative path."""
+    assert canonical("s3a:////") == canonical("s3:////") == "s3://"
+    assert canonical(canonical("s3a:////")) == "s3://"
