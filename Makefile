@@ -37,9 +37,11 @@ bench: setup
 	$(BIN)/python -m benchmarks.scd2_bench --history 2
 
 # Large tables (issue 11): Iceberg's rewrite_table_path against icelake's plan plus rewrite on a
-# 1,000,000-file table, then one 100,000-file table through the state machine on embedded AWS.
+# 1,000,000-file table, the same table's source check as S3 would list it (one listing against
+# ranges side by side), then one 100,000-file table through the state machine on embedded AWS.
 bench-large: setup
 	$(BIN)/python -m benchmarks.large_bench
+	$(BIN)/python -m benchmarks.listing_bench
 	$(BIN)/python -m benchmarks.workflow_large
 
 # SCD2 merge against a naive rewrite: 1,000,000 wide rows, 1% changed (last line: JSON summary),

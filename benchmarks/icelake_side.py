@@ -251,6 +251,7 @@ class RequestCountingIO(LocalFileIO):
         self.requests: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._latency_s = latency_s
+        self.listing_waits = latency_s > 0  # lists as S3 would be listed when its pages wait
 
     def _count(self, kind: str) -> None:
         with self._lock:
@@ -270,9 +271,9 @@ class RequestCountingIO(LocalFileIO):
         self._count("GET")
         return super().read_tail(uri, nbytes)
 
-    def list(self, prefix: str) -> Iterator[tuple[str, ObjectInfo]]:
+    def list(self, prefix: str, start_after: str | None = None) -> Iterator[tuple[str, ObjectInfo]]:
         listed = 0
-        for item in super().list(prefix):
+        for item in super().list(prefix, start_after):
             if listed % 1000 == 0:
                 self._count("LIST")
             listed += 1

@@ -15,7 +15,8 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
 from icelake.aws.fileio import FileIO, ObjectInfo
 from icelake.migrate.plan_scan import map_ahead, map_in_chunks
@@ -35,6 +36,20 @@ LIST_BUDGET = 5
 # splitting, one page of the prefix is read: a prefix that ends within it (the empty target of a
 # first migration) is settled by that one request instead of one per subdirectory (`_listings`).
 SPLIT_LISTING_AT = 10 * KEYS_PER_PAGE
+# On S3 (`FileIO.listing_waits`), a listing still left with more wanted keys than this (a prefix of
+# many small subdirectories, or of none: an unpartitioned table's data/) is listed as ranges of its
+# sorted keys side by side, each from after the previous range's last key (StartAfter) to its own:
+# one request more per range, and a thousand pages no longer wait for each other.
+RANGE_KEYS = 20 * KEYS_PER_PAGE
+
+
+class _Listing(NamedTuple):
+    """A listing of `prefix` that settles `keys`: those after `after` up to `until` when bounded."""
+
+    prefix: str
+    keys: list[str]
+    after: str | None = None
+    until: str | None = None
 
 
 # What a key's entry in the answers holds until a listing or a HEAD settles it (compared by identity).
@@ -65,9 +80,8 @@ def stat_by_listing(
     under, aliases = _group(found, ordered_roots)
     answers = _Answers(found, aliases, progress, phase)
 
-    def list_root(item: tuple[str, list[str]]) -> None:
-        root, keys = item
-        answers.settle_by(io.list(root), keys, _inner(root, ordered_roots))
+    def list_part(part: _Listing) -> None:
+        answers.settle_by(_listed(io, part), part.keys, _inner(part.prefix, ordered_roots))
 
     listings = [
         part
@@ -75,7 +89,7 @@ def stat_by_listing(
         for part in _listings(io, r, keys, answers, ordered_roots, not aliases)
     ]
     under.clear()  # the listings hold the keys now
-    for _done in map_ahead(list_root, listings, max(1, min(workers, len(listings)))):
+    for _done in map_ahead(list_part, listings, max(1, min(workers, len(listings)))):
         pass
     unsettled = [u for u, info in found.items() if info is _UNSETTLED]  # alone, or over budget
     counted = set(unsettled)
@@ -186,6 +200,36 @@ def _under_any(path: str, roots: list[str]) -> bool:
     return any(is_under(path, r) for r in roots)
 
 
+def _listed(io: FileIO, part: _Listing) -> Iterator[tuple[str, ObjectInfo]]:
+    """What `part` lists: everything under its prefix, or the objects of its range (a listing is
+    in key order: the first object past `until` ends it, and no further page is asked)."""
+    listing = io.list(part.prefix, start_after=part.after)
+    if part.until is None:
+        return listing
+    until = part.until
+    return itertools.takewhile(lambda item: item[0] <= until, listing)
+
+
+def _ranges(part: _Listing, keys_canonical: bool) -> list[_Listing]:
+    """`part` as listings of RANGE_KEYS of its keys each, in key order (one listing if fewer). A
+    range never ends between two spellings of one object: the range that lists it settles both."""
+    keys = part.keys
+    if len(keys) <= RANGE_KEYS:
+        return [part]
+    spelled = (lambda k: k) if keys_canonical else canonical
+    keys.sort(key=None if keys_canonical else canonical)
+    ranges: list[_Listing] = []
+    start, after = 0, None
+    while start < len(keys):
+        end = min(start + RANGE_KEYS, len(keys))
+        while end < len(keys) and spelled(keys[end]) == spelled(keys[end - 1]):
+            end += 1
+        until = spelled(keys[end - 1])
+        ranges.append(_Listing(part.prefix, keys[start:end], after, until))
+        start, after = end, until
+    return ranges
+
+
 def _split_listing(root: str, keys: list[str], keys_canonical: bool) -> list[tuple[str, list[str]]]:
     """(prefix, its wanted keys) to list: `root` itself, or its subdirectories (recursively) when it
     has more than SPLIT_LISTING_AT wanted keys, all of them in subdirectories, a page's worth per
@@ -215,11 +259,20 @@ def _split_listing(root: str, keys: list[str], keys_canonical: bool) -> list[tup
 
 def _listings(
     io: FileIO, root: str, keys: list[str], answers: _Answers, ordered_roots: list[str], keys_canonical: bool
-) -> list[tuple[str, list[str]]]:
+) -> list[_Listing]:
     """The listings that settle `keys` under `root`: its subdirectories' when it has many keys
-    (`_split_listing`), unless one page of `root` is all there is, which then settles them at
-    once (the empty target of a first migration: one request, not one a partition)."""
-    parts = _split_listing(root, keys, keys_canonical)
+    (`_split_listing`), each in ranges on S3 when it still has many (`_ranges`), unless one page of
+    `root` is all there is, which then settles them at once (the empty target of a first
+    migration: one request, not one a partition)."""
+    parts = [
+        ranged
+        for prefix, part_keys in _split_listing(root, keys, keys_canonical)
+        for ranged in (
+            _ranges(_Listing(prefix, part_keys), keys_canonical)
+            if io.listing_waits
+            else [_Listing(prefix, part_keys)]
+        )
+    ]
     if len(parts) > 1 and (page := whole_listing(io, root)) is not None:
         answers.settle_by(page, keys, _inner(root, ordered_roots))
         return []

@@ -77,20 +77,27 @@ def test_a_resume_cleans_what_a_killed_run_left(tmp_path: Path) -> None:
     assert not list((tmp_path / "dst").rglob(f"{TEMP_PREFIX}*"))
 
 
-def test_a_listing_names_what_os_walk_finds_with_sizes(tmp_path: Path) -> None:
-    # Given files in nested directories, a linked directory, and an empty one
+def test_a_listing_names_what_os_walk_finds_with_sizes_in_s3s_order(tmp_path: Path) -> None:
+    # Given files in nested directories, a linked directory, an empty one, and names that sort
+    # before and after a directory's '/' ('a-c' < 'a/...' < 'a0')
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "e").mkdir()
-    (tmp_path / "x").write_bytes(b"12")
-    (tmp_path / "a" / "y").write_bytes(b"1")
-    (tmp_path / "a" / "b" / "z").write_bytes(b"")
+    for name, data in [("x", b"12"), ("a/y", b"1"), ("a/b/z", b""), ("a-c", b"3"), ("a0", b"45")]:
+        (tmp_path / name).write_bytes(data)
     (tmp_path / "link").symlink_to(tmp_path / "a")
     walked = [
         (f"file://{os.path.join(d, n)}", os.path.getsize(os.path.join(d, n)))
         for d, _dirs, names in os.walk(tmp_path)
         for n in names
     ]
-    # When it is listed; Then it names what os.walk does (not following the link), in its order
-    assert [(uri, info.size) for uri, info in LocalFileIO().list(str(tmp_path))] == walked
-    assert len(walked) == 3
+    # When it is listed; Then it names what os.walk does (not following the link), in the order S3
+    # lists keys: as strings
+    listed = [(uri, info.size) for uri, info in LocalFileIO().list(str(tmp_path))]
+    assert listed == sorted(walked) and len(walked) == 5
+    assert [uri.rpartition(f"{tmp_path}/")[2] for uri, _ in listed] == ["a-c", "a/b/z", "a/y", "a0", "x"]
     assert list(LocalFileIO().list(str(tmp_path / "missing"))) == []
+    # and from after any key (S3's StartAfter), or any string between keys, only what follows it
+    for after in [uri for uri, _ in listed] + [f"file://{tmp_path}/a/", f"file://{tmp_path}/a/b0"]:
+        assert list(LocalFileIO().list(str(tmp_path), start_after=after)) == [
+            (uri, info) for uri, info in LocalFileIO().list(str(tmp_path)) if uri > after
+        ]

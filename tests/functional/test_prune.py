@@ -30,9 +30,9 @@ class CountingIO(LocalFileIO):
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
 
-    def list(self, prefix: str) -> Iterator[tuple[str, ObjectInfo]]:
+    def list(self, prefix: str, start_after: str | None = None) -> Iterator[tuple[str, ObjectInfo]]:
         self.calls["list"] += 1
-        return super().list(prefix)
+        return super().list(prefix, start_after)
 
     def stat(self, uri: str) -> ObjectInfo | None:
         self.calls["stat"] += 1

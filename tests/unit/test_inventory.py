@@ -27,9 +27,9 @@ class Counting(LocalFileIO):
         self.calls["stat"] += 1
         return super().stat(uri)
 
-    def list(self, prefix: str) -> Iterator[tuple[str, ObjectInfo]]:
+    def list(self, prefix: str, start_after: str | None = None) -> Iterator[tuple[str, ObjectInfo]]:
         self.calls["list"] += 1
-        yield from super().list(prefix)
+        yield from super().list(prefix, start_after)
 
 
 def _files(root: Path, names: list[str], size: int = 3) -> list[str]:
@@ -78,9 +78,9 @@ class Prefixes(LocalFileIO):
     def __init__(self) -> None:
         self.listed: list[str] = []
 
-    def list(self, prefix: str) -> Iterator[tuple[str, ObjectInfo]]:
+    def list(self, prefix: str, start_after: str | None = None) -> Iterator[tuple[str, ObjectInfo]]:
         self.listed.append(prefix)
-        yield from super().list(prefix)
+        yield from super().list(prefix, start_after)
 
 
 @pytest.fixture
@@ -152,6 +152,59 @@ def test_small_subdirectories_are_not_split(tmp_path: Path) -> None:
     # Then one listing of the root: splitting would cost more requests than it saves pages
     assert all(found[u] == ObjectInfo(size=3) for u in present)
     assert io.listed == [f"file://{root}"]
+
+
+class Ranges(LocalFileIO):
+    """Records where every listing starts and how many objects each read; lists as S3 does
+    (`listing_waits`: its pages wait on the network)."""
+
+    listing_waits = True
+
+    def __init__(self) -> None:
+        self.listed: list[tuple[str, str | None]] = []
+        self.read: list[int] = []
+
+    def list(self, prefix: str, start_after: str | None = None) -> Iterator[tuple[str, ObjectInfo]]:
+        self.listed.append((prefix, start_after))
+        self.read.append(0)
+        at = len(self.read) - 1
+        for item in super().list(prefix, start_after):
+            self.read[at] += 1
+            yield item
+
+
+@pytest.mark.usefixtures("small_pages")
+def test_a_prefix_of_many_keys_and_no_subdirectories_is_listed_in_ranges_side_by_side(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(inventory, "RANGE_KEYS", 25)
+    # Given an unpartitioned data directory of 100 files, 10 of them absent from the wanted keys'
+    # point of view (deleted), 7 unwanted objects after the last wanted key, one wanted key spelled
+    # twice, and 3 wanted keys that do not exist
+    data = tmp_path / "t" / "data"
+    present = _files(data, [f"{i:03}.parquet" for i in range(100)])
+    _files(data, [f"zz-{i}" for i in range(7)])
+    absent = [f"file://{data}/{i:03}-gone.parquet" for i in (5, 50, 99)]
+    alias = f"{data}/023.parquet"  # a plain path: the same object as present[23]
+    wanted = [*reversed(present[:90]), *absent, alias]
+    io = Ranges()
+    # When what exists is asked
+    found = stat_by_listing(io, wanted, [f"file://{tmp_path}/t"], workers=4)
+    # Then every key is settled as it is, by listings alone
+    assert all(found[u] == ObjectInfo(size=3) for u in [*present[:90], alias])
+    assert all(found[u] is None for u in absent)
+    # by ranges of 25 wanted keys in key order, each from the last key of the one before, none
+    # splitting the two spellings of one object, and the last stopping at the last wanted key
+    starts = [after for prefix, after in io.listed if prefix == f"file://{data}"]
+    assert starts == [None, present[23], present[48], present[72]]
+    # each object read once, but the one that ends a range (the first listing is the page of the
+    # root that tells a big prefix from one that ends within a page)
+    assert io.listed[0] == (f"file://{tmp_path}/t", None)
+    assert sum(io.read[1:]) <= 100 + len(starts)
+    # A local walk (CPU-bound: threads would only contend) lists the prefix once, from its start
+    local = Prefixes()
+    assert stat_by_listing(local, wanted, [f"file://{tmp_path}/t"], workers=4) == found
+    assert local.listed == [f"file://{data}"]
 
 
 def test_the_answers_are_keyed_by_the_callers_own_strings_in_their_order(tmp_path: Path) -> None:
