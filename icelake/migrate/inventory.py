@@ -113,16 +113,16 @@ def _group(
 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """(root -> the uris to list it for, canonical -> the uris spelled otherwise). The uris under
     no root, or under one with too few of them to be worth a listing, are left to be asked one by one."""
-    under: dict[str, list[str]] = defaultdict(list)
+    under: dict[str, list[str]] = {r: [] for r in ordered_roots}
     aliases: dict[str, list[str]] = defaultdict(list)
-    inside = [(r, r + "/") for r in ordered_roots]
+    inside = [(r, r + "/", under[r]) for r in ordered_roots]
     for uri in uris:
         c = canonical(uri)
         if c != uri:
             aliases[c].append(uri)
-        for root, prefix in inside:  # the longest root first (is_under, inlined: a million calls)
+        for root, prefix, keys in inside:  # the longest root first (is_under, inlined: a million calls)
             if c.startswith(prefix) or c == root:
-                under[root].append(uri)
+                keys.append(uri)
                 break
     for root in [r for r, keys in under.items() if len(keys) < MIN_KEYS_TO_LIST]:
         del under[root]
@@ -238,16 +238,24 @@ def _split_listing(root: str, keys: list[str], keys_canonical: bool) -> list[tup
     `keys_canonical`: every key is spelled canonically (none is made canonical again)."""
     if len(keys) <= SPLIT_LISTING_AT:
         return [(root, keys)]
-    children: dict[str, list[str]] = defaultdict(list)
     start = len(root) + 1
-    for uri in keys:
-        c = uri if keys_canonical else canonical(uri)
+    spelled = keys if keys_canonical else [canonical(k) for k in keys]
+    if (end := spelled[0].find("/", start)) >= 0:
+        child = spelled[0][: end + 1]  # root/child/: when every key is in it, list it alone
+        if all(c.startswith(child) for c in spelled):
+            return _split_listing(child[:-1], keys, keys_canonical)
+    children: dict[str, list[str]] = {}
+    most = len(keys) // KEYS_PER_PAGE  # more subdirectories than pages: not split (see below)
+    for uri, c in zip(keys, spelled, strict=True):
         end = c.find("/", start)
         if end < 0:
             return [(root, keys)]  # a wanted key directly in root: only root's listing has it
-        children[c[start:end]].append(uri)
-    if len(children) == 1:  # one subdirectory holds them all: list it alone (the same pages)
-        return _split_listing(f"{root}/{next(iter(children))}", keys, keys_canonical)
+        group = children.get(name := c[start:end])
+        if group is None:
+            if len(children) == most:  # known before every key is grouped (5,000 partitions of 200)
+                return [(root, keys)]
+            group = children[name] = []
+        group.append(uri)
     if len(keys) < KEYS_PER_PAGE * len(children):
         return [(root, keys)]
     return [
