@@ -40,7 +40,7 @@ from icelake.migrate.avro_files import (
     rewrite_manifest,
     rewrite_manifest_list,
 )
-from icelake.migrate.avro_patch import ListHeads
+from icelake.migrate.avro_patch import ListHeads, PlannedManifest
 from icelake.migrate.cpu_pool import cpu_pool
 from icelake.migrate.engine import rewritten_metadata_files
 from icelake.migrate.plan import TablePlan, build_plan, fetch_metadata
@@ -103,9 +103,12 @@ def rewrite_and_list(uri: str, data: bytes, prefix_map: PrefixMap) -> tuple[byte
     return data, mapped_paths
 
 
-def rewrite_only(uri: str, data: bytes, prefix_map: PrefixMap) -> tuple[bytes, list[tuple[str, str]]]:
-    """The engine's manifest job (the file list's data files come from the plan)."""
-    return rewrite_manifest(uri, data, prefix_map.require, prefix_map.map, {}), []
+def rewrite_only(
+    uri: str, data: bytes, prefix_map: PrefixMap, planned: PlannedManifest | None = None
+) -> tuple[bytes, list[tuple[str, str]]]:
+    """The engine's manifest job (the file list's data files come from the plan, and where the
+    plan found a manifest's paths, as the engine's rewrite is given it)."""
+    return rewrite_manifest(uri, data, prefix_map.require, prefix_map.map, {}, planned), []
 
 
 def _discover(
@@ -179,12 +182,14 @@ def rewrite_table_metadata(
         new_lengths: dict[str, int] = {}
         with cpu_pool(processes) as pool, ThreadPoolExecutor(max_workers=2 * processes) as io_pool:
             job = rewrite_and_list if plan is None else rewrite_only
+            planned = {} if plan is None else plan.planned_manifests
 
             def one(uri: str) -> tuple[str, bytes, list[tuple[str, str]]]:
                 raw = src_io.read(uri)
+                args = (uri, raw, prefix_map) if plan is None else (uri, raw, prefix_map, planned.get(uri))
                 if pool is None:
-                    return (uri, *job(uri, raw, prefix_map))
-                return (uri, *pool.submit(job, uri, raw, prefix_map).result())
+                    return (uri, *job(*args))
+                return (uri, *pool.submit(job, *args).result())
 
             for uri, data, mapped_paths in io_pool.map(one, manifests):
                 put(map_path(uri), data)

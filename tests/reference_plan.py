@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from icelake.aws.fileio import FileIO, ObjectInfo
 from icelake.migrate.plan import PlanReads
-from icelake.migrate.plan_scan import entry_fields_fastavro
+from icelake.migrate.plan_scan import fastavro_entries
 from icelake.migrate.progress import ProgressSink
 
 T = TypeVar("T")
@@ -46,4 +46,4 @@ def head_each(
     return dict(zip(uris, thread_map(one, uris, workers), strict=True))
 
 
-REFERENCE_READS = PlanReads(entries=entry_fields_fastavro, stat=head_each, map=thread_map)
+REFERENCE_READS = PlanReads(entries=fastavro_entries, stat=head_each, map=thread_map)

@@ -6,8 +6,9 @@ raises `NotPatchable`, and the caller decodes the file with fastavro instead."""
 from __future__ import annotations
 
 import zlib
+from array import array
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from icelake.errors import NotPatchable
@@ -132,12 +133,15 @@ def _data_file_fields(c: Any, df_schema: dict[str, Any]) -> list[tuple[int, Any]
     return fields
 
 
-def read_entry_fields(data: bytes, schema_ok: Callable[[str], bool]) -> list[EntryFields]:
+def read_entry_fields(
+    data: bytes, schema_ok: Callable[[str], bool], spans: PathSpans | None = None
+) -> list[EntryFields]:
     """(status, content, file_path, file_size_in_bytes, referenced_data_file, file_format) of
     every entry of a manifest, as fastavro would decode them, or NotPatchable (nothing is
     returned then: the caller decodes the whole file with fastavro). `file_format` is None
     unless the entry is a position delete (content 1). `schema_ok(schema_text)` says whether the
-    full decoder accepts the writer schema (when not, NotPatchable: its error is the one to give)."""
+    full decoder accepts the writer schema (when not, NotPatchable: its error is the one to give).
+    `spans`: filled with where each entry and its file_path sit (`PathSpans`)."""
     try:
         header = read_header(data)
         if not schema_ok(header.metadata["avro.schema"]):
@@ -148,23 +152,44 @@ def read_entry_fields(data: bytes, schema_ok: Callable[[str], bool]) -> list[Ent
         reader = compiled_schema(compile_entry_reader, header.metadata["avro.schema"])
         out: list[EntryFields] = []
         for count, block in blocks(data, header, codec):
-            _read_block(reader, block, count, out)
+            _read_block(reader, block, count, out, spans)
     except (IndexError, KeyError, TypeError, ValueError, zlib.error) as exc:
         raise NotPatchable(str(exc)) from exc
     return out
 
 
-def _read_block(reader: EntryReader, block: bytes, count: int, out: list[EntryFields]) -> None:
+@dataclass
+class PathSpans:
+    """Per block, its entry count; per entry, where it starts in its (decompressed) block and
+    where its file_path's length and bytes end: (start, path_at, path_end), three ints an entry.
+    What `avro_patch.patch_manifest` finds by walking every entry, recorded by the plan's one walk."""
+
+    counts: array[int] = field(default_factory=lambda: array("I"))
+    offsets: array[int] = field(default_factory=lambda: array("I"))
+
+
+def _read_block(
+    reader: EntryReader, block: bytes, count: int, out: list[EntryFields], spans: PathSpans | None
+) -> None:
     steps = reader.steps
-    pos = 0
+    pos = path_at = path_end = 0
+    if spans is not None:
+        spans.counts.append(count)
     for _ in range(count):
+        start = pos
         values: list[Any] = [0, 0, "", 0, None, None]
         for slot, fn in steps:
             if slot < 0:
                 pos = fn(block, pos)
+            elif slot == _PATH:
+                path_at = pos
+                values[_PATH], pos = fn(block, pos)
+                path_end = pos
             else:
                 values[slot], pos = fn(block, pos)
         status, content, path, size, reference, fmt = values
         out.append((status, content, path, size, reference, fmt if content == 1 else None))
+        if spans is not None:
+            spans.offsets.extend((start, path_at, path_end))
     if pos != len(block):
         raise NotPatchable("block has bytes after its records")

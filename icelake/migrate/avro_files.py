@@ -7,6 +7,7 @@ rewrite byte-for-byte repeatable: a re-run recognises its own output and writes 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from collections.abc import Callable, Iterator
@@ -17,7 +18,14 @@ import fastavro
 
 from icelake.errors import NotPatchable, UnsupportedFileError
 from icelake.migrate.avro_binary import container_header, read_header
-from icelake.migrate.avro_patch import ListHeads, patch_manifest, patch_manifest_list, read_manifest_refs
+from icelake.migrate.avro_patch import (
+    ListHeads,
+    PlannedManifest,
+    patch_manifest,
+    patch_manifest_list,
+    read_manifest_refs,
+    splice_manifest,
+)
 from icelake.uris import canonical
 
 # Field id of the `file_path` column in position-delete files (Iceberg spec, reserved ids).
@@ -153,6 +161,7 @@ def rewrite_manifest(
     map_path: Callable[[str], str],
     try_map: Callable[[str], str | None],
     delete_rewrites: dict[str, DeleteRewrite],
+    planned: PlannedManifest | None = None,
 ) -> bytes:
     """Map every path in a manifest and apply what rewriting its delete files changed
     (`delete_rewrites`, by the delete files' canonical paths, as the plan names them).
@@ -164,8 +173,12 @@ def rewrite_manifest(
     Entries whose only change is their paths (data files, equality deletes) are patched in their
     bytes (`avro_patch`), which gives the same bytes as the fastavro path, several times faster;
     any file that does not qualify goes the fastavro path, with the `map_path` calls already
-    made replayed rather than made twice.
+    made replayed rather than made twice. A data manifest the plan read (`planned`: where its
+    paths sit) is spliced there without walking its entries again, when it is still those bytes.
     """
+    if planned is not None and not delete_rewrites:
+        with contextlib.suppress(NotPatchable):  # not the bytes planned: rewritten as any other
+            return splice_manifest(data, planned, map_path)
     calls: list[tuple[str, str]] = []
 
     def recorded(path: str) -> str:

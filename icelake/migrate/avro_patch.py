@@ -41,6 +41,7 @@ from icelake.migrate.avro_binary import (
     unfinished,
     zigzag,
 )
+from icelake.migrate.avro_entries import PathSpans
 
 T = TypeVar("T")
 
@@ -111,6 +112,32 @@ def _encode_block(count: int, block: bytes, codec: str, sync: bytes) -> bytes:
     return zigzag(count) + zigzag(len(data)) + data + sync
 
 
+class _Framer:
+    """An Avro file written as fastavro's writer writes it: the records appended to `pending`, one
+    `ended()` each, are framed into a block as soon as it holds SYNC_INTERVAL bytes or more."""
+
+    def __init__(self, header: Header, codec: str) -> None:
+        self.header, self.codec = header, codec
+        self.out = [container_header(header.metadata, header.sync)]
+        self.pending = bytearray()
+        self.count = 0
+
+    def ended(self) -> None:
+        self.count += 1
+        if len(self.pending) >= SYNC_INTERVAL:
+            self._flush()
+
+    def _flush(self) -> None:
+        self.out.append(_encode_block(self.count, bytes(self.pending), self.codec, self.header.sync))
+        self.pending.clear()
+        self.count = 0
+
+    def file(self) -> bytes:
+        if self.count:
+            self._flush()
+        return b"".join(self.out)
+
+
 def _read_container(data: bytes, compile_schema: Callable[[dict[str, Any]], T]) -> tuple[Header, str, T]:
     """The header, codec and what `compile_schema` makes of the writer schema, or NotPatchable."""
     try:
@@ -136,9 +163,8 @@ def patch_manifest(
     after some calls, so the caller replays them on the fallback path.
     """
     header, codec, layout = _read_container(data, compile_entry)
-    out = [container_header(header.metadata, header.sync)]
-    pending = bytearray()
-    pending_count = 0
+    framer = _Framer(header, codec)
+    pending = framer.pending
     for count, block in _safe(blocks(data, header, codec)):
         for start, fp_len, fp, fp_end, ref_len, ref, ref_end, end, content in _safe_scan(
             layout, block, count
@@ -158,14 +184,47 @@ def patch_manifest(
                 pending += block[ref_end:end]
             else:
                 pending += block[fp_end:end]
-            pending_count += 1
-            if len(pending) >= SYNC_INTERVAL:
-                out.append(_encode_block(pending_count, bytes(pending), codec, header.sync))
-                pending.clear()
-                pending_count = 0
-    if pending_count:
-        out.append(_encode_block(pending_count, bytes(pending), codec, header.sync))
-    return b"".join(out)
+            framer.ended()
+    return framer.file()
+
+
+@dataclass(frozen=True)
+class PlannedManifest:
+    """A data manifest as the plan read it (every entry data, none with a referenced_data_file):
+    its length, its CRC-32, and where each entry and its file_path sit (`PathSpans`)."""
+
+    size: int
+    crc: int
+    spans: PathSpans
+
+
+def splice_manifest(data: bytes, planned: PlannedManifest, map_path: Callable[[str], str]) -> bytes:
+    """`patch_manifest(data, map_path, ...)` of a data manifest, spliced where the plan found its
+    paths instead of walking every entry again (most of a rewrite's time: the statistics maps).
+    NotPatchable, before any `map_path` call, unless `data` are the bytes planned (length and
+    CRC) in the blocks planned and `patch_manifest` takes their schema."""
+    if len(data) != planned.size or zlib.crc32(data) != planned.crc:
+        raise NotPatchable("not the bytes the plan read")
+    header, codec, _layout = _read_container(data, compile_entry)
+    decoded = list(_safe(blocks(data, header, codec)))
+    counts, offsets = planned.spans.counts, planned.spans.offsets
+    if [count for count, _ in decoded] != counts.tolist() or len(offsets) != 3 * sum(counts):
+        raise NotPatchable("not the blocks the plan read")
+    framer = _Framer(header, codec)
+    pending = framer.pending
+    at = 0
+    for count, block in decoded:
+        for i in range(count):
+            start, path_at, path_end = offsets[at], offsets[at + 1], offsets[at + 2]
+            at += 3
+            end = offsets[at] if i + 1 < count else len(block)
+            new = map_path(_utf8(block, read_long(block, path_at)[1], path_end)).encode()
+            pending += block[start:path_at]
+            pending += zigzag(len(new))
+            pending += new
+            pending += block[path_end:end]
+            framer.ended()
+    return framer.file()
 
 
 def _utf8(block: bytes, start: int, end: int) -> str:
@@ -270,21 +329,14 @@ def patch_manifest_list(data: bytes, heads: ListHeads) -> bytes:
     the rewritten manifest's (`heads`), spliced as `patch_manifest` splices (same bytes as fastavro
     would write), or NotPatchable."""
     header, codec, after = _read_container(data, compile_manifest_list)
-    out = [container_header(header.metadata, header.sync)]
-    pending = bytearray()
-    pending_count = 0
+    framer = _Framer(header, codec)
+    pending = framer.pending
     for count, block in _safe(blocks(data, header, codec)):
         for start, end, rest, stop in _safe_list_scan(after, block, count):
             pending += heads.head(block, start, end)
             pending += block[rest:stop]
-            pending_count += 1
-            if len(pending) >= SYNC_INTERVAL:
-                out.append(_encode_block(pending_count, bytes(pending), codec, header.sync))
-                pending.clear()
-                pending_count = 0
-    if pending_count:
-        out.append(_encode_block(pending_count, bytes(pending), codec, header.sync))
-    return b"".join(out)
+            framer.ended()
+    return framer.file()
 
 
 def _safe_list_scan(after: Skip, block: bytes, count: int) -> list[tuple[int, int, int, int]]:

@@ -16,6 +16,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
 
 from icelake.migrate.avro_files import DeleteRewrite, rewrite_manifest
+from icelake.migrate.avro_patch import PlannedManifest
 from icelake.uris import PrefixMap
 
 # Starting a process costs a few hundred ms; below this many manifests threads alone are faster.
@@ -23,10 +24,14 @@ MIN_MANIFESTS_FOR_PROCESSES = 16
 
 
 def rewrite_manifest_job(
-    uri: str, data: bytes, prefix_map: PrefixMap, delete_rewrites: dict[str, DeleteRewrite]
+    uri: str,
+    data: bytes,
+    prefix_map: PrefixMap,
+    delete_rewrites: dict[str, DeleteRewrite],
+    planned: PlannedManifest | None = None,
 ) -> bytes:
     """One manifest rewrite; a top-level function so that it can run in another process."""
-    return rewrite_manifest(uri, data, prefix_map.require, prefix_map.map, delete_rewrites)
+    return rewrite_manifest(uri, data, prefix_map.require, prefix_map.map, delete_rewrites, planned)
 
 
 PARENT_POLL_SECONDS = 0.5

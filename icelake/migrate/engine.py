@@ -29,7 +29,7 @@ from icelake.aws.fileio import FileIO, FileIOSpec, ObjectInfo, remove_stale_temp
 from icelake.errors import TargetConflictError, UnsafeTargetError
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import DATA, DeleteRewrite, ManifestRef, rewrite_manifest_list
-from icelake.migrate.avro_patch import ListHeads
+from icelake.migrate.avro_patch import ListHeads, PlannedManifest
 from icelake.migrate.collisions import target_lock
 from icelake.migrate.copy import CopySettings, copy_file
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool, rewrite_manifest_job
@@ -65,6 +65,10 @@ class Outcome:
     status: Literal["copied", "written", "skipped", "conflict"]
     size: int  # bytes copied, or bytes of the rewritten file (whether written or not)
     verified: bool = False  # a copy whose bytes S3 checksummed equal to the source's
+
+
+# A manifest to rewrite, and where the plan found its paths when it is a data manifest it read.
+ManifestTask = tuple[ManifestRef, PlannedManifest | None]
 
 
 @dataclass(frozen=True)
@@ -113,14 +117,17 @@ class FileJobs:
         data, result = rewrite_delete_file(task.source, raw, task.file_format, self.prefix_map.require)
         return self.put(task.target, data), result
 
-    def rewrite_manifest(self, delete_rewrites: dict[str, DeleteRewrite], ref: ManifestRef) -> Outcome:
+    def rewrite_manifest(self, delete_rewrites: dict[str, DeleteRewrite], task: ManifestTask) -> Outcome:
+        ref, planned = task
         raw = open_io(self.src).read(ref.path)
         # Only delete manifests need what rewriting the delete files changed.
         deletes = delete_rewrites if ref.content != DATA else {}
-        if self.cpu is None:
-            data = rewrite_manifest_job(ref.path, raw, self.prefix_map, deletes)
-        else:
-            data = self.cpu.submit(rewrite_manifest_job, ref.path, raw, self.prefix_map, deletes).result()
+        args = (ref.path, raw, self.prefix_map, deletes, planned)
+        data = (
+            rewrite_manifest_job(*args)
+            if self.cpu is None
+            else self.cpu.submit(rewrite_manifest_job, *args).result()
+        )
         return self.put(self.prefix_map.require(ref.path), data)
 
     def rewrite_manifest_list(self, heads: ListHeads, uri: str) -> Outcome:
@@ -321,7 +328,8 @@ def _execute(
     refs = list(plan.manifests.values())
     with runner.cpu_pool(len(refs)) as cpu:
         rewrite = partial(replace(jobs, cpu=cpu).rewrite_manifest, delete_rewrites)
-        manifests = runner.map("rewrite manifests", rewrite, refs)
+        tasks = [(ref, plan.planned_manifests.get(ref.path)) for ref in refs]
+        manifests = runner.map("rewrite manifests", rewrite, tasks)
     outcomes += manifests
     new_lengths = {ref.path: o.size for ref, o in zip(refs, manifests, strict=True)}
     lists = partial(jobs.rewrite_manifest_list, ListHeads(plan.prefix_map.require, new_lengths))

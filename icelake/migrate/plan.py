@@ -29,12 +29,13 @@ from icelake.errors import (
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_entries import EntryFields
 from icelake.migrate.avro_files import DELETED, POSITION_DELETES, ManifestRef, manifest_refs
+from icelake.migrate.avro_patch import PlannedManifest
 from icelake.migrate.collisions import refuse_duplicate_targets, refuse_overlapping_targets
 from icelake.migrate.copy import is_same_copy
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool
 from icelake.migrate.delete_files import check_delete_file
 from icelake.migrate.inventory import stat_by_listing, whole_listing
-from icelake.migrate.plan_scan import entry_fields, fetched_ahead, map_in_chunks
+from icelake.migrate.plan_scan import fetched_ahead, map_in_chunks, planned_entries
 from icelake.migrate.progress import ProgressSink
 from icelake.uris import Mapping, PrefixMap, canonical, is_local, is_under, local_path, parent
 
@@ -126,6 +127,8 @@ class TablePlan:
     bytes_planned: int
     files_planned: int
     prefix_counts: Counter[str] = field(default_factory=Counter)
+    # Data manifests as the plan read them: their rewrite splices paths where the plan found them.
+    planned_manifests: dict[str, PlannedManifest] = field(default_factory=dict)
 
     def map_path(self, uri: str) -> str:
         return self.prefix_map.require(uri)
@@ -174,12 +177,13 @@ class PlanReads:
     `FAST_READS` is what icelake runs; the tests hold the obvious, slow reference (every entry
     decoded by fastavro, one HEAD per object) and assert that both give the same plan."""
 
-    entries: Callable[[str, bytes], list[EntryFields]]
+    # A manifest's entries, and where a data manifest's paths sit for its rewrite (or None)
+    entries: Callable[[str, bytes], tuple[list[EntryFields], PlannedManifest | None]]
     stat: Stat
     map: ThreadMap
 
 
-FAST_READS = PlanReads(entries=entry_fields, stat=stat_by_listing, map=map_in_chunks)
+FAST_READS = PlanReads(entries=planned_entries, stat=stat_by_listing, map=map_in_chunks)
 
 
 def table_prefix_map(meta: mj.Metadata, maps: Iterable[tuple[str, str]], target_location: str) -> PrefixMap:
@@ -221,7 +225,7 @@ def build_plan(
         lists = mj.manifest_lists(meta)
         manifests = _manifests(src_io, meta, lists, progress, cpus)
         refs.update(manifests)
-        files, delete_formats = _files(src_io, meta, manifests, refs, reads, progress, cpus)
+        files, delete_formats, planned = _files(src_io, meta, manifests, refs, reads, progress, cpus)
     refs = {canonical(p) for p in refs}.difference(files)
 
     directories = {
@@ -265,6 +269,7 @@ def build_plan(
         bytes_planned=bytes_planned,
         files_planned=present + len(metadata_files) + len(lists) + len(manifests),
         prefix_counts=prefix_counts,
+        planned_manifests=planned,
     )
 
 
@@ -372,38 +377,45 @@ def _files(
     reads: PlanReads,
     progress: ProgressSink,
     cpus: _CpuPools,
-) -> tuple[dict[str, int], dict[str, str]]:
-    """Every data, delete and statistics file: canonical path -> `_recorded(size, live)`, and the position
-    delete files' formats. Live files must exist; deleted-entry ones may be gone. Manifests are
-    fetched ahead on threads, parsed there or in worker processes (`processes`, for many
-    manifests: parsing is CPU-bound) and taken here in order (`live` depends on the order)."""
+) -> tuple[dict[str, int], dict[str, str], dict[str, PlannedManifest]]:
+    """Every data, delete and statistics file: canonical path -> `_recorded(size, live)`, the position
+    delete files' formats, and the data manifests as read (`PlannedManifest`). Live files must
+    exist; deleted-entry ones may be gone. Manifests are fetched ahead on threads, parsed there or
+    in worker processes (`processes`, for many manifests: parsing is CPU-bound) and taken here in
+    order (`live` depends on the order)."""
     files: dict[str, int] = {}
     delete_formats: dict[str, str] = {}
+    planned: dict[str, PlannedManifest] = {}
     progress.start("scan manifests", len(manifests))
     cpu = cpus.for_jobs(len(manifests))
 
-    def fetch(uri: str) -> bytes | list[EntryFields]:
+    def fetch(uri: str) -> bytes | Parsed:
         data = _read_required(src_io, uri)
         return data if cpu is None else cpu.submit(canonical_entries, reads.entries, uri, data).result()
 
+    def parse(uri: str, fetched: bytes | Parsed) -> Parsed:
+        return canonical_entries(reads.entries, uri, fetched) if isinstance(fetched, bytes) else fetched
+
     for uri, fetched in fetched_ahead(list(manifests), fetch):
-        parsed = canonical_entries(reads.entries, uri, fetched) if isinstance(fetched, bytes) else fetched
+        parsed, read = parse(uri, fetched)
         _add_entries(parsed, files, delete_formats, refs)
+        if read is not None:
+            planned[uri] = read
         progress.advance("scan manifests")
     for path, size in mj.statistics_files(meta):
         files.setdefault(canonical(path), _recorded(size if size is not None else -1, live=True))
-    return files, delete_formats
+    return files, delete_formats, planned
 
 
-def canonical_entries(
-    entries: Callable[[str, bytes], list[EntryFields]], uri: str, data: bytes
-) -> list[EntryFields]:
+Parsed = tuple[list[EntryFields], PlannedManifest | None]
+
+
+def canonical_entries(entries: Callable[[str, bytes], Parsed], uri: str, data: bytes) -> Parsed:
     """`entries` of one manifest, each file path in its canonical spelling (listings, maps and
     lookups then take it as it is). Made where the manifest is parsed, in a worker process for a
     table of many: a million calls fewer in the planning process, whose work is the phase's length."""
-    return [
-        (st, content, canonical(p), size, ref, fmt) for st, content, p, size, ref, fmt in entries(uri, data)
-    ]
+    parsed, read = entries(uri, data)
+    return [(st, content, canonical(p), size, ref, fmt) for st, content, p, size, ref, fmt in parsed], read
 
 
 # A file's recorded size and whether a live entry names it, as one int (`size * 2 + live`; the

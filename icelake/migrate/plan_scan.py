@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -20,8 +21,9 @@ from typing import TypeVar
 import fastavro
 
 from icelake.errors import NotPatchable
-from icelake.migrate.avro_entries import EntryFields, read_entry_fields
+from icelake.migrate.avro_entries import EntryFields, PathSpans, read_entry_fields
 from icelake.migrate.avro_files import is_rewritable_delete, manifest_entries
+from icelake.migrate.avro_patch import PlannedManifest
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -39,6 +41,25 @@ def entry_fields(uri: str, data: bytes) -> list[EntryFields]:
         return read_entry_fields(data, _fastavro_accepts)
     except NotPatchable:
         return entry_fields_fastavro(uri, data)
+
+
+def planned_entries(uri: str, data: bytes) -> tuple[list[EntryFields], PlannedManifest | None]:
+    """`entry_fields`, and, for a data manifest read with the skippers (every entry data, none
+    with a referenced_data_file), where its paths sit: its rewrite then splices them there
+    (`avro_patch.splice_manifest`) instead of walking every entry again."""
+    spans = PathSpans()
+    try:
+        entries = read_entry_fields(data, _fastavro_accepts, spans)
+    except NotPatchable:
+        return entry_fields_fastavro(uri, data), None
+    if any(content or reference for _, content, _, _, reference, _ in entries):
+        return entries, None
+    return entries, PlannedManifest(len(data), zlib.crc32(data), spans)
+
+
+def fastavro_entries(uri: str, data: bytes) -> tuple[list[EntryFields], PlannedManifest | None]:
+    """`planned_entries` by decoding every entry with fastavro (the reference path: no spans)."""
+    return entry_fields_fastavro(uri, data), None
 
 
 def entry_fields_fastavro(uri: str, data: bytes) -> list[EntryFields]:

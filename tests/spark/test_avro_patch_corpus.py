@@ -18,7 +18,14 @@ from icelake.migrate.avro_files import (
     rewrite_manifest_fastavro,
     rewrite_manifest_list_fastavro,
 )
-from icelake.migrate.avro_patch import ListHeads, patch_manifest, patch_manifest_list, read_manifest_refs
+from icelake.migrate.avro_patch import (
+    ListHeads,
+    patch_manifest,
+    patch_manifest_list,
+    read_manifest_refs,
+    splice_manifest,
+)
+from icelake.migrate.plan_scan import planned_entries
 from tests.spark.corpus import SourceTable
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -30,7 +37,7 @@ def _map(path: str) -> str:
 
 
 def test_fast_path_matches_fastavro_on_every_corpus_manifest(source_tables: dict[str, SourceTable]) -> None:
-    patched = fell_back = 0
+    patched = spliced = fell_back = 0
     for table in source_tables.values():
         meta = json.loads(IO.read(table.metadata))
         manifests: dict[str, int] = {}
@@ -68,13 +75,18 @@ def test_fast_path_matches_fastavro_on_every_corpus_manifest(source_tables: dict
                 # Then the bytes and the mapping calls are the same
                 assert auto == slow, uri
                 assert calls == slow_calls, uri
+                # and a data manifest spliced where the plan found its paths gives the same too
+                _, planned = planned_entries(uri, data)
+                if planned is not None and not deletes:
+                    assert splice_manifest(data, planned, _map) == auto, uri
+                    spliced += 1
             try:
                 patch_manifest(data, _map, lambda p, c: c == POSITION_DELETES)
                 patched += 1
             except NotPatchable:
                 fell_back += 1
-    # And the data manifests of the corpus do go the fast way
-    assert patched > 10, (patched, fell_back)
+    # And the data manifests of the corpus do go the fast ways
+    assert patched > 10 and spliced > 10, (patched, spliced, fell_back)
 
 
 def test_manifest_lists_are_patched_to_the_fastavro_bytes_on_every_corpus_table(

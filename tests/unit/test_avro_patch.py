@@ -25,7 +25,14 @@ from icelake.migrate.avro_files import (
     rewrite_manifest_list,
     rewrite_manifest_list_fastavro,
 )
-from icelake.migrate.avro_patch import ListHeads, patch_manifest, patch_manifest_list, read_manifest_refs
+from icelake.migrate.avro_patch import (
+    ListHeads,
+    patch_manifest,
+    patch_manifest_list,
+    read_manifest_refs,
+    splice_manifest,
+)
+from icelake.migrate.plan_scan import entry_fields_fastavro, planned_entries
 
 
 def _kv(name: str, value: str) -> dict[str, Any]:
@@ -209,6 +216,52 @@ def test_data_manifests_are_patched_to_the_fastavro_bytes(data: bytes) -> None:
     assert fast == slow
     assert fast_calls == slow_calls
     assert patch_manifest(data, _map, lambda p, c: c == 1) == slow
+
+
+@SETTINGS
+@given(manifests(content=st.sampled_from([0, 1, 2])))
+def test_a_data_manifest_spliced_where_the_plan_found_its_paths_is_the_fastavro_bytes(data: bytes) -> None:
+    # Given a manifest as the plan reads it (where its entries' paths sit, for data manifests only:
+    # every entry data, none with a referenced data file)
+    entries, planned = planned_entries("m.avro", data)
+    assert entries == entry_fields_fastavro("m.avro", data)
+    if any(content or reference for _, content, _, _, reference, _ in entries):
+        assert planned is None
+        return
+    assert planned is not None
+    # When its rewrite splices the paths there; Then it writes the fastavro path's bytes
+    calls: list[str] = []
+    slow_calls: list[str] = []
+    spliced = rewrite_manifest("m.avro", data, lambda p: (calls.append(p), _map(p))[1], _try_map, {}, planned)
+    slow = rewrite_manifest_fastavro(
+        "m.avro", data, lambda p: (slow_calls.append(p), _map(p))[1], _try_map, {}
+    )
+    assert spliced == slow and calls == slow_calls
+    assert splice_manifest(data, planned, _map) == slow  # and it was the splice that did it
+
+
+def test_a_splice_is_refused_for_bytes_other_than_those_planned_and_the_rewrite_is_still_right() -> None:
+    # Given a data manifest as planned, and another one (different paths, same shape)
+    def one(prefix: str) -> bytes:
+        data_file = {"content": 0, "file_format": "PARQUET", "partition": {}, "record_count": 1}
+        records = [
+            {"status": 1, "data_file": {**data_file, "file_path": f"{prefix}/{i}", "file_size_in_bytes": i}}
+            for i in range(40)
+        ]
+        out = io.BytesIO()
+        fastavro.writer(out, fastavro.parse_schema(entry_schema(2)), records, codec="deflate")
+        return out.getvalue()
+
+    planned_data, other = one("s3://a/t/data"), one("s3://a/t/data/x")
+    _, planned = planned_entries("m.avro", planned_data)
+    assert planned is not None
+    # When the other is spliced with the plan of the first: refused before any path is mapped
+    with pytest.raises(NotPatchable, match="not the bytes the plan read"):
+        splice_manifest(other, planned, lambda p: pytest.fail(f"mapped {p}"))
+    # and its rewrite, given that plan, walks it as any other (same bytes as without a plan)
+    assert rewrite_manifest("m.avro", other, _map, _try_map, {}, planned) == rewrite_manifest(
+        "m.avro", other, _map, _try_map, {}
+    )
 
 
 @SETTINGS
