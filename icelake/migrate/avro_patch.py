@@ -18,6 +18,7 @@ know, an entry whose rewrite needs more than its paths (position deletes, rewrit
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -191,19 +192,25 @@ def patch_manifest(
 @dataclass(frozen=True)
 class PlannedManifest:
     """A data manifest as the plan read it (every entry data, none with a referenced_data_file):
-    its length, its CRC-32, and where each entry and its file_path sit (`PathSpans`)."""
+    its length, its digest, and where each entry and its file_path sit (`PathSpans`)."""
 
     size: int
-    crc: int
+    digest: bytes  # `manifest_digest`
     spans: PathSpans
+
+
+def manifest_digest(data: bytes) -> bytes:
+    """What tells the bytes a plan read from any others: BLAKE2b, 128 bits (about 20 us for a
+    manifest of 1,000 entries, whose rewrite takes milliseconds)."""
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def splice_manifest(data: bytes, planned: PlannedManifest, map_path: Callable[[str], str]) -> bytes:
     """`patch_manifest(data, map_path, ...)` of a data manifest, spliced where the plan found its
     paths instead of walking every entry again (most of a rewrite's time: the statistics maps).
-    NotPatchable, before any `map_path` call, unless `data` are the bytes planned (length and
-    CRC) in the blocks planned and `patch_manifest` takes their schema."""
-    if len(data) != planned.size or zlib.crc32(data) != planned.crc:
+    NotPatchable, checked before any `map_path` call, unless `data` are the bytes planned (length
+    and digest) in the blocks planned and `patch_manifest` takes their schema."""
+    if len(data) != planned.size or manifest_digest(data) != planned.digest:
         raise NotPatchable("not the bytes the plan read")
     header, codec, _layout = _read_container(data, compile_entry)
     decoded = list(_safe(blocks(data, header, codec)))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -23,7 +22,7 @@ import fastavro
 from icelake.errors import NotPatchable
 from icelake.migrate.avro_entries import EntryFields, PathSpans, read_entry_fields
 from icelake.migrate.avro_files import is_rewritable_delete, manifest_entries
-from icelake.migrate.avro_patch import PlannedManifest
+from icelake.migrate.avro_patch import PlannedManifest, manifest_digest
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -54,7 +53,7 @@ def planned_entries(uri: str, data: bytes) -> tuple[list[EntryFields], PlannedMa
         return entry_fields_fastavro(uri, data), None
     if any(content or reference for _, content, _, _, reference, _ in entries):
         return entries, None
-    return entries, PlannedManifest(len(data), zlib.crc32(data), spans)
+    return entries, PlannedManifest(len(data), manifest_digest(data), spans)
 
 
 def fastavro_entries(uri: str, data: bytes) -> tuple[list[EntryFields], PlannedManifest | None]:
