@@ -14,6 +14,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -209,12 +210,8 @@ def _sorted_entries(directory: str, after: str | None) -> list[tuple[str, os.Dir
         # path + '/' and its path + '0' ('/' + 1): one wholly at or before `after` is not read.
         elif not e.is_symlink() and (after is None or e.path + "0" > after):
             keyed.append((e.path + "/", e))
-    keyed.sort(key=_first, reverse=True)
+    keyed.sort(key=itemgetter(0), reverse=True)
     return keyed
-
-
-def _first(item: tuple[str, object]) -> str:
-    return item[0]
 
 
 def split_s3(uri: str) -> tuple[str, str]:

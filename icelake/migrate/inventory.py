@@ -272,15 +272,9 @@ def _listings(
     (`_split_listing`), each in ranges on S3 when it still has many (`_ranges`), unless one page of
     `root` is all there is, which then settles them at once (the empty target of a first
     migration: one request, not one a partition)."""
-    parts = [
-        ranged
-        for prefix, part_keys in _split_listing(root, keys, keys_canonical)
-        for ranged in (
-            _ranges(_Listing(prefix, part_keys), keys_canonical)
-            if io.listing_waits
-            else [_Listing(prefix, part_keys)]
-        )
-    ]
+    parts = [_Listing(prefix, part_keys) for prefix, part_keys in _split_listing(root, keys, keys_canonical)]
+    if io.listing_waits:
+        parts = [ranged for part in parts for ranged in _ranges(part, keys_canonical)]
     if len(parts) > 1 and (page := whole_listing(io, root)) is not None:
         answers.settle_by(page, keys, _inner(root, ordered_roots))
         return []
