@@ -25,7 +25,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -285,6 +285,16 @@ class RequestCountingIO(LocalFileIO):
             yield item
         if listed == 0:
             self._count("LIST")
+
+    def list_range(
+        self, prefix: str, start_after: str | None, until: str, cpu: Executor | None = None
+    ) -> Iterator[tuple[str, ObjectInfo]]:
+        if cpu is None:  # listed by `list`, which counts
+            return super().list_range(prefix, start_after, until, cpu)
+        listed = list(super().list_range(prefix, start_after, until, cpu))  # walked in a worker process
+        for _page in range(max(1, -(-len(listed) // 1000))):
+            self._count("LIST")
+        return iter(listed)
 
 
 @dataclass

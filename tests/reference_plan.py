@@ -5,7 +5,7 @@ plan (`icelake.migrate.plan.FAST_READS`) gives exactly the plan this one gives."
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import TypeVar
 
 from icelake.aws.fileio import FileIO, ObjectInfo
@@ -31,8 +31,10 @@ def head_each(
     phase: str = "",
     *,
     full: bool = False,
+    cpu: Executor | None = None,
 ) -> dict[str, ObjectInfo | None]:
-    """`io.stat` (a HEAD) of every uri; `roots` and `full` do not matter: a HEAD says it all."""
+    """`io.stat` (a HEAD) of every uri, on threads; `roots`, `full` and `cpu` do not matter: a
+    HEAD says it all."""
     uris = list(uris)
     if progress:
         progress.start(phase, len(uris))

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import os
 import tempfile
 import threading
 from abc import ABC, abstractmethod
+from array import array
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
@@ -88,6 +91,14 @@ class FileIO(ABC):
     def list(self, prefix: str, start_after: str | None = None) -> Iterator[tuple[str, ObjectInfo]]:
         """Every object under the directory `prefix`, in S3's order (by key, as UTF-8 bytes;
         Python's str order is the same); with `start_after` (a uri), only those after it."""
+
+    def list_range(
+        self, prefix: str, start_after: str | None, until: str, cpu: Executor | None = None
+    ) -> Iterator[tuple[str, ObjectInfo]]:
+        """`list(prefix, start_after)` up to the key `until` (included): a listing is in key order,
+        so the first object past it ends the listing. `cpu`: worker processes a listing whose time
+        is CPU (not `listing_waits`) may be run in; only a local walk is."""
+        return itertools.takewhile(lambda item: item[0] <= until, self.list(prefix, start_after))
 
     @abstractmethod
     def delete(self, uri: str) -> None: ...
@@ -174,8 +185,29 @@ class LocalFileIO(FileIO):
         after = start_after.removeprefix("file://") if start_after else None
         yield from _scan(local_path(prefix), after)
 
+    def list_range(
+        self, prefix: str, start_after: str | None, until: str, cpu: Executor | None = None
+    ) -> Iterator[tuple[str, ObjectInfo]]:
+        if cpu is None:
+            return super().list_range(prefix, start_after, until, cpu)
+        # A stat per file is most of a walk's time, and a thread's stat queues for the GIL behind
+        # the others: a range is walked in a worker process, and only its keys and sizes come back.
+        keys, sizes = cpu.submit(scan_range, prefix, start_after, until).result()
+        return zip(keys, map(ObjectInfo, sizes), strict=True)
+
     def delete(self, uri: str) -> None:
         Path(local_path(uri)).unlink(missing_ok=True)
+
+
+def scan_range(prefix: str, start_after: str | None, until: str) -> tuple[list[str], array[int]]:
+    """`LocalFileIO().list_range(...)` as (keys, sizes), which cross processes cheaply (a million
+    ObjectInfos would not): a top-level function, to run in a worker process."""
+    keys: list[str] = []
+    sizes = array("q")
+    for key, info in LocalFileIO().list_range(prefix, start_after, until):
+        keys.append(key)
+        sizes.append(info.size)
+    return keys, sizes
 
 
 def _scan(directory: str, after: str | None) -> Iterator[tuple[str, ObjectInfo]]:

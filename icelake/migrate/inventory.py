@@ -16,6 +16,7 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Executor
 from typing import NamedTuple
 
 from icelake.aws.fileio import FileIO, ObjectInfo
@@ -39,7 +40,8 @@ SPLIT_LISTING_AT = 10 * KEYS_PER_PAGE
 # On S3 (`FileIO.listing_waits`), a listing still left with more wanted keys than this (a prefix of
 # many small subdirectories, or of none: an unpartitioned table's data/) is listed as ranges of its
 # sorted keys side by side, each from after the previous range's last key (StartAfter) to its own:
-# one request more per range, and a thousand pages no longer wait for each other.
+# one request more per range, and a thousand pages no longer wait for each other. A local walk,
+# whose time is a stat per file, is listed in such ranges when worker processes are given (`cpu`).
 RANGE_KEYS = 20 * KEYS_PER_PAGE
 
 
@@ -65,10 +67,12 @@ def stat_by_listing(
     phase: str = "",
     *,
     full: bool = False,
+    cpu: Executor | None = None,
 ) -> dict[str, ObjectInfo | None]:
     """uri -> what the object is (None: absent), for every uri, in the order given; `roots` are
     the prefixes to list (the uris under none of them are asked one by one). `full`: present
-    objects are then asked one by one too, for what a listing does not say."""
+    objects are then asked one by one too, for what a listing does not say. `cpu`: worker
+    processes for listings that are CPU-bound (a local walk of many files, in ranges)."""
     # The answers, made first with the callers' own strings as keys, and filled in place: a
     # listed key is looked up here as the listing spells it, and an assignment to a key a dict
     # holds keeps the key it holds. No second million-key map (listed spelling -> caller's) is
@@ -81,12 +85,13 @@ def stat_by_listing(
     answers = _Answers(found, aliases, progress, phase)
 
     def list_part(part: _Listing) -> None:
-        answers.settle_by(_listed(io, part), part.keys, _inner(part.prefix, ordered_roots))
+        answers.settle_by(_listed(io, part, cpu), part.keys, _inner(part.prefix, ordered_roots))
 
+    in_ranges = io.listing_waits or cpu is not None
     listings = [
         part
         for r, keys in under.items()
-        for part in _listings(io, r, keys, answers, ordered_roots, not aliases)
+        for part in _listings(io, r, keys, answers, ordered_roots, not aliases, in_ranges)
     ]
     under.clear()  # the listings hold the keys now
     for _done in map_ahead(list_part, listings, max(1, min(workers, len(listings)))):
@@ -200,14 +205,12 @@ def _under_any(path: str, roots: list[str]) -> bool:
     return any(is_under(path, r) for r in roots)
 
 
-def _listed(io: FileIO, part: _Listing) -> Iterator[tuple[str, ObjectInfo]]:
+def _listed(io: FileIO, part: _Listing, cpu: Executor | None) -> Iterator[tuple[str, ObjectInfo]]:
     """What `part` lists: everything under its prefix, or the objects of its range (a listing is
     in key order: the first object past `until` ends it, and no further page is asked)."""
-    listing = io.list(part.prefix, start_after=part.after)
     if part.until is None:
-        return listing
-    until = part.until
-    return itertools.takewhile(lambda item: item[0] <= until, listing)
+        return io.list(part.prefix, start_after=part.after)
+    return io.list_range(part.prefix, part.after, part.until, cpu)
 
 
 def _ranges(part: _Listing, keys_canonical: bool) -> list[_Listing]:
@@ -266,14 +269,20 @@ def _split_listing(root: str, keys: list[str], keys_canonical: bool) -> list[tup
 
 
 def _listings(
-    io: FileIO, root: str, keys: list[str], answers: _Answers, ordered_roots: list[str], keys_canonical: bool
+    io: FileIO,
+    root: str,
+    keys: list[str],
+    answers: _Answers,
+    ordered_roots: list[str],
+    keys_canonical: bool,
+    in_ranges: bool,
 ) -> list[_Listing]:
     """The listings that settle `keys` under `root`: its subdirectories' when it has many keys
-    (`_split_listing`), each in ranges on S3 when it still has many (`_ranges`), unless one page of
-    `root` is all there is, which then settles them at once (the empty target of a first
-    migration: one request, not one a partition)."""
+    (`_split_listing`), each in ranges when it still has many and `in_ranges` (`_ranges`), unless
+    one page of `root` is all there is, which then settles them at once (the empty target of a
+    first migration: one request, not one a partition)."""
     parts = [_Listing(prefix, part_keys) for prefix, part_keys in _split_listing(root, keys, keys_canonical)]
-    if io.listing_waits:
+    if in_ranges:
         parts = [ranged for part in parts for ranged in _ranges(part, keys_canonical)]
     if len(parts) > 1 and (page := whole_listing(io, root)) is not None:
         answers.settle_by(page, keys, _inner(root, ordered_roots))

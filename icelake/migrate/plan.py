@@ -42,6 +42,10 @@ from icelake.uris import Mapping, PrefixMap, canonical, is_local, is_under, loca
 T = TypeVar("T")
 R = TypeVar("R")
 
+# A local source check walks its files in worker processes (`_CpuPools.for_jobs`) from this many
+# files per job: 16,000 files and more, a walk of a tenth of a second and more.
+LOCAL_FILES_PER_JOB = 1000
+
 
 @dataclass(frozen=True, slots=True)  # slots: one per file copied, a million for a large table
 class CopyTask:
@@ -152,7 +156,8 @@ def fetch_metadata(io: FileIO, uri: str) -> bytes:
 
 class Stat(Protocol):
     """uri -> what the object is (None: absent) for every uri; `roots` are prefixes a listing may
-    read, `full` asks present objects for everything a HEAD says (see inventory.stat_by_listing)."""
+    read, `full` asks present objects for everything a HEAD says, `cpu` are worker processes a
+    CPU-bound listing may run in (see inventory.stat_by_listing)."""
 
     def __call__(
         self,
@@ -164,6 +169,7 @@ class Stat(Protocol):
         phase: str = "",
         *,
         full: bool = False,
+        cpu: Executor | None = None,
     ) -> dict[str, ObjectInfo | None]: ...
 
 
@@ -219,27 +225,29 @@ def build_plan(
     # files, manifest lists, manifests, a delete's referenced data file) here, the files' own as
     # the keys of `files` (a million-file table's paths are held once, not once more in a set).
     refs: set[str] = set()
-    with contextlib.ExitStack() as stack:  # the worker processes, if any, end with the scan
+    with contextlib.ExitStack() as stack:  # the worker processes, if any, end with the source check
         cpus = _CpuPools(stack, processes)
         metadata_files = _metadata_chain(src_io, source_metadata, meta, refs, reads, workers, cpus)
         lists = mj.manifest_lists(meta)
         manifests = _manifests(src_io, meta, lists, progress, cpus)
         refs.update(manifests)
         files, delete_formats, planned = _files(src_io, meta, manifests, refs, reads, progress, cpus)
-    refs = {canonical(p) for p in refs}.difference(files)
+        refs = {canonical(p) for p in refs}.difference(files)
 
-    directories = {
-        meta["location"],
-        *(v for k in mj.PATH_PROPERTIES if (v := meta.get("properties", {}).get(k))),
-    }
-    prefix_counts = _prefix_counts([files.keys(), refs], prefix_map, directories)
-    del refs
+        directories = {
+            meta["location"],
+            *(v for k in mj.PATH_PROPERTIES if (v := meta.get("properties", {}).get(k))),
+        }
+        prefix_counts = _prefix_counts([files.keys(), refs], prefix_map, directories)
+        del refs
 
-    target_metadata = prefix_map.map(source_metadata)
-    assert target_metadata is not None
-    refuse_other_table(dst_io, parent(target_metadata), mj.table_uuid(meta))
+        target_metadata = prefix_map.map(source_metadata)
+        assert target_metadata is not None
+        refuse_other_table(dst_io, parent(target_metadata), mj.table_uuid(meta))
 
-    src_info = _check_sources(src_io, files, delete_formats, prefix_map, reads, workers, progress)
+        # A local walk of many files is CPU (a stat each): in ranges, in the worker processes.
+        cpu = None if src_io.listing_waits else cpus.for_jobs(len(files) // LOCAL_FILES_PER_JOB)
+        src_info = _check_sources(src_io, files, delete_formats, prefix_map, reads, workers, progress, cpu)
     # The copies in the manifests' order, which the source check's answers keep.
     copy_paths = [p for p in files if p not in delete_formats and src_info[p] is not None]
     del files  # before the copies are made: the two at once would be the plan's peak
@@ -455,11 +463,12 @@ def _check_sources(
     reads: PlanReads,
     workers: int,
     progress: ProgressSink,
+    cpu: Executor | None,
 ) -> dict[str, ObjectInfo | None]:
     """What exists at the source; refuses missing live files, sizes unlike the metadata's, and
     damaged delete files (parsed, not just copied: a bad footer is refused before any write)."""
     src_roots = [m.source for m in prefix_map.mappings]
-    src_info = reads.stat(src_io, files, src_roots, workers, progress, "check source files")
+    src_info = reads.stat(src_io, files, src_roots, workers, progress, "check source files", cpu=cpu)
     missing: list[str] = []
     wrong_size: list[str] = []
     for p, recorded in files.items():  # one pass over a million: both lists are empty when all is well

@@ -3,13 +3,17 @@ the one the reference path (fastavro decoding, one HEAD per file, all in this pr
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from benchmarks.synthetic_table import build_synthetic_table
-from icelake.aws.fileio import LocalFileIO
+from icelake.aws.fileio import LocalFileIO, ObjectInfo
+from icelake.migrate import inventory
+from icelake.migrate import plan as plan_module
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES
 from icelake.migrate.plan import TablePlan, build_plan
 from icelake.migrate.progress import NoProgress
@@ -31,7 +35,22 @@ def _summary(plan: TablePlan) -> dict[str, Any]:
     }
 
 
-def test_manifests_parsed_in_processes_make_the_reference_plan(spark: Any, tmp_path: Path) -> None:
+class RangesWalked(LocalFileIO):
+    """Counts the source ranges walked in worker processes (`list_range` given `cpu`)."""
+
+    def __init__(self) -> None:
+        self.in_processes = 0
+
+    def list_range(
+        self, prefix: str, start_after: str | None, until: str, cpu: Executor | None = None
+    ) -> Iterator[tuple[str, ObjectInfo]]:
+        self.in_processes += cpu is not None
+        return super().list_range(prefix, start_after, until, cpu)
+
+
+def test_manifests_parsed_in_processes_make_the_reference_plan(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spark.conf.set("spark.sql.catalog.plan_processes", "org.apache.iceberg.spark.SparkCatalog")
     spark.conf.set("spark.sql.catalog.plan_processes.type", "hadoop")
     spark.conf.set("spark.sql.catalog.plan_processes.warehouse", str(tmp_path / "warehouse"))
@@ -44,7 +63,12 @@ def test_manifests_parsed_in_processes_make_the_reference_plan(spark: Any, tmp_p
         partitions_per_snapshot=4,
         touch=True,
     )
-    io = LocalFileIO()
+    # The source check's walk in ranges of 100 files, in the worker processes (as a million files
+    # are; pages of 10 keys: the table's root does not end within its first page)
+    monkeypatch.setattr(inventory, "KEYS_PER_PAGE", 10)
+    monkeypatch.setattr(inventory, "RANGE_KEYS", 100)
+    monkeypatch.setattr(plan_module, "LOCAL_FILES_PER_JOB", 1)
+    io = RangesWalked()
 
     def plan(processes: int, reads: Any = None) -> TablePlan:
         extra = {"reads": reads} if reads else {}
@@ -63,6 +87,7 @@ def test_manifests_parsed_in_processes_make_the_reference_plan(spark: Any, tmp_p
 
     in_processes = plan(processes=2)
     assert len(in_processes.manifests) >= MIN_MANIFESTS_FOR_PROCESSES  # so the processes ran
+    assert io.in_processes >= len(in_processes.copies) // 100
     assert len(in_processes.copies) == snapshots * 40
     assert _summary(in_processes) == _summary(plan(processes=1)) == _summary(plan(1, REFERENCE_READS))
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import Executor
 from pathlib import Path
 
 import pytest
 
 from icelake.aws.fileio import LocalFileIO, ObjectInfo
 from icelake.migrate import inventory
+from icelake.migrate.cpu_pool import cpu_pool
 from icelake.migrate.inventory import (
     KEYS_PER_PAGE,
     LIST_BUDGET,
@@ -205,6 +207,52 @@ def test_a_prefix_of_many_keys_and_no_subdirectories_is_listed_in_ranges_side_by
     local = Prefixes()
     assert stat_by_listing(local, wanted, [f"file://{tmp_path}/t"], workers=4) == found
     assert local.listed == [f"file://{data}"]
+
+
+class WalkedElsewhere(Prefixes):
+    """Records the ranges handed to worker processes (`list_range` with `cpu`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ranges: list[tuple[str | None, str]] = []
+
+    def list_range(
+        self, prefix: str, start_after: str | None, until: str, cpu: Executor | None = None
+    ) -> Iterator[tuple[str, ObjectInfo]]:
+        if cpu is not None:
+            self.ranges.append((start_after, until))
+        return super().list_range(prefix, start_after, until, cpu)
+
+
+@pytest.mark.usefixtures("small_pages")
+def test_a_local_walk_given_worker_processes_is_walked_there_in_ranges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(inventory, "RANGE_KEYS", 25)
+    # Given an unpartitioned data directory of 100 files, 10 of them not wanted, 7 unwanted objects
+    # after the last wanted key, one wanted key spelled twice, and 3 wanted keys that do not exist
+    data = tmp_path / "t" / "data"
+    present = _files(data, [f"{i:03}.parquet" for i in range(100)])
+    _files(data, [f"zz-{i}" for i in range(7)])
+    absent = [f"file://{data}/{i:03}-gone.parquet" for i in (5, 50, 99)]
+    alias = f"{data}/023.parquet"  # a plain path: the same object as present[23]
+    wanted = [*reversed(present[:90]), *absent, alias]
+    one_walk = stat_by_listing(Prefixes(), wanted, [f"file://{tmp_path}/t"], workers=4)
+    # When what exists is asked with two worker processes
+    io = WalkedElsewhere()
+    with cpu_pool(2) as cpu:
+        assert cpu is not None
+        found = stat_by_listing(io, wanted, [f"file://{tmp_path}/t"], workers=4, cpu=cpu)
+    # Then the answers are those of one walk in this process, key for key and in the same order
+    assert list(found.items()) == list(one_walk.items())
+    assert all(found[u] == ObjectInfo(size=3) for u in [*present[:90], alias])
+    assert all(found[u] is None for u in absent)
+    # found by ranges of 25 wanted keys (as S3 is listed) walked in the workers, each from the
+    # last key of the one before to its own, the last one ending at the last wanted key; this
+    # process only listed the root's first page
+    starts = [None, present[23], present[48], present[72]]
+    assert io.ranges == list(zip(starts, [*starts[1:], absent[-1]], strict=True))
+    assert io.listed == [f"file://{tmp_path}/t"]
 
 
 def test_the_answers_are_keyed_by_the_callers_own_strings_in_their_order(tmp_path: Path) -> None:
