@@ -38,10 +38,9 @@ from icelake.migrate.avro_files import (
     ManifestRef,
     manifest_refs,
     rewrite_manifest,
-    rewrite_manifest_list,
 )
 from icelake.migrate.avro_patch import ListHeads, PlannedManifest
-from icelake.migrate.cpu_pool import cpu_pool
+from icelake.migrate.cpu_pool import LISTS_PER_JOB, cpu_pool, rewrite_manifest_lists
 from icelake.migrate.engine import rewritten_metadata_files
 from icelake.migrate.plan import TablePlan, build_plan, fetch_metadata
 from icelake.migrate.progress import NoProgress
@@ -198,16 +197,17 @@ def rewrite_table_metadata(
                 result.data_files += len(mapped_paths)
         t2 = time.monotonic()
 
-        # 3. Manifest lists, with the new manifest lengths.
-        heads = ListHeads(map_path, new_lengths)
-        for uri in lists:
-            put(map_path(uri), rewrite_manifest_list(uri, src_io.read(uri), heads))
-        t3 = time.monotonic()
-
-        # 4. metadata.json files, oldest first (rewritten in worker processes as the engine
-        #    does), the current one last.
-        kept = frozenset(metadata_files)
         with cpu_pool(processes) as pool:
+            # 3. Manifest lists, with the new manifest lengths, in batches in worker processes as
+            #    the engine rewrites them (`rewrite_manifest_lists`).
+            heads = ListHeads(map_path, new_lengths)
+            for uri, data in _rewritten_lists(lists, src_io, prefix_map, heads, pool, 2 * processes):
+                put(map_path(uri), data)
+            t3 = time.monotonic()
+
+            # 4. metadata.json files, oldest first (rewritten in worker processes as the engine
+            #    does), the current one last.
+            kept = frozenset(metadata_files)
             for uri, data in rewritten_metadata_files(metadata_files[:-1], src_io, prefix_map, kept, pool):
                 put(map_path(uri), data)
         put(
@@ -229,6 +229,26 @@ def rewrite_table_metadata(
     }
     result.seconds = round(time.monotonic() - started, 3)
     return result
+
+
+def _rewritten_lists(
+    lists: list[str],
+    src_io: FileIO,
+    prefix_map: PrefixMap,
+    heads: ListHeads,
+    pool: Executor | None,
+    threads: int,
+) -> Iterator[tuple[str, bytes]]:
+    """(uri, rewritten bytes) of every manifest list, in order, LISTS_PER_JOB to a job."""
+
+    def rewrite(start: int) -> list[tuple[str, bytes]]:
+        uris = lists[start : start + LISTS_PER_JOB]
+        batch = [(uri, src_io.read(uri)) for uri in uris]
+        return list(zip(uris, rewrite_manifest_lists(batch, prefix_map, heads, pool), strict=True))
+
+    with ThreadPoolExecutor(max_workers=threads) as io_pool:
+        for batch in io_pool.map(rewrite, range(0, len(lists), LISTS_PER_JOB)):
+            yield from batch
 
 
 def _recording(map_path: Callable[[str], str], into: list[tuple[str, str]]) -> Callable[[str], str]:

@@ -11,12 +11,12 @@ import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager
 
-from icelake.migrate.avro_files import DeleteRewrite, rewrite_manifest
-from icelake.migrate.avro_patch import PlannedManifest
+from icelake.migrate.avro_files import DeleteRewrite, rewrite_manifest, rewrite_manifest_list
+from icelake.migrate.avro_patch import ListHeads, PlannedManifest
 from icelake.uris import PrefixMap
 
 # Starting a process costs a few hundred ms; below this many manifests threads alone are faster.
@@ -32,6 +32,42 @@ def rewrite_manifest_job(
 ) -> bytes:
     """One manifest rewrite; a top-level function so that it can run in another process."""
     return rewrite_manifest(uri, data, prefix_map.require, prefix_map.map, delete_rewrites, planned)
+
+
+# Manifest lists go to a worker process this many at a time: a job carries the manifests' new
+# lengths once for all of them (a table's lists name the same manifests over and over: the new
+# heads are encoded once a job), and a thousand lists are a few dozen jobs, not a thousand.
+LISTS_PER_JOB = 32
+
+
+def rewrite_manifest_lists(
+    lists: Sequence[tuple[str, bytes]], prefix_map: PrefixMap, heads: ListHeads, cpu: Executor | None
+) -> list[bytes]:
+    """Each (uri, bytes) manifest list rewritten with `heads` (`rewrite_manifest_list`), in order:
+    in one job of `cpu`'s worker processes when given, else here. A list a worker could not
+    rewrite is rewritten here, where its error is raised as icelake explains it."""
+    if cpu is None:
+        return [rewrite_manifest_list(uri, data, heads) for uri, data in lists]
+    done = cpu.submit(rewrite_manifest_lists_job, list(lists), prefix_map, heads.new_lengths).result()
+    return [
+        data if data is not None else rewrite_manifest_list(uri, raw, heads)
+        for (uri, raw), data in zip(lists, done, strict=True)
+    ]
+
+
+def rewrite_manifest_lists_job(
+    lists: list[tuple[str, bytes]], prefix_map: PrefixMap, new_lengths: dict[str, int]
+) -> list[bytes | None]:
+    """`rewrite_manifest_lists` in a worker process: None for a list it could not rewrite (errors
+    do not cross processes intact)."""
+    heads = ListHeads(prefix_map.require, new_lengths)
+    out: list[bytes | None] = []
+    for uri, data in lists:
+        try:
+            out.append(rewrite_manifest_list(uri, data, heads))
+        except Exception:
+            out.append(None)
+    return out
 
 
 PARENT_POLL_SECONDS = 0.5

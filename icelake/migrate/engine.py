@@ -28,11 +28,17 @@ from typing import Literal, Protocol, TypeVar
 from icelake.aws.fileio import FileIO, FileIOSpec, ObjectInfo, remove_stale_temp_files, sha256_b64
 from icelake.errors import TargetConflictError, UnsafeTargetError
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.avro_files import DATA, DeleteRewrite, ManifestRef, rewrite_manifest_list
+from icelake.migrate.avro_files import DATA, DeleteRewrite, ManifestRef
 from icelake.migrate.avro_patch import ListHeads, PlannedManifest
 from icelake.migrate.collisions import target_lock
 from icelake.migrate.copy import CopySettings, copy_file
-from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool, rewrite_manifest_job
+from icelake.migrate.cpu_pool import (
+    LISTS_PER_JOB,
+    MIN_MANIFESTS_FOR_PROCESSES,
+    cpu_pool,
+    rewrite_manifest_job,
+    rewrite_manifest_lists,
+)
 from icelake.migrate.delete_files import rewrite_delete_file
 from icelake.migrate.models import MigrationResult, PrefixMapping
 from icelake.migrate.plan import (
@@ -130,9 +136,14 @@ class FileJobs:
         )
         return self.put(self.prefix_map.require(ref.path), data)
 
-    def rewrite_manifest_list(self, heads: ListHeads, uri: str) -> Outcome:
-        raw = open_io(self.src).read(uri)
-        return self.put(self.prefix_map.require(uri), rewrite_manifest_list(uri, raw, heads))
+    def rewrite_manifest_lists(self, heads: ListHeads, uris: Sequence[str]) -> list[Outcome]:
+        """A batch of manifest lists (LISTS_PER_JOB), rewritten in one job of `cpu` when given."""
+        src_io = open_io(self.src)
+        lists = [(uri, src_io.read(uri)) for uri in uris]
+        rewritten = rewrite_manifest_lists(lists, self.prefix_map, heads, self.cpu)
+        return [
+            self.put(self.prefix_map.require(uri), data) for uri, data in zip(uris, rewritten, strict=True)
+        ]
 
 
 class Runner(Protocol):
@@ -170,6 +181,20 @@ class ThreadRunner:
 
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             return list(pool.map(one, items))
+
+    def map_batches(
+        self, phase: str, fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], size: int
+    ) -> list[R]:
+        """`fn` over runs of `size` items (in order), the progress counted in items."""
+        self.progress.start(phase, len(items))
+
+        def one(start: int) -> list[R]:
+            out = fn(items[start : start + size])
+            self.progress.advance(phase, len(out))
+            return out
+
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            return [r for batch in pool.map(one, range(0, len(items), size)) for r in batch]
 
     def each(self, phase: str, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
         self.progress.start(phase, len(items))
@@ -332,16 +357,19 @@ def _execute(
         manifests = runner.map("rewrite manifests", rewrite, tasks)
     outcomes += manifests
     new_lengths = {ref.path: o.size for ref, o in zip(refs, manifests, strict=True)}
-    lists = partial(jobs.rewrite_manifest_list, ListHeads(plan.prefix_map.require, new_lengths))
-    outcomes += driver.map("rewrite manifest lists", lists, plan.manifest_lists)
-    _refuse_conflicts(outcomes)
-
-    # 4. metadata.json files, oldest first, the current one last: it makes the table visible.
-    kept_logs = frozenset(plan.metadata_files)
-    progress = driver.progress
-    progress.start("rewrite metadata.json", len(plan.metadata_files))
     logged = plan.metadata_files[:-1]
-    with driver.cpu_pool(len(logged)) as cpu:
+    # The lists and the logged metadata.json files are parsed in one pool of worker processes.
+    with driver.cpu_pool(max(len(plan.manifest_lists), len(logged))) as cpu:
+        lists = partial(
+            replace(jobs, cpu=cpu).rewrite_manifest_lists, ListHeads(plan.prefix_map.require, new_lengths)
+        )
+        outcomes += driver.map_batches("rewrite manifest lists", lists, plan.manifest_lists, LISTS_PER_JOB)
+        _refuse_conflicts(outcomes)
+
+        # 4. metadata.json files, oldest first, the current one last: it makes the table visible.
+        kept_logs = frozenset(plan.metadata_files)
+        progress = driver.progress
+        progress.start("rewrite metadata.json", len(plan.metadata_files))
         for uri, data in rewritten_metadata_files(logged, open_io(jobs.src), plan.prefix_map, kept_logs, cpu):
             outcomes.append(jobs.put(plan.map_path(uri), data))
             progress.advance("rewrite metadata.json")

@@ -17,7 +17,9 @@ from icelake.aws.fileio import LocalFileIO
 from icelake.errors import NotAMetadataFileError, UnsupportedFileError
 from icelake.migrate import metadata_json as mj
 from icelake.migrate import migrate_table
-from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool
+from icelake.migrate.avro_files import manifest_refs
+from icelake.migrate.avro_patch import ListHeads
+from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool, rewrite_manifest_lists
 from icelake.migrate.engine import rewritten_metadata_files
 from icelake.migrate.plan import TablePlan, build_plan, read_metadata
 from icelake.migrate.progress import NoProgress
@@ -145,3 +147,52 @@ def test_a_damaged_manifest_is_named_when_parsed_in_processes(tmp_path: Path) ->
     # When it is planned with worker processes; Then the error names that manifest
     with pytest.raises(UnsupportedFileError, match=re.escape(damaged)):
         _plan(metadata, tmp_path / "target", 2)
+
+
+def _lists_and_heads(metadata: str, target: Path) -> tuple[list[tuple[str, bytes]], PrefixMap, ListHeads]:
+    plan = _plan(metadata, target, 1)
+    lengths = {path: ref.length + 7 for path, ref in plan.manifests.items()}  # as if rewritten longer
+    lists = [(uri, IO.read(uri)) for uri in plan.manifest_lists]
+    return lists, plan.prefix_map, ListHeads(plan.prefix_map.require, lengths)
+
+
+def test_manifest_lists_rewritten_in_a_worker_give_the_in_process_bytes(
+    long_history: str, tmp_path: Path
+) -> None:
+    # Given a long history's manifest lists, each naming every manifest of its snapshot
+    lists, prefix_map, heads = _lists_and_heads(long_history, tmp_path / "target")
+    assert len(lists) >= MIN_MANIFESTS_FOR_PROCESSES
+    # When they are rewritten as jobs of a worker process and in this process
+    with cpu_pool(2) as cpu:
+        assert cpu is not None
+        in_workers = [
+            data
+            for i in range(0, len(lists), 5)
+            for data in rewrite_manifest_lists(lists[i : i + 5], prefix_map, heads, cpu)
+        ]
+    here = rewrite_manifest_lists(lists, prefix_map, heads, None)
+    # Then the bytes are the same, list by list, and name the mapped manifests with their new lengths
+    assert in_workers == here
+    for (uri, raw), data in zip(lists, in_workers, strict=True):
+        before, after = manifest_refs(uri, raw), manifest_refs(uri, data)
+        assert before and [(r.path, r.length) for r in after] == [
+            (prefix_map.require(r.path), r.length + 7) for r in before
+        ]
+
+
+def test_a_manifest_list_a_worker_cannot_rewrite_is_explained_by_the_caller(
+    long_history: str, tmp_path: Path
+) -> None:
+    # Given a batch of lists in which one is truncated after planning
+    lists, prefix_map, heads = _lists_and_heads(long_history, tmp_path / "target")
+    uri, data = lists[3]
+    lists[3] = (uri, data[:-40])
+    # When the batch is rewritten in a worker process, and in this one
+    errors = []
+    for processes in (2, 1):
+        with cpu_pool(processes) as cpu, pytest.raises(Exception) as raised:
+            rewrite_manifest_lists(lists[:8], prefix_map, heads, cpu)
+        errors.append((type(raised.value), str(raised.value)))
+    # Then the caller raises the error this process gives, naming the list
+    assert errors[0] == errors[1]
+    assert Path(local_path(uri)).name in errors[0][1]
