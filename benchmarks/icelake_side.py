@@ -19,6 +19,7 @@ does before the rewrite), counting the requests S3 would be sent for its reads, 
 from __future__ import annotations
 
 import csv
+import itertools
 import os
 import re
 import threading
@@ -71,22 +72,23 @@ _ROWS_PER_WRITE = 10_000
 
 
 def write_csv_rows(fh: TextIO, rows: Iterable[tuple[str, str]]) -> None:
-    """`csv.writer(fh).writerows(rows)`, byte for byte, for rows of two strings: a row neither of
-    whose fields needs quoting is written as `a,b\r\n` itself. The csv module took 8 s for the
-    million rows of a big table's file list (about 8 us a row), a plain join under one."""
+    """`csv.writer(fh).writerows(rows)`, byte for byte, for rows of two strings: a run of rows none
+    of whose fields needs quoting is written as `a,b\r\n` lines joined at once. The csv module
+    took 8 s for the million rows of a big table's file list (about 8 us a row), a regular
+    expression per field 2 s; a run is checked by counting its commas, quotes and line ends."""
     quoting = csv.writer(fh)
-    plain: list[str] = []
-    for a, b in rows:
-        if _QUOTED.search(a) or _QUOTED.search(b):
-            fh.writelines(plain)  # in order: what came before it first
-            plain.clear()
-            quoting.writerow((a, b))
+    rows = iter(rows)
+    while run := list(itertools.islice(rows, _ROWS_PER_WRITE)):
+        text = "\r\n".join(map(",".join, run)) + "\r\n"
+        n = len(run)
+        if text.count(",") == n and text.count("\n") == n and text.count("\r") == n and '"' not in text:
+            fh.write(text)  # one comma and one line end a row: no field holds either, nor a quote
             continue
-        plain.append(f"{a},{b}\r\n")
-        if len(plain) >= _ROWS_PER_WRITE:
-            fh.writelines(plain)
-            plain.clear()
-    fh.writelines(plain)
+        for a, b in run:
+            if _QUOTED.search(a) or _QUOTED.search(b):
+                quoting.writerow((a, b))
+            else:
+                fh.write(f"{a},{b}\r\n")
 
 
 def staging_path(target_uri: str, target_root: str, staging_dir: str) -> str:
