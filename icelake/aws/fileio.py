@@ -183,7 +183,8 @@ class LocalFileIO(FileIO):
     def list(self, prefix: str, start_after: str | None = None) -> Iterator[tuple[str, ObjectInfo]]:
         # A key's path as written (file:///x or /x): made canonical, a trailing '/' would be dropped.
         after = start_after.removeprefix("file://") if start_after else None
-        yield from _scan(local_path(prefix), after)
+        for path, size in _scan(local_path(prefix), after):
+            yield "file://" + path, ObjectInfo(size=size)
 
     def list_range(
         self, prefix: str, start_after: str | None, until: str, cpu: Executor | None = None
@@ -204,14 +205,18 @@ def scan_range(prefix: str, start_after: str | None, until: str) -> tuple[list[s
     ObjectInfos would not): a top-level function, to run in a worker process."""
     keys: list[str] = []
     sizes = array("q")
-    for key, info in LocalFileIO().list_range(prefix, start_after, until):
-        keys.append(key)
-        sizes.append(info.size)
+    after = start_after.removeprefix("file://") if start_after else None
+    last = local_path(until)
+    for path, size in _scan(local_path(prefix), after):
+        if path > last:  # in key order: the first one past `until` ends the range
+            break
+        keys.append("file://" + path)
+        sizes.append(size)
     return keys, sizes
 
 
-def _scan(directory: str, after: str | None) -> Iterator[tuple[str, ObjectInfo]]:
-    """Every file under `directory` with its size, in S3's order, after the path `after` if given.
+def _scan(directory: str, after: str | None) -> Iterator[tuple[str, int]]:
+    """Every file's path under `directory` with its size, in S3's order, after the path `after` if given.
     S3 orders keys as strings: a directory's files come where its name followed by '/' sorts among
     its siblings, so each directory's entries are sorted that way and walked depth first. A stack,
     not recursion: each file is yielded once, not passed up through a generator per level.
@@ -222,7 +227,7 @@ def _scan(directory: str, after: str | None) -> Iterator[tuple[str, ObjectInfo]]
         if key[-1] == "/":
             pending += _sorted_entries(entry.path, after)
         else:
-            yield "file://" + key, ObjectInfo(size=entry.stat().st_size)
+            yield key, entry.stat().st_size
 
 
 def _sorted_entries(directory: str, after: str | None) -> list[tuple[str, os.DirEntry[str]]]:
