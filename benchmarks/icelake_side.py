@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from icelake.aws.fileio import FileIO, LocalFileIO, ObjectInfo
 from icelake.errors import UnsafeTargetError
@@ -46,6 +46,8 @@ from icelake.migrate.engine import rewritten_metadata_files
 from icelake.migrate.plan import TablePlan, build_plan, fetch_metadata
 from icelake.migrate.progress import NoProgress
 from icelake.uris import PrefixMap, canonical, local_path, target_spelling
+
+R = TypeVar("R")
 
 
 @dataclass
@@ -297,6 +299,10 @@ class RequestCountingIO(LocalFileIO):
     def read_tail(self, uri: str, nbytes: int) -> bytes:
         self._count("GET")
         return super().read_tail(uri, nbytes)
+
+    def parse_in(self, cpu: Executor, uri: str, job: Callable[..., R], *args: Any) -> R | None:
+        self._count("GET")  # read in the worker process
+        return super().parse_in(cpu, uri, job, *args)
 
     def list(self, prefix: str, start_after: str | None = None) -> Iterator[tuple[str, ObjectInfo]]:
         listed = 0

@@ -322,9 +322,11 @@ def _metadata_chain(
     cpu = cpus.for_jobs(len(logged_uris))
 
     def referenced(uri: str) -> list[str]:
-        raw = fetch_metadata(src_io, uri)
         job = mj.referenced_paths_job
-        if found := (job(uri, raw) if cpu is None else cpu.submit(job, uri, raw).result()):
+        if cpu is not None and (found := src_io.parse_in(cpu, uri, job)):
+            return found
+        raw = fetch_metadata(src_io, uri)
+        if cpu is None and (found := job(uri, raw)):
             return found
         # A file the job could not take is parsed here: its error is raised as icelake explains it.
         return mj.referenced_paths(mj.parse_metadata(uri, raw)[0])

@@ -196,3 +196,24 @@ def test_a_manifest_list_a_worker_cannot_rewrite_is_explained_by_the_caller(
     # Then the caller raises the error this process gives, naming the list
     assert errors[0] == errors[1]
     assert Path(local_path(uri)).name in errors[0][1]
+
+
+def test_a_worker_reads_local_files_itself_and_an_absent_one_is_explained_by_the_caller(
+    long_history: str, tmp_path: Path
+) -> None:
+    logged = _logged(long_history)
+    with cpu_pool(2) as cpu:
+        assert cpu is not None
+        # A local file is read in the worker: the job gets the file's own bytes
+        assert IO.parse_in(cpu, logged[0], mj.referenced_paths_job) == mj.referenced_paths_job(
+            logged[0], IO.read(logged[0])
+        )
+        # one the worker cannot read comes back as None, for the caller to read and explain
+        gone = str(tmp_path / "v9-gone.metadata.json")
+        assert IO.parse_in(cpu, gone, mj.referenced_paths_job) is None
+        meta = read_metadata(IO, long_history)[0]
+        prefix_map = PrefixMap(
+            [(meta["location"], str(tmp_path / "target")), (str(tmp_path), str(tmp_path / "t2"))]
+        )
+        with pytest.raises(NotAMetadataFileError, match=r"v9-gone\.metadata\.json.*does not exist"):
+            list(rewritten_metadata_files([*logged[:3], gone], IO, prefix_map, frozenset(logged), cpu))
