@@ -43,6 +43,7 @@ SPLIT_LISTING_AT = 10 * KEYS_PER_PAGE
 # one request more per range, and a thousand pages no longer wait for each other. A local walk,
 # whose time is a stat per file, is listed in such ranges when worker processes are given (`cpu`).
 RANGE_KEYS = 20 * KEYS_PER_PAGE
+WALKS_IN_FLIGHT = 4  # threads waiting on ranges walked in worker processes (twice as many ranges held)
 
 
 class _Listing(NamedTuple):
@@ -94,7 +95,9 @@ def stat_by_listing(
         for part in _listings(io, r, keys, answers, ordered_roots, not aliases, in_ranges)
     ]
     under.clear()  # the listings hold the keys now
-    for _done in map_ahead(list_part, listings, max(1, min(workers, len(listings)))):
+    # Ranges walked in worker processes come back whole (20,000 keys each): only a few at a time.
+    in_flight = workers if cpu is None else WALKS_IN_FLIGHT
+    for _done in map_ahead(list_part, listings, max(1, min(in_flight, len(listings)))):
         pass
     unsettled = [u for u, info in found.items() if info is _UNSETTLED]  # alone, or over budget
     counted = set(unsettled)
