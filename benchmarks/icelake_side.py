@@ -300,8 +300,9 @@ class RequestCountingIO(LocalFileIO):
         self._count("GET")
         return super().read_tail(uri, nbytes)
 
-    def parse_in(self, cpu: Executor, uri: str, job: Callable[..., R], *args: Any) -> R | None:
-        self._count("GET")  # read in the worker process
+    def parse_in(self, cpu: Executor | None, uri: str, job: Callable[..., R], *args: Any) -> R | None:
+        if cpu is not None:
+            self._count("GET")  # read in the worker process (here, `read` counts it)
         return super().parse_in(cpu, uri, job, *args)
 
     def list(self, prefix: str, start_after: str | None = None) -> Iterator[tuple[str, ObjectInfo]]:

@@ -82,16 +82,17 @@ class FileIO(ABC):
         """The last `nbytes` bytes (all of them if the object is smaller): file footers."""
         return self.read(uri)[-nbytes:]
 
-    def parse_in(self, cpu: Executor, uri: str, job: Callable[..., R], *args: Any) -> R | None:
-        """`job(uri, the object's bytes, *args)` in one of `cpu`'s worker processes, or None when
-        the object could not be read there (the caller reads it again, and raises what is wrong).
-        Read here and sent there; a file system the workers can read themselves is read there
-        (`LocalFileIO`): a thousand metadata.json files are half a gigabyte not sent through pipes."""
+    def parse_in(self, cpu: Executor | None, uri: str, job: Callable[..., R], *args: Any) -> R | None:
+        """`job(uri, the object's bytes, *args)` in one of `cpu`'s worker processes (in this thread
+        without `cpu`), or None when the object could not be read (the caller reads it again, and
+        raises what is wrong). Read here and sent there; a file system the workers can read
+        themselves is read there (`LocalFileIO`): a thousand metadata.json files are half a
+        gigabyte not sent through pipes."""
         try:
             data = self.read(uri)
         except Exception:
             return None
-        return cpu.submit(job, uri, data, *args).result()
+        return job(uri, data, *args) if cpu is None else cpu.submit(job, uri, data, *args).result()
 
     @abstractmethod
     def write(self, uri: str, data: bytes) -> None: ...
@@ -199,7 +200,9 @@ class LocalFileIO(FileIO):
         for path, size in _scan(local_path(prefix), after):
             yield "file://" + path, ObjectInfo(size=size)
 
-    def parse_in(self, cpu: Executor, uri: str, job: Callable[..., R], *args: Any) -> R | None:
+    def parse_in(self, cpu: Executor | None, uri: str, job: Callable[..., R], *args: Any) -> R | None:
+        if cpu is None:
+            return super().parse_in(cpu, uri, job, *args)
         return cpu.submit(_read_and_parse, job, uri, *args).result()
 
     def list_range(

@@ -16,7 +16,6 @@ Manifest lists and metadata.json files are always written by the process that pl
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -391,12 +390,7 @@ def rewritten_metadata_files(
     thousand metadata files of up to a thousand snapshots each, and parsing JSON holds the GIL."""
 
     def rewrite(uri: str) -> bytes:
-        data: bytes | None = None
-        if cpu is not None:
-            data = src_io.parse_in(cpu, uri, mj.rewrite_file_job, prefix_map, kept)
-        else:
-            with contextlib.suppress(Exception):  # not parsed: the read is redone below, and its error raised
-                data = mj.rewrite_file_job(uri, src_io.read(uri), prefix_map, kept)
+        data = src_io.parse_in(cpu, uri, mj.rewrite_file_job, prefix_map, kept)
         if data is None:  # redone here, where what is wrong is raised as icelake explains it
             data = mj.rewrite_metadata_bytes(
                 uri, fetch_metadata(src_io, uri), prefix_map.require, kept.__contains__

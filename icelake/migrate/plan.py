@@ -322,14 +322,11 @@ def _metadata_chain(
     cpu = cpus.for_jobs(len(logged_uris))
 
     def referenced(uri: str) -> list[str]:
-        job = mj.referenced_paths_job
-        if cpu is not None and (found := src_io.parse_in(cpu, uri, job)):
+        if found := src_io.parse_in(cpu, uri, mj.referenced_paths_job):
             return found
-        raw = fetch_metadata(src_io, uri)
-        if cpu is None and (found := job(uri, raw)):
-            return found
-        # A file the job could not take is parsed here: its error is raised as icelake explains it.
-        return mj.referenced_paths(mj.parse_metadata(uri, raw)[0])
+        # A file the job could not take is read and parsed here: its error is raised as icelake
+        # explains it.
+        return mj.referenced_paths(mj.parse_metadata(uri, fetch_metadata(src_io, uri))[0])
 
     for _uri, found in fetched_ahead(logged_uris, referenced):
         refs.update(found)
