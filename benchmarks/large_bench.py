@@ -136,9 +136,9 @@ def run(files: int, snapshots: int, work: Path, latency_ms: float = 0.0, repeat:
     iceberg_s = min(iceberg_runs)
 
     runs = [_icelake_run(built.current_metadata, work, i, repeat, latency_ms, console) for i in range(repeat)]
-    for icelake in runs:
-        if icelake["copies"] != built.data_files:
-            raise SystemExit(f"icelake planned {icelake['copies']} copies of {built.data_files} data files")
+    for r in runs:
+        if r["copies"] != built.data_files:
+            raise SystemExit(f"icelake planned {r['copies']} copies of {built.data_files} data files")
     totals = [round(r["plan_s"] + r["rewrite_s"], 3) for r in runs]
     icelake = runs[totals.index(min(totals))]
     plan_rewrite_s = min(totals)
