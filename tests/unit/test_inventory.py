@@ -175,20 +175,26 @@ class Ranges(LocalFileIO):
             yield item
 
 
-@pytest.mark.usefixtures("small_pages")
-def test_a_prefix_of_many_keys_and_no_subdirectories_is_listed_in_ranges_side_by_side(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(inventory, "RANGE_KEYS", 25)
-    # Given an unpartitioned data directory of 100 files, 10 of them absent from the wanted keys'
-    # point of view (deleted), 7 unwanted objects after the last wanted key, one wanted key spelled
-    # twice, and 3 wanted keys that do not exist
+def _unpartitioned(tmp_path: Path) -> tuple[Path, list[str], list[str], str, list[str]]:
+    """(data directory, its 100 files, 3 absent keys, a plain-path alias of present[23], the
+    wanted keys: present[:90] in reverse, the absent ones and the alias); 7 unwanted objects sort
+    after every wanted key."""
     data = tmp_path / "t" / "data"
     present = _files(data, [f"{i:03}.parquet" for i in range(100)])
     _files(data, [f"zz-{i}" for i in range(7)])
     absent = [f"file://{data}/{i:03}-gone.parquet" for i in (5, 50, 99)]
     alias = f"{data}/023.parquet"  # a plain path: the same object as present[23]
-    wanted = [*reversed(present[:90]), *absent, alias]
+    return data, present, absent, alias, [*reversed(present[:90]), *absent, alias]
+
+
+@pytest.mark.usefixtures("small_pages")
+def test_a_prefix_of_many_keys_and_no_subdirectories_is_listed_in_ranges_side_by_side(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(inventory, "RANGE_KEYS", 25)
+    # Given an unpartitioned data directory of 100 files, 10 of them not wanted (deleted), 7 unwanted
+    # objects after the last wanted key, one wanted key spelled twice, and 3 wanted keys that do not exist
+    data, present, absent, alias, wanted = _unpartitioned(tmp_path)
     io = Ranges()
     # When what exists is asked
     found = stat_by_listing(io, wanted, [f"file://{tmp_path}/t"], workers=4)
@@ -229,14 +235,8 @@ def test_a_local_walk_given_worker_processes_is_walked_there_in_ranges(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(inventory, "RANGE_KEYS", 25)
-    # Given an unpartitioned data directory of 100 files, 10 of them not wanted, 7 unwanted objects
-    # after the last wanted key, one wanted key spelled twice, and 3 wanted keys that do not exist
-    data = tmp_path / "t" / "data"
-    present = _files(data, [f"{i:03}.parquet" for i in range(100)])
-    _files(data, [f"zz-{i}" for i in range(7)])
-    absent = [f"file://{data}/{i:03}-gone.parquet" for i in (5, 50, 99)]
-    alias = f"{data}/023.parquet"  # a plain path: the same object as present[23]
-    wanted = [*reversed(present[:90]), *absent, alias]
+    # Given the unpartitioned directory of the ranges test above, and what one walk here finds in it
+    _data, present, absent, alias, wanted = _unpartitioned(tmp_path)
     one_walk = stat_by_listing(Prefixes(), wanted, [f"file://{tmp_path}/t"], workers=4)
     # When what exists is asked with two worker processes
     io = WalkedElsewhere()
