@@ -18,11 +18,12 @@ know, an entry whose rewrite needs more than its paths (position deletes, rewrit
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from icelake.errors import NotPatchable
 from icelake.migrate.avro_binary import (
@@ -319,6 +320,7 @@ class ListHeads:
         self.map_path = map_path
         self.new_lengths = new_lengths
         self._heads: dict[bytes, bytes] = {}  # by the old path's bytes (shared by threads: pure)
+        self.walker = ListWalker(compile_manifest_list, functools.partial(_rewritten_record, self))
 
     def head(self, block: bytes, start: int, end: int) -> bytes:
         """Of the record whose old path is `block[start:end]` (checked to be UTF-8 the first time)."""
@@ -335,36 +337,113 @@ def patch_manifest_list(data: bytes, heads: ListHeads) -> bytes:
     """The manifest list with every `manifest_path` mapped and its `manifest_length` replaced by
     the rewritten manifest's (`heads`), spliced as `patch_manifest` splices (same bytes as fastavro
     would write), or NotPatchable."""
-    header, codec, after = _read_container(data, compile_manifest_list)
+    header, codec, records, _walked = heads.walker.walk(data)
     framer = _Framer(header, codec)
     pending = framer.pending
-    for count, block in _safe(blocks(data, header, codec)):
-        for start, end, rest, stop in _safe_list_scan(after, block, count):
-            pending += heads.head(block, start, end)
-            pending += block[rest:stop]
-            framer.ended()
+    for record in records:
+        pending += record
+        framer.ended()
     return framer.file()
 
 
-def _safe_list_scan(after: Skip, block: bytes, count: int) -> list[tuple[int, int, int, int]]:
-    """Per record: where its manifest_path starts and ends, where the fields after manifest_length
-    start, and its end."""
-    records: list[tuple[int, int, int, int]] = []
-    pos = 0
-    try:
-        for _ in range(count):
-            n, start = read_long(block, pos)
-            end = start + n
-            if n < 0 or end > len(block):
-                raise NotPatchable("bad manifest_path length")
-            _length, rest = read_long(block, end)
-            pos = after(block, rest)
-            records.append((start, end, rest, pos))
-    except (IndexError, ValueError) as exc:  # truncated data
-        raise NotPatchable(str(exc)) from exc
-    if pos != len(block):
-        raise NotPatchable("block has bytes after its records")
-    return records
+def _rewritten_record(heads: ListHeads, after: Skip, buf: bytes, pos: int) -> tuple[bytes, int]:
+    """A manifest list record with its new head (`heads`), and where it ends."""
+    n, start = read_long(buf, pos)
+    end = start + n
+    if n < 0 or end > len(buf):
+        raise NotPatchable("bad manifest_path length")
+    _length, rest = read_long(buf, end)
+    stop = after(buf, rest)
+    return heads.head(buf, start, end) + buf[rest:stop], stop
+
+
+L = TypeVar("L")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class _WalkedList(Generic[R]):
+    schema: str  # the writer schema's text
+    records: bytes  # the list's blocks decoded and joined
+    products: list[R]  # per record, what the walk made of it
+    from_end: list[int]  # per record, how far its end is from the end of `records`
+
+
+class ListWalk(NamedTuple, Generic[R]):
+    header: Header
+    codec: str
+    products: list[R]  # per record
+    walked: int  # the first records, walked; those after are the last list's, reused
+
+
+class ListWalker(Generic[L, R]):
+    """Walks the records of manifest lists, one after another, with `walk_record` (given the
+    writer schema compiled by `compile_schema`, the bytes and where a record starts: what it makes
+    of the record, and where the record ends).
+
+    A snapshot's manifest list is the manifests it adds followed by its parent's list, record for
+    record, as Iceberg's appends write it: a thousand snapshots' lists are half a million records,
+    but a thousand new ones. So when a list's records end with the bytes of the last list walked
+    (same schema), only the records before them are walked and the last list's products are
+    reused for the rest. That is exact: a record's encoding is self-delimiting, so the same bytes
+    from a record boundary on are the same records. Threads may share a walker: what it keeps is
+    replaced whole, and reuse is decided by comparing bytes."""
+
+    def __init__(
+        self,
+        compile_schema: Callable[[dict[str, Any]], L],
+        walk_record: Callable[[L, bytes, int], tuple[R, int]],
+    ) -> None:
+        self._compile = compile_schema
+        self._walk_record = walk_record
+        self._last: _WalkedList[R] | None = None
+
+    def walk(self, data: bytes) -> ListWalk[R]:
+        """The list's header, codec and per record what `walk_record` made of it, or NotPatchable."""
+        header, codec, layout = _read_container(data, self._compile)
+        decoded = list(_safe(blocks(data, header, codec)))
+        buf = b"".join(block for _, block in decoded)
+        total = sum(count for count, _ in decoded)
+        schema = header.metadata["avro.schema"]
+        last = self._last
+        reuse_at = -1
+        if last is not None and last.schema == schema and buf.endswith(last.records):
+            reuse_at = len(buf) - len(last.records)
+        products: list[R] = []
+        ends: list[int] = []
+        pos = 0
+        walk_record = self._walk_record
+        try:
+            while len(products) < total:
+                if pos == reuse_at and last is not None and len(products) + len(last.products) == total:
+                    break
+                product, pos = walk_record(layout, buf, pos)
+                products.append(product)
+                ends.append(pos)
+        except (IndexError, ValueError) as exc:  # truncated data, invalid UTF-8
+            raise NotPatchable(str(exc)) from exc
+        from_end = [len(buf) - end for end in ends]
+        if len(products) < total and last is not None:
+            products += last.products
+            from_end += last.from_end
+        elif pos != len(buf):
+            raise NotPatchable("the list has bytes after its records")
+        _check_block_ends(decoded, from_end, len(buf))
+        self._last = _WalkedList(schema, buf, products, from_end)
+        return ListWalk(header, codec, products, len(ends))
+
+
+def _check_block_ends(decoded: list[tuple[int, bytes]], from_end: list[int], size: int) -> None:
+    """NotPatchable unless each block holds exactly its count of records (the walk ran over the
+    blocks joined)."""
+    records = end = 0
+    for count, block in decoded:
+        if count <= 0:
+            raise NotPatchable("a block without records")
+        records += count
+        end += len(block)
+        if from_end[records - 1] != size - end:
+            raise NotPatchable("a block's records do not end with it")
 
 
 @dataclass(frozen=True)
@@ -393,27 +472,27 @@ def compile_list_layout(schema: dict[str, Any]) -> ListLayout:
 def read_manifest_refs(data: bytes) -> list[tuple[str, int, int]]:
     """(manifest_path, manifest_length, content) of every record of a manifest list (content 0
     where the list has none: v1), found with the skippers, or NotPatchable. Each snapshot's list
-    names all of its manifests: a thousand snapshots are half a million records to read."""
-    header, codec, layout = _read_container(data, compile_list_layout)
-    before, has_content, after = layout.before_content, layout.has_content, layout.after_content
-    refs: list[tuple[str, int, int]] = []
-    for count, block in _safe(blocks(data, header, codec)):
-        pos = 0
-        try:
-            for _ in range(count):
-                n, start = read_long(block, pos)
-                end = start + n
-                if n < 0 or end > len(block):
-                    raise NotPatchable("bad manifest_path length")
-                length, pos = read_long(block, end)
-                content = 0
-                pos = before(block, pos)
-                if has_content:
-                    content, pos = read_long(block, pos)
-                pos = after(block, pos)
-                refs.append((_utf8(block, start, end), length, content))
-        except (IndexError, ValueError) as exc:  # truncated data
-            raise NotPatchable(str(exc)) from exc
-        if pos != len(block):
-            raise NotPatchable("block has bytes after its records")
-    return refs
+    names all of its manifests: a thousand snapshots are half a million records, walked once
+    (`ListWalker`: the lists this process read last are remembered)."""
+    return _REFS.walk(data).products
+
+
+def refs_walker() -> ListWalker[ListLayout, tuple[str, int, int]]:
+    """A walker of (manifest_path, manifest_length, content) records, for lists read in order."""
+    return ListWalker(compile_list_layout, _ref_record)
+
+
+def _ref_record(layout: ListLayout, buf: bytes, pos: int) -> tuple[tuple[str, int, int], int]:
+    n, start = read_long(buf, pos)
+    end = start + n
+    if n < 0 or end > len(buf):
+        raise NotPatchable("bad manifest_path length")
+    length, pos = read_long(buf, end)
+    content = 0
+    pos = layout.before_content(buf, pos)
+    if layout.has_content:
+        content, pos = read_long(buf, pos)
+    return (_utf8(buf, start, end), length, content), layout.after_content(buf, pos)
+
+
+_REFS = refs_walker()

@@ -8,6 +8,7 @@ already at the target. Writes nothing.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import posixpath
@@ -28,8 +29,8 @@ from icelake.errors import (
 )
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_entries import EntryFields
-from icelake.migrate.avro_files import DELETED, POSITION_DELETES, ManifestRef, manifest_refs
-from icelake.migrate.avro_patch import PlannedManifest
+from icelake.migrate.avro_files import DELETED, POSITION_DELETES, ManifestRef, new_manifest_refs
+from icelake.migrate.avro_patch import PlannedManifest, refs_walker
 from icelake.migrate.collisions import refuse_duplicate_targets, refuse_overlapping_targets
 from icelake.migrate.copy import is_same_copy
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool
@@ -229,7 +230,7 @@ def build_plan(
         cpus = _CpuPools(stack, processes)
         metadata_files = _metadata_chain(src_io, source_metadata, meta, refs, reads, workers, cpus)
         lists = mj.manifest_lists(meta)
-        manifests = _manifests(src_io, meta, lists, progress, cpus)
+        manifests = _manifests(src_io, meta, lists, progress)
         refs.update(manifests)
         files, delete_formats, planned = _files(src_io, meta, manifests, refs, reads, progress, cpus)
         refs = {canonical(p) for p in refs}.difference(files)
@@ -335,45 +336,24 @@ def _metadata_chain(
 
 
 def _manifests(
-    src_io: FileIO, meta: mj.Metadata, lists: list[str], progress: ProgressSink, cpus: _CpuPools
+    src_io: FileIO, meta: mj.Metadata, lists: list[str], progress: ProgressSink
 ) -> dict[str, ManifestRef]:
     """The manifests the live snapshots' manifest lists name (each once, in the order first
-    named), and inline ones (v1). Each snapshot's list names all its manifests: a thousand
-    snapshots' lists are half a million records, read in worker processes when there are many."""
+    named), and inline ones (v1). Each snapshot's list names all its manifests, a thousand
+    snapshots' lists half a million records; but a list is the manifests its snapshot added
+    followed by its parent's list (Iceberg's appends), and the walker reads only the records a list
+    does not share with the one before it (`new_manifest_refs`), which were all named already."""
     manifests: dict[str, ManifestRef] = {}
     progress.start("scan manifest lists", len(lists))
-    cpu = cpus.for_jobs(len(lists))
-
-    def fetch(uri: str) -> list[tuple[str, int, int]]:
-        data = _read_required(src_io, uri)
-        job = list_records_job
-        if (found := job(uri, data) if cpu is None else cpu.submit(job, uri, data).result()) is not None:
-            return found
-        # A list the job could not read is read here: its error is raised as icelake explains it.
-        return _list_records(uri, data)
-
-    for _uri, records in fetched_ahead(lists, fetch):
-        for path, length, content in records:
+    walker = refs_walker()
+    for uri, data in fetched_ahead(lists, functools.partial(_read_required, src_io)):
+        for path, length, content in new_manifest_refs(walker, uri, data):
             if path not in manifests:  # a ref made for the first naming only
                 manifests[path] = ManifestRef(path, length, content)
         progress.advance("scan manifest lists")
     for uri in mj.inline_manifests(meta):
         manifests.setdefault(uri, ManifestRef(uri, -1, 0))
     return manifests
-
-
-def list_records_job(uri: str, data: bytes) -> list[tuple[str, int, int]] | None:
-    """(path, length, content) of each manifest a manifest list names (`manifest_refs`), or None
-    when it cannot be read: errors do not cross processes intact, so the caller reads it again.
-    A top-level function, to run in a worker process, and tuples, which cross processes cheaply."""
-    try:
-        return _list_records(uri, data)
-    except Exception:
-        return None
-
-
-def _list_records(uri: str, data: bytes) -> list[tuple[str, int, int]]:
-    return [(ref.path, ref.length, ref.content) for ref in manifest_refs(uri, data)]
 
 
 def _files(

@@ -27,6 +27,10 @@ from icelake.migrate.avro_files import (
 )
 from icelake.migrate.avro_patch import (
     ListHeads,
+    ListLayout,
+    ListWalker,
+    _ref_record,
+    compile_list_layout,
     patch_manifest,
     patch_manifest_list,
     read_manifest_refs,
@@ -624,6 +628,77 @@ def test_lists_rewritten_with_shared_heads_each_give_the_fastavro_bytes(
     for data in lists:
         slow = rewrite_manifest_list_fastavro("s.avro", data, _map, lengths)
         assert patch_manifest_list(data, shared) == slow
+
+
+def _list_file(records: list[dict[str, Any]], version: int, sync_interval: int = 16000) -> bytes:
+    out = io.BytesIO()
+    schema = fastavro.parse_schema(manifest_list_schema(version))
+    fastavro.writer(
+        out, schema, records, codec="deflate", sync_interval=sync_interval, sync_marker=bytes(range(16))
+    )
+    return out.getvalue()
+
+
+def _counting_refs_walker() -> tuple[ListWalker[ListLayout, tuple[str, int, int]], list[int]]:
+    """A walker of manifest refs, and a list that grows by one for each record it walks."""
+    walked: list[int] = []
+
+    def walk_record(layout: ListLayout, buf: bytes, pos: int) -> tuple[tuple[str, int, int], int]:
+        walked.append(pos)
+        return _ref_record(layout, buf, pos)
+
+    return ListWalker(compile_list_layout, walk_record), walked
+
+
+@SETTINGS
+@given(manifest_lists(), st.sampled_from([1, 700, 16000]), st.integers(1, 3))
+def test_a_history_of_appends_is_read_and_rewritten_walking_only_each_lists_new_records(
+    pool: tuple[bytes, dict[str, int]], sync_interval: int, added: int
+) -> None:
+    # Given the lists of a table's appends, oldest first: each names the manifests its snapshot
+    # added, then every record of its parent's list (as Iceberg's appends write them), framed into
+    # blocks of any size
+    data, lengths = pool
+    version = int(fastavro.reader(io.BytesIO(data)).metadata["format-version"])
+    records = list(fastavro.reader(io.BytesIO(data)))
+    lists, named = [], []
+    for start in range(0, len(records), added):
+        named = records[start : start + added] + named
+        lists.append(_list_file(named, version, sync_interval))  # type: ignore[arg-type]
+    # When one walker reads them all, and one rewrite (its heads) rewrites them all
+    walker, walked = _counting_refs_walker()
+    heads = ListHeads(_map, lengths)
+    for listed in lists:
+        # Then each list reads and rewrites exactly as fastavro decodes and writes it alone
+        assert walker.walk(listed)[2] == [
+            (r.path, r.length, r.content) for r in manifest_refs_fastavro("s", listed)
+        ]
+        assert patch_manifest_list(listed, heads) == rewrite_manifest_list_fastavro(
+            "s", listed, _map, lengths
+        )
+    # And each record was walked once, in the list that added it
+    assert len(walked) == len(records)
+
+
+def test_a_list_ending_with_the_last_lists_bytes_inside_a_record_is_walked_whole() -> None:
+    # Given a list read first, and a list whose one record ends with that list's record bytes
+    # (they are its key_metadata): its bytes end with the first list's, but not at a record start
+    base = {"partition_spec_id": 0, "content": 0, "sequence_number": 1, "min_sequence_number": 1}
+    base |= {"added_snapshot_id": 1, "added_files_count": 1, "partitions": None, "key_metadata": None}
+    inner = base | {"manifest_path": "s3://b/t/metadata/inner.avro", "manifest_length": 5}
+    first = _list_file([inner], 2)
+    header = avro_binary.read_header(first)
+    [(_count, inner_bytes)] = avro_binary.blocks(first, header, "deflate")
+    outer = base | {"manifest_path": "s3://b/t/metadata/outer.avro", "manifest_length": 9}
+    second = _list_file([outer | {"key_metadata": inner_bytes}], 2)
+    walker, walked = _counting_refs_walker()
+    walker.walk(first)
+    # When the walker reads the second list after the first
+    refs = walker.walk(second)[2]
+    # Then it walked the second list's record, and read it as fastavro decodes it
+    assert len(walked) == 2
+    assert refs == [("s3://b/t/metadata/outer.avro", 9, 0)]
+    assert refs == [(r.path, r.length, r.content) for r in manifest_refs_fastavro("s", second)]
 
 
 def test_a_sync_marker_whose_bytes_occur_in_the_header_is_written_readably() -> None:
