@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from icelake.aws.fileio import FileIO, LocalFileIO, ObjectInfo
+from icelake.aws.fileio import FileIO, ListedRange, LocalFileIO, ObjectInfo
 from icelake.errors import UnsafeTargetError
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import (
@@ -317,13 +317,14 @@ class RequestCountingIO(LocalFileIO):
 
     def list_range(
         self, prefix: str, start_after: str | None, until: str, cpu: Executor | None = None
-    ) -> Iterator[tuple[str, ObjectInfo]]:
+    ) -> Iterable[tuple[str, ObjectInfo]]:
         if cpu is None:  # listed by `list`, which counts
             return super().list_range(prefix, start_after, until, cpu)
-        listed = list(super().list_range(prefix, start_after, until, cpu))  # walked in a worker process
-        for _page in range(max(1, -(-len(listed) // 1000))):
+        listed = super().list_range(prefix, start_after, until, cpu)  # walked in a worker process
+        assert isinstance(listed, ListedRange)
+        for _page in range(max(1, -(-len(listed.keys) // 1000))):
             self._count("LIST")
-        return iter(listed)
+        return listed
 
 
 @dataclass

@@ -14,12 +14,12 @@ import tempfile
 import threading
 from abc import ABC, abstractmethod
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
@@ -34,8 +34,11 @@ SOURCE_ETAG_KEY = "icelake-source-etag"
 R = TypeVar("R")
 
 
-@dataclass(frozen=True, slots=True)  # slots: a plan of a million files holds a million
-class ObjectInfo:
+class ObjectInfo(NamedTuple):
+    """What a listing or a HEAD says of an object. A named tuple: a plan of a million files makes
+    and holds a million, and a frozen dataclass takes twice as long to make (each field is set
+    through object.__setattr__)."""
+
     size: int
     etag: str | None = None
     sha256: str | None = None  # base64, as S3 reports it; a '-N' suffix marks a composite checksum
@@ -108,7 +111,7 @@ class FileIO(ABC):
 
     def list_range(
         self, prefix: str, start_after: str | None, until: str, cpu: Executor | None = None
-    ) -> Iterator[tuple[str, ObjectInfo]]:
+    ) -> Iterable[tuple[str, ObjectInfo]]:
         """`list(prefix, start_after)` up to the key `until` (included): a listing is in key order,
         so the first object past it ends the listing. `cpu`: worker processes a listing whose time
         is CPU (not `listing_waits`) may be run in; only a local walk is."""
@@ -207,13 +210,12 @@ class LocalFileIO(FileIO):
 
     def list_range(
         self, prefix: str, start_after: str | None, until: str, cpu: Executor | None = None
-    ) -> Iterator[tuple[str, ObjectInfo]]:
+    ) -> Iterable[tuple[str, ObjectInfo]]:
         if cpu is None:
             return super().list_range(prefix, start_after, until, cpu)
         # A stat per file is most of a walk's time, and a thread's stat queues for the GIL behind
         # the others: a range is walked in a worker process, and only its keys and sizes come back.
-        keys, sizes = cpu.submit(scan_range, prefix, start_after, until).result()
-        return zip(keys, map(ObjectInfo, sizes), strict=True)
+        return ListedRange(*cpu.submit(scan_range, prefix, start_after, until).result())
 
     def delete(self, uri: str) -> None:
         Path(local_path(uri)).unlink(missing_ok=True)
@@ -226,6 +228,18 @@ def _read_and_parse(job: Callable[..., R], uri: str, *args: Any) -> R | None:
     except Exception:
         return None
     return job(uri, data, *args)
+
+
+@dataclass(frozen=True)
+class ListedRange:
+    """A range walked in a worker process: its keys, in key order, and their sizes, as they came
+    back (a caller that wants only these keys can take them as they are: `inventory`)."""
+
+    keys: list[str]
+    sizes: array[int]
+
+    def __iter__(self) -> Iterator[tuple[str, ObjectInfo]]:
+        return zip(self.keys, map(ObjectInfo, self.sizes), strict=True)
 
 
 def scan_range(prefix: str, start_after: str | None, until: str) -> tuple[list[str], array[int]]:

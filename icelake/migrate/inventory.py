@@ -15,11 +15,11 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from concurrent.futures import Executor
 from typing import NamedTuple
 
-from icelake.aws.fileio import FileIO, ObjectInfo
+from icelake.aws.fileio import FileIO, ListedRange, ObjectInfo
 from icelake.migrate.plan_scan import map_ahead, map_in_chunks
 from icelake.migrate.progress import ProgressSink
 from icelake.uris import canonical, is_under
@@ -163,11 +163,13 @@ class _Answers:
         roots are not theirs): present ones with their info, absent ones as None. A listing that
         runs over its budget settles only what it saw present; the rest are asked one by one."""
         found = self.found
-        budget = (math.ceil(LIST_OVERHEAD * len(keys) / KEYS_PER_PAGE) + LIST_BUDGET) * KEYS_PER_PAGE
-        settled = 0  # told to the progress a page at a time: a bar's advance costs microseconds
         # With no alias and no inner root, every wanted key is canonical and only a canonical
         # spelling is looked up, so a listed uri found as it is needs no canonical form.
         plain = not self.aliases and not inner
+        if plain and self._settle_range(listing, keys):
+            return
+        budget = (math.ceil(LIST_OVERHEAD * len(keys) / KEYS_PER_PAGE) + LIST_BUDGET) * KEYS_PER_PAGE
+        settled = 0  # told to the progress a page at a time: a bar's advance costs microseconds
         for listed, (uri, info) in enumerate(listing, start=1):
             # Most listed objects are wanted keys spelled as the listing spells them: one lookup.
             if plain and found.get(uri) is _UNSETTLED:
@@ -186,6 +188,16 @@ class _Answers:
                 found[key] = None  # a complete listing did not have it: absent (S3 lists consistently)
                 settled += 1
         self._advance(settled)
+
+    def _settle_range(self, listing: Iterable[tuple[str, ObjectInfo]], keys: list[str]) -> bool:
+        """Settles `keys` at once if `listing` is a range walked in a worker process that holds
+        just these keys, in their order (`_ranges` sorts them), rather than key by key: a million
+        for a big table's check. False, settling nothing, if it is not."""
+        if not (isinstance(listing, ListedRange) and listing.keys == keys):
+            return False
+        self.found.update(zip(keys, map(ObjectInfo, listing.sizes), strict=True))
+        self._advance(len(keys))
+        return True
 
     def _settle_spellings(self, c: str, info: ObjectInfo, inner: list[str]) -> int:
         """Settles the keys that spell the listed object `c` (canonical), unless it is under an
@@ -208,7 +220,7 @@ def _under_any(path: str, roots: list[str]) -> bool:
     return any(is_under(path, r) for r in roots)
 
 
-def _listed(io: FileIO, part: _Listing, cpu: Executor | None) -> Iterator[tuple[str, ObjectInfo]]:
+def _listed(io: FileIO, part: _Listing, cpu: Executor | None) -> Iterable[tuple[str, ObjectInfo]]:
     """What `part` lists: everything under its prefix, or the objects of its range (a listing is
     in key order: the first object past `until` ends it, and no further page is asked)."""
     if part.until is None:

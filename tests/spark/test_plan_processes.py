@@ -3,7 +3,7 @@ the one the reference path (fastavro decoding, one HEAD per file, all in this pr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,7 @@ class RangesWalked(LocalFileIO):
 
     def list_range(
         self, prefix: str, start_after: str | None, until: str, cpu: Executor | None = None
-    ) -> Iterator[tuple[str, ObjectInfo]]:
+    ) -> Iterable[tuple[str, ObjectInfo]]:
         self.in_processes += cpu is not None
         return super().list_range(prefix, start_after, until, cpu)
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -224,7 +225,7 @@ class WalkedElsewhere(Prefixes):
 
     def list_range(
         self, prefix: str, start_after: str | None, until: str, cpu: Executor | None = None
-    ) -> Iterator[tuple[str, ObjectInfo]]:
+    ) -> Iterable[tuple[str, ObjectInfo]]:
         if cpu is not None:
             self.ranges.append((start_after, until))
         return super().list_range(prefix, start_after, until, cpu)
@@ -253,6 +254,35 @@ def test_a_local_walk_given_worker_processes_is_walked_there_in_ranges(
     starts = [None, present[23], present[48], present[72]]
     assert io.ranges == list(zip(starts, [*starts[1:], absent[-1]], strict=True))
     assert io.listed == [f"file://{tmp_path}/t"]
+
+
+@pytest.mark.usefixtures("small_pages")
+def test_ranges_walked_elsewhere_that_hold_just_the_wanted_keys_are_settled_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(inventory, "RANGE_KEYS", 25)
+    # Given an unpartitioned directory whose 100 files are all wanted (a table's data, as planned)
+    present = _files(tmp_path / "t" / "data", [f"{i:03}.parquet" for i in range(100)])
+    wanted = list(reversed(present))
+    one_walk = stat_by_listing(Prefixes(), wanted, [f"file://{tmp_path}/t"], workers=4)
+    whole: list[bool] = []
+    settle_range = inventory._Answers._settle_range
+
+    def recorded(answers: Any, listing: Any, keys: list[str]) -> bool:
+        whole.append(settled := settle_range(answers, listing, keys))
+        return settled
+
+    monkeypatch.setattr(inventory._Answers, "_settle_range", recorded)
+    # When what exists is asked with two worker processes
+    with cpu_pool(2) as cpu:
+        assert cpu is not None
+        found = stat_by_listing(WalkedElsewhere(), wanted, [f"file://{tmp_path}/t"], workers=4, cpu=cpu)
+    # Then the answers are those of one walk here, key for key, in order, keyed by the caller's strings
+    assert list(found.items()) == list(one_walk.items())
+    assert all(key is given for key, given in zip(found, wanted, strict=True))
+    assert all(info == ObjectInfo(size=3) for info in found.values())
+    # And each of the four ranges was settled whole, as it came back
+    assert whole == [True] * 4
 
 
 def test_the_answers_are_keyed_by_the_callers_own_strings_in_their_order(tmp_path: Path) -> None:
