@@ -91,11 +91,17 @@ class Copies(Sequence[CopyTask]):
 
     def pairs(self) -> Iterator[tuple[str, str]]:
         """(source, target) of every copy, without making its task (a file list, a journal)."""
-        match = self._prefix_map.match_canonical
-        for path in self._paths:
-            mapping = match(path)
-            assert mapping is not None
-            yield path, mapping.target + path[len(mapping.source) :]
+        mappings = self._prefix_map.mappings
+        if len(mappings) != 1:
+            return map(self._pair, self._paths)
+        # One mapping (the common case): a path inside it is mapped without a match call each.
+        inside, target, cut = mappings[0].source + "/", mappings[0].target, len(mappings[0].source)
+        return ((p, target + p[cut:]) if p.startswith(inside) else self._pair(p) for p in self._paths)
+
+    def _pair(self, path: str) -> tuple[str, str]:
+        mapping = self._prefix_map.match_canonical(path)
+        assert mapping is not None
+        return path, mapping.target + path[len(mapping.source) :]
 
     def __eq__(self, other: object) -> bool:  # as a list of the same tasks compares
         if not isinstance(other, Sequence):

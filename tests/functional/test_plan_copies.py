@@ -7,13 +7,14 @@ import gc
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from icelake.aws.fileio import LocalFileIO
+from icelake.aws.fileio import LocalFileIO, ObjectInfo
 from icelake.migrate.engine import Outcome, migrate_table
-from icelake.migrate.plan import CopyTask, build_plan
+from icelake.migrate.plan import Copies, CopyTask, build_plan
 from icelake.migrate.progress import NoProgress
-from icelake.uris import canonical
+from icelake.uris import PrefixMap, canonical
 
 
 def test_copies_are_made_when_asked_and_read_like_a_list(tmp_path: Path) -> None:
@@ -52,6 +53,32 @@ def test_copies_are_made_when_asked_and_read_like_a_list(tmp_path: Path) -> None
     for t in tasks:
         assert t.target == f"file://{target}" + t.source[len(canonical(table.location())) :]
         assert t.info.size == Path(t.source[len("file://") :]).stat().st_size
+
+
+@pytest.mark.parametrize(
+    ("maps", "targets"),
+    [
+        (
+            [("s3://src/t", "s3://dst/t")],
+            ["s3://dst/t/data/a/1.parquet", "s3://dst/t/data/b/2.parquet", "s3://dst/t", "s3://dst/t/data/b"],
+        ),
+        (
+            [("s3://src/t", "s3://dst/t"), ("s3://src/t/data/b", "s3://elsewhere/b")],
+            ["s3://dst/t/data/a/1.parquet", "s3://elsewhere/b/2.parquet", "s3://dst/t", "s3://elsewhere/b"],
+        ),
+    ],
+)
+def test_pairs_map_each_copy_as_its_task_does(maps: list[tuple[str, str]], targets: list[str]) -> None:
+    # Given copies under one mapping or under nested ones, two of them a mapped prefix itself
+    paths = ["s3://src/t/data/a/1.parquet", "s3://src/t/data/b/2.parquet", "s3://src/t", "s3://src/t/data/b"]
+    prefix_map = PrefixMap(maps)
+    copies = Copies(paths, dict.fromkeys(paths, ObjectInfo(size=1)), prefix_map)
+    # Then each (source, target) pair is the one its task makes, in order
+    assert list(copies.pairs()) == list(zip(paths, targets, strict=True))
+    assert list(copies.pairs()) == [(t.source, t.target) for t in copies]
+    # And a path the map does not cover (only its name starts like the mapping's) is refused
+    with pytest.raises(AssertionError):
+        list(Copies(["s3://src/t2/x.parquet"], {}, prefix_map).pairs())
 
 
 class _CountsOutcomesAfterCopies:
