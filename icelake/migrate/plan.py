@@ -12,6 +12,7 @@ import functools
 import itertools
 import os
 import posixpath
+from array import array
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
@@ -382,15 +383,19 @@ def _files(
     progress.start("scan manifests", len(manifests))
     cpu = cpus.for_jobs(len(manifests))
 
-    def fetch(uri: str) -> bytes | Parsed:
-        data = _read_required(src_io, uri)
-        return data if cpu is None else cpu.submit(canonical_entries, reads.entries, uri, data).result()
-
-    def parse(uri: str, fetched: bytes | Parsed) -> Parsed:
-        return canonical_entries(reads.entries, uri, fetched) if isinstance(fetched, bytes) else fetched
+    def fetch(uri: str) -> bytes | Parsed | None:
+        if cpu is None:  # parsed by the consumer: parsing on these threads would contend for the GIL
+            return _read_required(src_io, uri)
+        return src_io.parse_in(cpu, uri, manifest_files_job, reads.entries)
 
     for uri, fetched in fetched_ahead(list(manifests), fetch):
-        parsed, read = parse(uri, fetched)
+        if isinstance(fetched, tuple):
+            parsed, read = fetched
+        else:
+            # Read here, or a manifest the job could not take: parsed here, where its error is
+            # raised as icelake explains it.
+            data = _read_required(src_io, uri) if fetched is None else fetched
+            parsed, read = manifest_files(reads.entries, uri, data)
         _add_entries(parsed, files, delete_formats, refs)
         if read is not None:
             planned[uri] = read
@@ -400,15 +405,49 @@ def _files(
     return files, delete_formats, planned
 
 
-Parsed = tuple[list[EntryFields], PlannedManifest | None]
+@dataclass(frozen=True)
+class ManifestFiles:
+    """The files a manifest's entries name, as planning takes them: in columns, which cross
+    processes several times cheaper than a tuple per entry (a million entries for a big table)."""
+
+    paths: list[str]  # canonical (listings, maps and lookups then take them as they are)
+    sizes: array[int]  # file_size_in_bytes
+    statuses: array[int]
+    # (entry index, content, referenced_data_file, file_format) of the entries that are more than
+    # a data file: delete files, and those naming a referenced data file
+    others: list[tuple[int, int, str | None, str | None]]
 
 
-def canonical_entries(entries: Callable[[str, bytes], Parsed], uri: str, data: bytes) -> Parsed:
-    """`entries` of one manifest, each file path in its canonical spelling (listings, maps and
-    lookups then take it as it is). Made where the manifest is parsed, in a worker process for a
-    table of many: a million calls fewer in the planning process, whose work is the phase's length."""
+Parsed = tuple[ManifestFiles, PlannedManifest | None]
+Entries = Callable[[str, bytes], tuple[list[EntryFields], PlannedManifest | None]]
+
+
+def manifest_files(entries: Entries, uri: str, data: bytes) -> Parsed:
+    """`entries` of one manifest as `ManifestFiles`. Made where the manifest is parsed, in a worker
+    process for a table of many: a million canonical paths made there, not in the planning
+    process, whose work is the phase's length."""
     parsed, read = entries(uri, data)
-    return [(st, content, canonical(p), size, ref, fmt) for st, content, p, size, ref, fmt in parsed], read
+    others = [
+        (i, content, ref, fmt)
+        for i, (_, content, _, _, ref, fmt) in enumerate(parsed)
+        if content or ref or fmt
+    ]
+    files = ManifestFiles(
+        [canonical(path) for _, _, path, _, _, _ in parsed],
+        array("q", [size for _, _, _, size, _, _ in parsed]),
+        array("q", [status for status, _, _, _, _, _ in parsed]),
+        others,
+    )
+    return files, read
+
+
+def manifest_files_job(uri: str, data: bytes, entries: Entries) -> Parsed | None:
+    """`manifest_files` in a worker process (`FileIO.parse_in`), or None when it cannot be made:
+    errors do not cross processes intact, so the caller parses the manifest again and raises."""
+    try:
+        return manifest_files(entries, uri, data)
+    except Exception:
+        return None
 
 
 # A file's recorded size and whether a live entry names it, as one int (`size * 2 + live`; the
@@ -426,18 +465,23 @@ def _live(recorded: int) -> bool:
 
 
 def _add_entries(
-    parsed: list[EntryFields],
+    parsed: ManifestFiles,
     files: dict[str, int],
     delete_formats: dict[str, str],
     refs: set[str],
 ) -> None:
-    for status, content, path, file_size, reference, file_format in parsed:  # path: canonical
-        # `_recorded(file_size, live=...)` and `_live`, inlined: a million entries, two calls each.
-        files[path] = file_size * 2 + (status != DELETED or files.get(path, 0) & 1)
+    paths = parsed.paths
+    # `_recorded(size, live=...)`, inlined: a million entries. A live entry's file is live.
+    if DELETED not in parsed.statuses:  # every entry live (the common case): set at once
+        files.update(zip(paths, [size * 2 + 1 for size in parsed.sizes], strict=True))
+    else:  # a deleted entry leaves its file as live as an earlier entry made it
+        for path, size, status in zip(paths, parsed.sizes, parsed.statuses, strict=True):
+            files[path] = size * 2 + (status != DELETED or files.get(path, 0) & 1)
+    for i, content, reference, file_format in parsed.others:
         if reference:
             refs.add(reference)
         if content == POSITION_DELETES:
-            delete_formats[path] = file_format  # type: ignore[assignment]
+            delete_formats[paths[i]] = file_format  # type: ignore[assignment]
 
 
 def _check_sources(
