@@ -111,23 +111,20 @@ def _fastavro_write(
 
 
 def manifest_refs(uri: str, data: bytes) -> list[ManifestRef]:
-    return [ManifestRef(path, length, content) for path, length, content in manifest_ref_records(uri, data)]
-
-
-def manifest_ref_records(uri: str, data: bytes) -> list[tuple[str, int, int]]:
-    """(path, length, content) of each manifest a manifest list names, read from its bytes
-    (`avro_patch`), or, for a file that does not qualify, decoded by fastavro (the same)."""
+    """The manifests a manifest list names, read from its bytes (`avro_patch`), or, for a file
+    that does not qualify, decoded by fastavro (the same refs)."""
     try:
-        return read_manifest_refs(data)
+        return [ManifestRef(path, length, content) for path, length, content in read_manifest_refs(data)]
     except NotPatchable:
-        return [(ref.path, ref.length, ref.content) for ref in manifest_refs_fastavro(uri, data)]
+        return manifest_refs_fastavro(uri, data)
 
 
 def new_manifest_refs(
     walker: ListWalker[ListLayout, tuple[str, int, int]], uri: str, data: bytes
 ) -> list[tuple[str, int, int]]:
-    """`manifest_ref_records`, less the records at its end that are those of the list `walker`
-    read last (`refs_walker`): for lists read in order, the records not seen yet."""
+    """(path, length, content) of the manifests a manifest list names (as `manifest_refs`), less
+    the records at its end that are those of the list `walker` read last (`refs_walker`): for
+    lists read in order, the records not seen yet."""
     try:
         walk = walker.walk(data)
     except NotPatchable:

@@ -185,6 +185,9 @@ class ThreadMap(Protocol):
     def __call__(self, fn: Callable[[T], R], items: Sequence[T], workers: int) -> list[R]: ...
 
 
+Entries = Callable[[str, bytes], tuple[list[EntryFields], PlannedManifest | None]]
+
+
 @dataclass(frozen=True)
 class PlanReads:
     """How a plan reads manifest entries, learns which objects exist and spreads work on threads.
@@ -192,7 +195,7 @@ class PlanReads:
     decoded by fastavro, one HEAD per object) and assert that both give the same plan."""
 
     # A manifest's entries, and where a data manifest's paths sit for its rewrite (or None)
-    entries: Callable[[str, bytes], tuple[list[EntryFields], PlannedManifest | None]]
+    entries: Entries
     stat: Stat
     map: ThreadMap
 
@@ -419,7 +422,6 @@ class ManifestFiles:
 
 
 Parsed = tuple[ManifestFiles, PlannedManifest | None]
-Entries = Callable[[str, bytes], tuple[list[EntryFields], PlannedManifest | None]]
 
 
 def manifest_files(entries: Entries, uri: str, data: bytes) -> Parsed:
