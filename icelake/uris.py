@@ -103,6 +103,9 @@ class PrefixMap:
             by_source[m.source] = m
         # Longest source first, so nested prefixes win over their parents.
         self._mappings = sorted(by_source.values(), key=lambda m: len(m.source), reverse=True)
+        # (source, source + "/", mapping): `is_under` inlined, its prefix made once, not once per
+        # lookup (a big table's rewrite maps a million paths).
+        self._inside = [(m.source, m.source + "/", m) for m in self._mappings]
 
     @property
     def mappings(self) -> list[Mapping]:
@@ -114,17 +117,17 @@ class PrefixMap:
     def match_canonical(self, c: str) -> Mapping | None:
         """`match` for a path already in its canonical spelling (a plan's million file paths are
         made canonical once, when read from the manifests, not again at every lookup)."""
-        for m in self._mappings:
-            if is_under(c, m.source):
+        for source, inside, m in self._inside:
+            if c.startswith(inside) or c == source:
                 return m
         return None
 
     def map(self, uri: str) -> str | None:
         """The target URI for `uri`, or None when no mapping covers it."""
         c = canonical(uri)
-        for m in self._mappings:
-            if is_under(c, m.source):
-                return m.target + c[len(m.source) :]
+        for source, inside, m in self._inside:
+            if c.startswith(inside) or c == source:
+                return m.target + c[len(source) :]
         return None
 
     def require(self, uri: str) -> str:

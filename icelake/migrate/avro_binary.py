@@ -31,6 +31,14 @@ Span = tuple[int, int, int, int, int, int, int, int, int]
 
 
 def zigzag(n: int) -> bytes:
+    """`n` as a zigzag varint: from a table for the lengths and counts a rewrite writes a million
+    times (each path's length), else encoded."""
+    if 0 <= n < _ZIGZAG_TABLE_SIZE:
+        return _ZIGZAG[n]
+    return _zigzag(n)
+
+
+def _zigzag(n: int) -> bytes:
     n = (n << 1) ^ (n >> 63)
     out = bytearray()
     while n & ~0x7F:
@@ -38,6 +46,10 @@ def zigzag(n: int) -> bytes:
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+_ZIGZAG_TABLE_SIZE = 8192  # every length whose varint is at most two bytes
+_ZIGZAG = [_zigzag(n) for n in range(_ZIGZAG_TABLE_SIZE)]
 
 
 def read_long(buf: bytes, pos: int) -> tuple[int, int]:
