@@ -261,34 +261,43 @@ def _scan(directory: str, after: str | None) -> Iterator[tuple[str, int]]:
     """Every file's path under `directory` with its size, in S3's order, after the path `after` if given.
     S3 orders keys as strings: a directory's files come where its name followed by '/' sorts among
     its siblings, so each directory's entries are sorted that way and walked depth first. A stack,
-    not recursion: each file is yielded once, not passed up through a generator per level.
-    os.scandir's entries carry their path: a million files cost a million stat calls and little more."""
-    pending = _sorted_entries(directory, after)  # (sort key, entry), the next one on top
+    not recursion: each file is yielded once, not passed up through a generator per level."""
+    pending = _sorted_entries(directory, after)  # (key, size; -1 for a directory), the next one on top
     while pending:
-        key, entry = pending.pop()
-        if key[-1] == "/":
-            pending += _sorted_entries(entry.path, after)
+        key, size = pending.pop()
+        if size < 0:
+            pending += _sorted_entries(key[:-1], after)
         else:
-            yield key, entry.stat().st_size
+            yield key, size
 
 
-def _sorted_entries(directory: str, after: str | None) -> list[tuple[str, os.DirEntry[str]]]:
-    """The files and directories in `directory` after `after` (a directory's key ends in '/'),
-    last first."""
+def _sorted_entries(directory: str, after: str | None) -> list[tuple[str, int]]:
+    """The files (with their sizes) and directories (their key ends in '/', their size is -1) in
+    `directory` after `after`, last first. A million files cost a million stat calls and little
+    more: each is asked by its name in the open directory (fstatat), not by its whole path."""
     try:
-        with os.scandir(directory) as found:
-            entries = list(found)
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:  # absent, not a directory, unreadable: as os.walk, nothing under it
         return []
-    keyed: list[tuple[str, os.DirEntry[str]]] = []
-    for e in entries:
-        if not e.is_dir():
-            if after is None or e.path > after:
-                keyed.append((e.path, e))
-        # As os.walk, a linked directory is not followed. A directory's files all sort between its
-        # path + '/' and its path + '0' ('/' + 1): one wholly at or before `after` is not read.
-        elif not e.is_symlink() and (after is None or e.path + "0" > after):
-            keyed.append((e.path + "/", e))
+    try:
+        try:
+            with os.scandir(fd) as found:
+                entries = list(found)
+        except OSError:
+            return []
+        prefix = directory if directory.endswith("/") else directory + "/"
+        keyed: list[tuple[str, int]] = []
+        for e in entries:
+            path = prefix + e.name
+            if not e.is_dir():
+                if after is None or path > after:
+                    keyed.append((path, e.stat().st_size))
+            # As os.walk, a linked directory is not followed. A directory's files all sort between
+            # its path + '/' and its path + '0' ('/' + 1): one wholly at or before `after` is not read.
+            elif not e.is_symlink() and (after is None or path + "0" > after):
+                keyed.append((path + "/", -1))
+    finally:
+        os.close(fd)
     keyed.sort(key=itemgetter(0), reverse=True)
     return keyed
 
