@@ -27,6 +27,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
@@ -41,7 +42,7 @@ from icelake.migrate.avro_files import (
     rewrite_manifest,
 )
 from icelake.migrate.avro_patch import ListHeads, PlannedManifest
-from icelake.migrate.cpu_pool import LISTS_PER_JOB, cpu_pool, rewrite_manifest_lists
+from icelake.migrate.cpu_pool import LISTS_PER_JOB, CpuPools, cpu_pool, rewrite_manifest_lists
 from icelake.migrate.engine import rewritten_metadata_files
 from icelake.migrate.plan import TablePlan, build_plan, fetch_metadata
 from icelake.migrate.progress import NoProgress
@@ -134,9 +135,12 @@ def rewrite_table_metadata(
     staging_dir: str,
     processes: int | None = None,
     plan: TablePlan | None = None,
+    cpus: CpuPools | None = None,
 ) -> RewriteResult:
     """Rewrite all metadata of the table at `source_metadata` for `target_location` into
-    `staging_dir`; with its `plan` (from `plan_table`), what to rewrite and copy is the plan's."""
+    `staging_dir`; with its `plan` (from `plan_table`), what to rewrite and copy is the plan's.
+    `cpus`: the worker processes the plan used, kept for the rewrite (as `migrate_table` keeps
+    them); else each step starts its own."""
     started = time.monotonic()
     processes = processes or os.cpu_count() or 1
     src_io: FileIO = LocalFileIO()
@@ -183,7 +187,10 @@ def rewrite_table_metadata(
         # 2. Manifests, spread over worker processes as the engine does (`cpu_pool`); every
         #    data-file path mapped goes to the file list.
         new_lengths: dict[str, int] = {}
-        with cpu_pool(processes) as pool, ThreadPoolExecutor(max_workers=2 * processes) as io_pool:
+        with (
+            _pool(cpus, processes, len(manifests)) as pool,
+            ThreadPoolExecutor(max_workers=2 * processes) as io_pool,
+        ):
             job = rewrite_and_list if plan is None else rewrite_only
             planned = {} if plan is None else plan.planned_manifests
 
@@ -201,7 +208,7 @@ def rewrite_table_metadata(
                 result.data_files += len(mapped_paths)
         t2 = time.monotonic()
 
-        with cpu_pool(processes) as pool:
+        with _pool(cpus, processes, max(len(lists), len(metadata_files))) as pool:
             # 3. Manifest lists, with the new manifest lengths, in batches in worker processes as
             #    the engine rewrites them (`rewrite_manifest_lists`).
             heads = ListHeads(map_path, new_lengths)
@@ -233,6 +240,12 @@ def rewrite_table_metadata(
     }
     result.seconds = round(time.monotonic() - started, 3)
     return result
+
+
+def _pool(cpus: CpuPools | None, processes: int, jobs: int) -> AbstractContextManager[Executor | None]:
+    """The worker processes for a step of `jobs` files: the migration's when given (as the engine
+    decides), else a pool of the step's own."""
+    return nullcontext(cpus.for_jobs(jobs)) if cpus is not None else cpu_pool(processes)
 
 
 def _rewritten_lists(
@@ -348,9 +361,14 @@ def measure_plan(
 
 
 def plan_table(
-    source_metadata: str, target_location: str, workers: int = 16, latency_s: float = 0.0
+    source_metadata: str,
+    target_location: str,
+    workers: int = 16,
+    latency_s: float = 0.0,
+    cpus: CpuPools | None = None,
 ) -> tuple[PlanResult, TablePlan]:
-    """`measure_plan`'s figures, and the plan itself (for the rewrite that follows it)."""
+    """`measure_plan`'s figures, and the plan itself (for the rewrite that follows it). `cpus`:
+    worker processes to plan with and keep for the rewrite, as `migrate_table` does."""
     Path(local_path(target_location)).mkdir(parents=True, exist_ok=True)
     src_io, dst_io = RequestCountingIO(latency_s), RequestCountingIO(latency_s)
     started = time.monotonic()
@@ -364,6 +382,7 @@ def plan_table(
         workers=workers,
         progress=NoProgress(),
         processes=os.cpu_count() or 1,  # as `icelake migrate` plans
+        cpus=cpus,
     )
     figures = PlanResult(
         seconds=round(time.monotonic() - started, 3),

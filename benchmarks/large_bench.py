@@ -61,16 +61,20 @@ def _worker(source: str, target: str, staging: str, latency_ms: float) -> None:
     """icelake's side in this process: plan, then rewrite; one JSON line on stdout. Memory is each
     process's own high-water mark (VmHWM): this process was forked from the bench's, whose size
     getrusage's ru_maxrss would report instead when that is larger."""
+    from icelake.migrate.cpu_pool import CpuPools
+
     from benchmarks.icelake_side import plan_table, rewrite_table_metadata
 
     children = _WorkerPeaks()
     children.start()
     # The rewrite follows the plan and works from it, as in `icelake migrate`: the plan is held
-    # until the rewrite ends, so the peak measured is the two together.
-    plan, table_plan = plan_table(source, target, latency_s=latency_ms / 1000)
-    plan_peak = peak_rss_mib()
-    rewrite = rewrite_table_metadata(source, target, staging, plan=table_plan)
-    del table_plan
+    # until the rewrite ends, so the peak measured is the two together; so are the worker
+    # processes, which the plan starts and the rewrite uses.
+    with CpuPools(os.cpu_count() or 1) as cpus:
+        plan, table_plan = plan_table(source, target, latency_s=latency_ms / 1000, cpus=cpus)
+        plan_peak = peak_rss_mib()
+        rewrite = rewrite_table_metadata(source, target, staging, plan=table_plan, cpus=cpus)
+        del table_plan
     children.done.set()
     children.join()
     print(

@@ -37,6 +37,7 @@ from typing import Any
 from icelake.aws.fileio import FileIOSpec, io_for, is_absent
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, AssumedRole, check_session_duration, pyiceberg_props
 from icelake.glue_args import in_glue, resolve_options
+from icelake.migrate.cpu_pool import CpuPools
 from icelake.migrate.distributed import SparkRunner, executor_spec
 from icelake.migrate.engine import Runner, run_migration
 from icelake.migrate.models import FilesCheck, MigrationResult, RowsValidation
@@ -154,18 +155,21 @@ def main(argv: list[str] | None = None) -> MigrationResult:
     )
     spark = build_session(args.local_warehouse)
     runner = SparkRunner(spark.sparkContext)
-    result = run_migration(
-        args.source_metadata,
-        args.target_location,
-        args.map,
-        src=src,
-        dst=dst,
-        runner=runner,
-        overwrite=args.overwrite,
-        lock_target=False,  # the workflow holds the table in its ledger (a killed job leaves no lock)
-        on_planned=partial(journal_plan, args.journal_uri, dst) if args.journal_uri else None,
-        processes=os.cpu_count() or 1,  # the driver's cores parse the manifests while planning
-    )
+    processes = os.cpu_count() or 1  # the driver's cores parse the manifests while planning
+    with CpuPools(processes) as cpus:  # and rewrite the lists and metadata.json files after the copy
+        result = run_migration(
+            args.source_metadata,
+            args.target_location,
+            args.map,
+            src=src,
+            dst=dst,
+            runner=runner,
+            overwrite=args.overwrite,
+            lock_target=False,  # the workflow holds the table in its ledger (a killed job leaves no lock)
+            on_planned=partial(journal_plan, args.journal_uri, dst) if args.journal_uri else None,
+            processes=processes,
+            cpus=cpus,
+        )
     if args.validation == "rows":
         rows = rows_validation(args.source_metadata, result.target_metadata_location, src, dst, runner)
         result = result.model_copy(update={"rows_validation": rows})

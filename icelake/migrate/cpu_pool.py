@@ -13,7 +13,8 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from types import TracebackType
 
 from icelake.migrate.avro_files import DeleteRewrite, rewrite_manifest, rewrite_manifest_list
 from icelake.migrate.avro_patch import ListHeads, PlannedManifest
@@ -102,3 +103,34 @@ def cpu_pool(processes: int) -> Iterator[Executor | None]:
         return
     with pool:
         yield pool
+
+
+class CpuPools:
+    """The worker processes of one migration: one pool, started by the first phase with work
+    enough for it, used by every phase after it (the plan's scan and source check, the rewrites
+    of manifests, manifest lists and metadata.json files), ended with the migration. Each start
+    is a spawn, the imports and every pattern compiled again in each worker: about half a second
+    and a core-second, which a big table paid three times (plan, manifests, lists)."""
+
+    def __init__(self, processes: int) -> None:
+        self._processes = processes
+        self._stack = ExitStack()
+        self._started = False
+        self._pool: Executor | None = None
+
+    def __enter__(self) -> CpuPools:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stack.close()
+
+    def for_jobs(self, jobs: int) -> Executor | None:
+        """The pool for a phase of `jobs` files, or None: that phase runs on this process's threads."""
+        if self._processes <= 1 or jobs < MIN_MANIFESTS_FOR_PROCESSES:
+            return None
+        if not self._started:
+            self._started = True
+            self._pool = self._stack.enter_context(cpu_pool(self._processes))  # None where none can start
+        return self._pool

@@ -35,6 +35,7 @@ from icelake.migrate.copy import CopySettings, copy_file
 from icelake.migrate.cpu_pool import (
     LISTS_PER_JOB,
     MIN_MANIFESTS_FOR_PROCESSES,
+    CpuPools,
     cpu_pool,
     rewrite_manifest_job,
     rewrite_manifest_lists,
@@ -166,10 +167,13 @@ class Runner(Protocol):
 class ThreadRunner:
     """Threads of this process; manifests are encoded in worker processes when there are many."""
 
-    def __init__(self, workers: int, progress: ProgressSink, processes: int = 1) -> None:
+    def __init__(
+        self, workers: int, progress: ProgressSink, processes: int = 1, cpus: CpuPools | None = None
+    ) -> None:
         self.workers = workers
         self.progress = progress
         self.processes = processes
+        self.cpus = cpus  # the migration's worker processes, when it shares them between steps
 
     def map(self, phase: str, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         self.progress.start(phase, len(items))
@@ -203,6 +207,8 @@ class ThreadRunner:
             yield out
 
     def cpu_pool(self, jobs: int) -> AbstractContextManager[Executor | None]:
+        if self.cpus is not None:
+            return nullcontext(self.cpus.for_jobs(jobs))
         return cpu_pool(self.processes if jobs >= MIN_MANIFESTS_FOR_PROCESSES else 1)
 
 
@@ -223,22 +229,24 @@ def migrate_table(
 ) -> MigrationResult:
     """Make `target_location` hold the same table as `source_metadata`, with every path mapped."""
     progress = progress or NoProgress()
-    cpus = processes if processes is not None else (os.cpu_count() or 1)
-    return run_migration(
-        source_metadata,
-        target_location,
-        maps,
-        src=src_io,
-        dst=dst_io,
-        runner=ThreadRunner(workers, progress, cpus),
-        dry_run=dry_run,
-        overwrite=overwrite,
-        workers=workers,
-        progress=progress,
-        copy_settings=copy_settings,
-        lock_target=lock_target,
-        processes=cpus,
-    )
+    processes = processes if processes is not None else (os.cpu_count() or 1)
+    with CpuPools(processes) as cpus:  # one pool of worker processes for the plan and the rewrites
+        return run_migration(
+            source_metadata,
+            target_location,
+            maps,
+            src=src_io,
+            dst=dst_io,
+            runner=ThreadRunner(workers, progress, processes, cpus),
+            dry_run=dry_run,
+            overwrite=overwrite,
+            workers=workers,
+            progress=progress,
+            copy_settings=copy_settings,
+            lock_target=lock_target,
+            processes=processes,
+            cpus=cpus,
+        )
 
 
 def run_migration(
@@ -257,11 +265,14 @@ def run_migration(
     lock_target: bool = True,
     on_planned: Callable[[TablePlan], None] | None = None,
     processes: int = 1,
+    cpus: CpuPools | None = None,
 ) -> MigrationResult:
     """`migrate_table` with the copies and rewrites spread by `runner`; planning, manifest lists
     and metadata.json files stay in this process (on `workers` threads). `on_planned` sees the
     plan before anything is written (the workflow's Glue job journals what the copy creates).
-    `processes`: worker processes that parse a many-manifest table's manifests while planning."""
+    `processes`: worker processes that parse a many-manifest table's manifests while planning.
+    `cpus`: the migration's worker processes, shared by the plan and the rewrites (else the plan
+    and each rewrite step start their own)."""
     started = time.monotonic()
     progress = progress or NoProgress()
     plan = build_plan(
@@ -274,6 +285,7 @@ def run_migration(
         workers=workers,
         progress=progress,
         processes=processes,
+        cpus=cpus,
     )
     outcomes: list[Outcome] = []
     copied = CopyTotals()
@@ -290,7 +302,8 @@ def run_migration(
                 if is_local(mapping.target):
                     remove_stale_temp_files(mapping.target)
             jobs = FileJobs(src, dst, plan.prefix_map, overwrite, copy_settings or CopySettings())
-            outcomes = _execute(plan, jobs, runner, ThreadRunner(workers, progress, processes), copied)
+            driver = ThreadRunner(workers, progress, processes, cpus)
+            outcomes = _execute(plan, jobs, runner, driver, copied)
     if dry_run:  # what a run would copy
         files_copied, bytes_copied = len(plan.copies), sum(c.info.size for c in plan.copies)
     else:

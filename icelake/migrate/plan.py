@@ -34,7 +34,7 @@ from icelake.migrate.avro_files import DELETED, POSITION_DELETES, ManifestRef, n
 from icelake.migrate.avro_patch import PlannedManifest, refs_walker
 from icelake.migrate.collisions import refuse_duplicate_targets, refuse_overlapping_targets
 from icelake.migrate.copy import is_same_copy
-from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool
+from icelake.migrate.cpu_pool import CpuPools
 from icelake.migrate.delete_files import check_delete_file
 from icelake.migrate.inventory import stat_by_listing, whole_listing
 from icelake.migrate.plan_scan import fetched_ahead, map_in_chunks, planned_entries
@@ -44,7 +44,7 @@ from icelake.uris import Mapping, PrefixMap, canonical, is_local, is_under, loca
 T = TypeVar("T")
 R = TypeVar("R")
 
-# A local source check walks its files in worker processes (`_CpuPools.for_jobs`) from this many
+# A local source check walks its files in worker processes (`CpuPools.for_jobs`) from this many
 # files per job: 16,000 files and more, a walk of a tenth of a second and more.
 LOCAL_FILES_PER_JOB = 1000
 
@@ -226,9 +226,11 @@ def build_plan(
     reads: PlanReads = FAST_READS,
     source: tuple[mj.Metadata, bool] | None = None,
     processes: int = 1,
+    cpus: CpuPools | None = None,
 ) -> TablePlan:
     """`source`: the source metadata already read with `read_metadata` (not read again).
-    `processes`: worker processes that parse manifests when the table has many (1: threads only)."""
+    `processes`: worker processes that parse manifests when the table has many (1: threads only).
+    `cpus`: the migration's worker processes, to use instead (left running for the rewrites)."""
     meta, _gz = source or read_metadata(src_io, source_metadata)
     prefix_map = table_prefix_map(meta, maps, target_location)
 
@@ -236,8 +238,9 @@ def build_plan(
     # files, manifest lists, manifests, a delete's referenced data file) here, the files' own as
     # the keys of `files` (a million-file table's paths are held once, not once more in a set).
     refs: set[str] = set()
-    with contextlib.ExitStack() as stack:  # the worker processes, if any, end with the source check
-        cpus = _CpuPools(stack, processes)
+    with contextlib.ExitStack() as stack:  # the plan's own worker processes end with the source check
+        if cpus is None:
+            cpus = stack.enter_context(CpuPools(processes))
         metadata_files = _metadata_chain(src_io, source_metadata, meta, refs, reads, workers, cpus)
         lists = mj.manifest_lists(meta)
         manifests = _manifests(src_io, meta, lists, progress)
@@ -292,27 +295,6 @@ def build_plan(
     )
 
 
-class _CpuPools:
-    """The worker processes that parse for the scan (metadata chain, manifest lists, manifests):
-    one pool, started by the first phase with files enough to be worth it (each start is a spawn
-    and the imports), for every phase after it."""
-
-    def __init__(self, stack: contextlib.ExitStack, processes: int) -> None:
-        self._stack = stack
-        self._processes = processes
-        self._started = False
-        self._pool: Executor | None = None
-
-    def for_jobs(self, jobs: int) -> Executor | None:
-        """The pool for a phase of `jobs` files, or None: parse on this process's threads."""
-        if self._processes <= 1 or jobs < MIN_MANIFESTS_FOR_PROCESSES:
-            return None
-        if not self._started:
-            self._started = True
-            self._pool = self._stack.enter_context(cpu_pool(self._processes))  # None where none can start
-        return self._pool
-
-
 def _metadata_chain(
     src_io: FileIO,
     source_metadata: str,
@@ -320,7 +302,7 @@ def _metadata_chain(
     refs: set[str],
     reads: PlanReads,
     workers: int,
-    cpus: _CpuPools,
+    cpus: CpuPools,
 ) -> list[str]:
     """The metadata files to carry over: the logged ones that still exist, then the current one.
     The log lives in the metadata directory, so one listing answers for all of it. A long log's
@@ -373,7 +355,7 @@ def _files(
     refs: set[str],
     reads: PlanReads,
     progress: ProgressSink,
-    cpus: _CpuPools,
+    cpus: CpuPools,
 ) -> tuple[dict[str, int], dict[str, str], dict[str, PlannedManifest]]:
     """Every data, delete and statistics file: canonical path -> `_recorded(size, live)`, the position
     delete files' formats, and the data manifests as read (`PlannedManifest`). Live files must

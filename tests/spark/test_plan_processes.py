@@ -3,8 +3,10 @@ the one the reference path (fastavro decoding, one HEAD per file, all in this pr
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import shutil
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +14,12 @@ import pytest
 
 from benchmarks.synthetic_table import build_synthetic_table
 from icelake.aws.fileio import LocalFileIO, ObjectInfo
-from icelake.migrate import inventory
+from icelake.migrate import cpu_pool as cpu_pool_module
+from icelake.migrate import engine, inventory
 from icelake.migrate import plan as plan_module
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES
+from icelake.migrate.cpu_pool import cpu_pool as start_pool
+from icelake.migrate.engine import migrate_table
 from icelake.migrate.plan import TablePlan, build_plan
 from icelake.migrate.progress import NoProgress
 from icelake.uris import local_path
@@ -102,3 +107,51 @@ def test_manifests_parsed_in_processes_make_the_reference_plan(
         errors.append((type(raised.value), str(raised.value)))
     assert errors[0] == errors[1]
     assert str(damaged.name) in errors[0][1]
+
+
+def test_a_migration_starts_its_worker_processes_once_for_the_plan_and_every_rewrite(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spark.conf.set("spark.sql.catalog.shared_pool", "org.apache.iceberg.spark.SparkCatalog")
+    spark.conf.set("spark.sql.catalog.shared_pool.type", "hadoop")
+    spark.conf.set("spark.sql.catalog.shared_pool.warehouse", str(tmp_path / "warehouse"))
+    # Given a table of more manifests, lists and metadata files than are worth worker processes
+    built = build_synthetic_table(
+        spark,
+        "shared_pool",
+        snapshots=MIN_MANIFESTS_FOR_PROCESSES + 2,
+        files_per_snapshot=3,
+        partitions_per_snapshot=1,
+        file_size=64,
+        touch=True,
+    )
+    started: list[int] = []
+
+    @contextmanager
+    def counted(processes: int) -> Iterator[Executor | None]:
+        if processes > 1:  # a pool of worker processes (1: the calling thread)
+            started.append(processes)
+        with start_pool(processes) as pool:
+            yield pool
+
+    monkeypatch.setattr(cpu_pool_module, "cpu_pool", counted)
+    monkeypatch.setattr(engine, "cpu_pool", counted)
+    target = tmp_path / "target" / "t"
+
+    def migrate(processes: int) -> dict[str, bytes]:
+        io = LocalFileIO()
+        result = migrate_table(built.current_metadata, str(target), src_io=io, dst_io=io, processes=processes)
+        assert result.files_copied == (MIN_MANIFESTS_FOR_PROCESSES + 2) * 3
+        return {str(p.relative_to(target)): p.read_bytes() for p in sorted(target.rglob("*")) if p.is_file()}
+
+    # When it is migrated on threads alone, and again (to the same place) with two worker processes
+    alone = migrate(processes=1)
+    assert started == []
+    shutil.rmtree(target)
+    shared = migrate(processes=2)
+    # Then one pool of two processes served the plan and the rewrites (each used to start its own:
+    # a spawn, the imports and the patterns compiled again, about half a second each time), and
+    # the target holds the same files, byte for byte, as the migration without processes made
+    assert started == [2]
+    assert shared == alone
+    assert any(name.endswith(".avro") for name in shared)
