@@ -541,6 +541,62 @@ def manifest_list_schema(version: int) -> dict[str, Any]:
     return {"type": "record", "name": "manifest_file", "fields": fields}
 
 
+def test_partition_summaries_are_skipped_alike_within_and_past_what_the_pattern_matches() -> None:
+    """A list record's partition summaries (an item pattern of about 2 KB) are matched by the
+    pattern for the first few counts only, which keeps it quick to compile in every process; any
+    count, matched or left to the skippers, is skipped to the record's end."""
+    schema = manifest_list_schema(2)
+    c, fields, _names = entry_compiler(schema)
+    skips = [c.skip(f["type"]) for f in fields]
+    pattern = avro_binary.pattern_of(skips[[f["name"] for f in fields].index("partitions")])
+    assert pattern is not None and len(pattern) < 2 * avro_binary._ARRAY_PATTERN_BUDGET
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(avro_binary, "pattern_of", lambda _skip: None)
+        c2, _fields, _names = entry_compiler(schema)
+        skippers_only = avro_binary.chain([c2.skip(f["type"]) for f in fields])
+    summary = {"contains_null": True, "contains_nan": None, "lower_bound": b"\x01\x00", "upper_bound": b"zz"}
+    matched = []
+    for count in range(70):
+        record = {
+            "manifest_path": "s3://b/t/metadata/m.avro",
+            "manifest_length": 4096,
+            "partition_spec_id": 0,
+            "content": 0,
+            "sequence_number": 7,
+            "min_sequence_number": 7,
+            "added_snapshot_id": 1,
+            "added_files_count": 3,
+            "partitions": [summary] * count,
+            "key_metadata": None,
+        }
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, fastavro.parse_schema(schema), record)
+        encoded = out.getvalue()
+        assert avro_binary.chain(skips)(encoded, 0) == skippers_only(encoded, 0) == len(encoded), count
+        found = re.compile(pattern).match(encoded, len(encoded) - len(_tail(record)))
+        matched.append(found is not None and found.end() == len(encoded) - 1)  # up to key_metadata
+    # the pattern takes the arrays of up to some count whole (a partition spec's few fields), and
+    # leaves the longer ones to the skippers
+    most = matched.index(False, 1) - 1
+    assert 4 <= most < 63
+    assert matched == [True] * (most + 1) + [False] * (70 - most - 1)
+
+
+def _tail(record: dict[str, Any]) -> bytes:
+    """The encoding of a list record's partitions and key_metadata (the record's last fields)."""
+    tail_schema = {
+        "type": "record",
+        "name": "tail",
+        "fields": [
+            {"name": "partitions", "type": _opt({"type": "array", "items": FIELD_SUMMARY})},
+            {"name": "key_metadata", "type": _opt("bytes")},
+        ],
+    }
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(tail_schema), record)
+    return out.getvalue()
+
+
 LONGS = st.integers(-(2**63), 2**63 - 1)
 
 
