@@ -125,10 +125,8 @@ class PrefixMap:
     def map(self, uri: str) -> str | None:
         """The target URI for `uri`, or None when no mapping covers it."""
         c = canonical(uri)
-        for source, inside, m in self._inside:
-            if c.startswith(inside) or c == source:
-                return m.target + c[len(source) :]
-        return None
+        m = self.match_canonical(c)
+        return None if m is None else m.target + c[len(m.source) :]
 
     def require(self, uri: str) -> str:
         """The target URI for `uri`; an unmapped path is an error (plans check this up front)."""
@@ -138,8 +136,7 @@ class PrefixMap:
         return mapped
 
     def under_any_source(self, uri: str) -> bool:
-        c = canonical(uri)
-        return any(is_under(c, m.source) for m in self._mappings)
+        return self.match(uri) is not None
 
 
 _URI_START = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://|file:/|/)")

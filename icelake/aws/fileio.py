@@ -280,25 +280,31 @@ def _sorted_entries(directory: str, after: str | None) -> list[tuple[str, int]]:
     except OSError:  # absent, not a directory, unreadable: as os.walk, nothing under it
         return []
     try:
-        try:
-            with os.scandir(fd) as found:
-                entries = list(found)
-        except OSError:
-            return []
-        prefix = directory if directory.endswith("/") else directory + "/"
-        keyed: list[tuple[str, int]] = []
-        for e in entries:
-            path = prefix + e.name
-            if not e.is_dir():
-                if after is None or path > after:
-                    keyed.append((path, e.stat().st_size))
-            # As os.walk, a linked directory is not followed. A directory's files all sort between
-            # its path + '/' and its path + '0' ('/' + 1): one wholly at or before `after` is not read.
-            elif not e.is_symlink() and (after is None or path + "0" > after):
-                keyed.append((path + "/", -1))
+        keyed = _keyed_entries(fd, directory, after)
     finally:
         os.close(fd)
     keyed.sort(key=itemgetter(0), reverse=True)
+    return keyed
+
+
+def _keyed_entries(fd: int, directory: str, after: str | None) -> list[tuple[str, int]]:
+    """`_sorted_entries` of the open directory `fd`, unsorted."""
+    try:
+        with os.scandir(fd) as found:
+            entries = list(found)
+    except OSError:  # unreadable: as os.walk, nothing under it
+        return []
+    prefix = directory if directory.endswith("/") else directory + "/"
+    keyed: list[tuple[str, int]] = []
+    for e in entries:
+        path = prefix + e.name
+        if not e.is_dir():
+            if after is None or path > after:
+                keyed.append((path, e.stat().st_size))
+        # As os.walk, a linked directory is not followed. A directory's files all sort between its
+        # path + '/' and its path + '0' ('/' + 1): one wholly at or before `after` is not read.
+        elif not e.is_symlink() and (after is None or path + "0" > after):
+            keyed.append((path + "/", -1))
     return keyed
 
 

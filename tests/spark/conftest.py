@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,3 +17,18 @@ def source_tables(spark: Any, spark_warehouse: Path) -> dict[str, corpus.SourceT
     tables["data_elsewhere"] = corpus.data_elsewhere(spark, spark_warehouse)
     tables["pyiceberg"] = corpus.pyiceberg_table(spark_warehouse / "pyiceberg")
     return tables
+
+
+@pytest.fixture
+def hadoop_catalog(spark: Any, tmp_path: Path) -> Callable[[str], str]:
+    """Registers, on the shared session, an Iceberg catalog of Hadoop tables (the paths written
+    as plain paths, as Iceberg's Hadoop tables write them) whose warehouse is in this test's
+    tmp_path; returns the catalog's name."""
+
+    def register(name: str) -> str:
+        spark.conf.set(f"spark.sql.catalog.{name}", "org.apache.iceberg.spark.SparkCatalog")
+        spark.conf.set(f"spark.sql.catalog.{name}.type", "hadoop")
+        spark.conf.set(f"spark.sql.catalog.{name}.warehouse", str(tmp_path / "warehouse"))
+        return name
+
+    return register

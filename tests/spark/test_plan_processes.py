@@ -4,7 +4,7 @@ the one the reference path (fastavro decoding, one HEAD per file, all in this pr
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,15 +54,12 @@ class RangesWalked(LocalFileIO):
 
 
 def test_manifests_parsed_in_processes_make_the_reference_plan(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hadoop_catalog: Callable[[str], str]
 ) -> None:
-    spark.conf.set("spark.sql.catalog.plan_processes", "org.apache.iceberg.spark.SparkCatalog")
-    spark.conf.set("spark.sql.catalog.plan_processes.type", "hadoop")
-    spark.conf.set("spark.sql.catalog.plan_processes.warehouse", str(tmp_path / "warehouse"))
     snapshots = MIN_MANIFESTS_FOR_PROCESSES + 4
     built = build_synthetic_table(
         spark,
-        "plan_processes",
+        hadoop_catalog("plan_processes"),
         snapshots=snapshots,
         files_per_snapshot=40,
         partitions_per_snapshot=4,
@@ -110,15 +107,12 @@ def test_manifests_parsed_in_processes_make_the_reference_plan(
 
 
 def test_a_migration_starts_its_worker_processes_once_for_the_plan_and_every_rewrite(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hadoop_catalog: Callable[[str], str]
 ) -> None:
-    spark.conf.set("spark.sql.catalog.shared_pool", "org.apache.iceberg.spark.SparkCatalog")
-    spark.conf.set("spark.sql.catalog.shared_pool.type", "hadoop")
-    spark.conf.set("spark.sql.catalog.shared_pool.warehouse", str(tmp_path / "warehouse"))
     # Given a table of more manifests, lists and metadata files than are worth worker processes
     built = build_synthetic_table(
         spark,
-        "shared_pool",
+        hadoop_catalog("shared_pool"),
         snapshots=MIN_MANIFESTS_FOR_PROCESSES + 2,
         files_per_snapshot=3,
         partitions_per_snapshot=1,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +41,12 @@ def counted(requests: list[str]) -> Any:
     return client
 
 
-def test_planning_sends_far_fewer_than_one_request_per_data_file(spark: Any, s3: Any, tmp_path: Path) -> None:
-    spark.conf.set("spark.sql.catalog.plan_requests", "org.apache.iceberg.spark.SparkCatalog")
-    spark.conf.set("spark.sql.catalog.plan_requests.type", "hadoop")
-    spark.conf.set("spark.sql.catalog.plan_requests.warehouse", str(tmp_path / "warehouse"))
+def test_planning_sends_far_fewer_than_one_request_per_data_file(
+    spark: Any, s3: Any, hadoop_catalog: Callable[[str], str]
+) -> None:
     built = build_synthetic_table(
         spark,
-        "plan_requests",
+        hadoop_catalog("plan_requests"),
         snapshots=SNAPSHOTS,
         files_per_snapshot=FILES_PER_SNAPSHOT,
         partitions_per_snapshot=10,
