@@ -373,7 +373,7 @@ app.add_typer(local_app, name="local")
 
 @local_app.command("up")
 def local_up(
-    port: Annotated[int, typer.Option(help="Port on 127.0.0.1.")] = 5055,
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: one the system picks).")] = 5055,
     with_lake: Annotated[
         bool,
         typer.Option(

@@ -9,6 +9,14 @@ class IcelakeError(Exception):
     """Base class: a failure the user can act on (shown as a one-line reason by the CLI)."""
 
 
+class PortInUseError(IcelakeError):
+    def __init__(self, port: int) -> None:
+        super().__init__(
+            f"port {port} on 127.0.0.1 is in use (another embedded AWS, or another server); stop it, "
+            "or pass another port (--port 0: one the system picks)"
+        )
+
+
 class NotAMetadataFileError(IcelakeError):
     def __init__(self, uri: str, why: str) -> None:
         super().__init__(

@@ -9,6 +9,8 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from icelake.errors import PortInUseError
+
 LOCAL_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -22,6 +24,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _refuse_taken(port: int) -> None:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds: TIME_WAIT is free
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise PortInUseError(port) from exc
+
+
 @contextmanager
 def embedded_aws(port: int | None = None) -> Iterator[str]:
     """Start moto on 127.0.0.1 and point AWS clients at it; yields the endpoint URL.
@@ -31,12 +42,16 @@ def embedded_aws(port: int | None = None) -> Iterator[str]:
     """
     from moto.server import ThreadedMotoServer
 
-    port = port or free_port()
     # One line per HTTP request and a stack per failed task state drown what the user should see.
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     logging.getLogger("moto").setLevel(logging.CRITICAL)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    # No port given: the server binds one the system picks (0), so two servers started at once (two
+    # test processes) never race for the port a probe found free, nor reset each other's state.
+    if port:
+        _refuse_taken(port)  # moto's server would wait forever for a bind that failed in its thread
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port or 0, verbose=False)
     server.start()
+    port = server.get_host_and_port()[1]
     endpoint = f"http://127.0.0.1:{port}"
     # moto's backends are process-global: start every embedded AWS from an empty state.
     urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=30)

@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from icelake.local.moto_server import free_port
-
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,7 +35,7 @@ def test_the_readme_quick_start_migrates_the_sample_tables(tmp_path: Path) -> No
 
     env = {**_clean_env(), "PYTHONUNBUFFERED": "1"}
     server = subprocess.Popen(
-        [_icelake(), "local", "up", "--with-lake", "--port", str(free_port())],
+        [_icelake(), "local", "up", "--with-lake", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
