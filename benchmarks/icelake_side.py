@@ -27,7 +27,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
@@ -42,7 +41,7 @@ from icelake.migrate.avro_files import (
     rewrite_manifest,
 )
 from icelake.migrate.avro_patch import ListHeads, PlannedManifest
-from icelake.migrate.cpu_pool import LISTS_PER_JOB, CpuPools, cpu_pool, rewrite_manifest_lists
+from icelake.migrate.cpu_pool import LISTS_PER_JOB, CpuPools, phase_pool, rewrite_manifest_lists
 from icelake.migrate.engine import rewritten_metadata_files
 from icelake.migrate.plan import TablePlan, build_plan, fetch_metadata
 from icelake.migrate.progress import NoProgress
@@ -184,11 +183,11 @@ def rewrite_table_metadata(
             raise NotImplementedError("the benchmark harness handles data manifests of v2 tables only")
         t1 = time.monotonic()
 
-        # 2. Manifests, spread over worker processes as the engine does (`cpu_pool`); every
+        # 2. Manifests, spread over worker processes as the engine does (`phase_pool`); every
         #    data-file path mapped goes to the file list.
         new_lengths: dict[str, int] = {}
         with (
-            _pool(cpus, processes, len(manifests)) as pool,
+            phase_pool(cpus, processes, len(manifests)) as pool,
             ThreadPoolExecutor(max_workers=2 * processes) as io_pool,
         ):
             job = rewrite_and_list if plan is None else rewrite_only
@@ -208,7 +207,7 @@ def rewrite_table_metadata(
                 result.data_files += len(mapped_paths)
         t2 = time.monotonic()
 
-        with _pool(cpus, processes, max(len(lists), len(metadata_files))) as pool:
+        with phase_pool(cpus, processes, max(len(lists), len(metadata_files))) as pool:
             # 3. Manifest lists, with the new manifest lengths, in batches in worker processes as
             #    the engine rewrites them (`rewrite_manifest_lists`).
             heads = ListHeads(map_path, new_lengths)
@@ -240,12 +239,6 @@ def rewrite_table_metadata(
     }
     result.seconds = round(time.monotonic() - started, 3)
     return result
-
-
-def _pool(cpus: CpuPools | None, processes: int, jobs: int) -> AbstractContextManager[Executor | None]:
-    """The worker processes for a step of `jobs` files: the migration's when given (as the engine
-    decides), else a pool of the step's own."""
-    return nullcontext(cpus.for_jobs(jobs)) if cpus is not None else cpu_pool(processes)
 
 
 def _rewritten_lists(

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from types import TracebackType
 
 from icelake.migrate.avro_files import DeleteRewrite, rewrite_manifest, rewrite_manifest_list
@@ -134,3 +134,18 @@ class CpuPools:
             self._started = True
             self._pool = self._stack.enter_context(cpu_pool(self._processes))  # None where none can start
         return self._pool
+
+
+def phase_pool(cpus: CpuPools | None, processes: int, jobs: int) -> AbstractContextManager[Executor | None]:
+    """The worker processes for one phase of `jobs` files, or None (the phase's threads): the
+    migration's `cpus` when it shares them, else a pool of `processes` of the phase's own, ended
+    with it. Either way `CpuPools.for_jobs` decides whether the work is worth processes."""
+    if cpus is not None:
+        return nullcontext(cpus.for_jobs(jobs))
+    return _own_pool(processes, jobs)
+
+
+@contextmanager
+def _own_pool(processes: int, jobs: int) -> Iterator[Executor | None]:
+    with CpuPools(processes) as cpus:
+        yield cpus.for_jobs(jobs)

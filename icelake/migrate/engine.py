@@ -34,9 +34,8 @@ from icelake.migrate.collisions import target_lock
 from icelake.migrate.copy import CopySettings, copy_file
 from icelake.migrate.cpu_pool import (
     LISTS_PER_JOB,
-    MIN_MANIFESTS_FOR_PROCESSES,
     CpuPools,
-    cpu_pool,
+    phase_pool,
     rewrite_manifest_job,
     rewrite_manifest_lists,
 )
@@ -207,9 +206,7 @@ class ThreadRunner:
             yield out
 
     def cpu_pool(self, jobs: int) -> AbstractContextManager[Executor | None]:
-        if self.cpus is not None:
-            return nullcontext(self.cpus.for_jobs(jobs))
-        return cpu_pool(self.processes if jobs >= MIN_MANIFESTS_FOR_PROCESSES else 1)
+        return phase_pool(self.cpus, self.processes, jobs)
 
 
 def migrate_table(

@@ -7,6 +7,9 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from concurrent.futures import Executor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,7 +26,7 @@ from icelake.errors import (
     UnsafeTargetError,
     UnsupportedFileError,
 )
-from icelake.migrate import migrate_table
+from icelake.migrate import cpu_pool, migrate_table
 from tests.verify import assert_same_table
 
 IO = LocalFileIO()
@@ -275,14 +278,28 @@ def test_manifests_rewritten_in_worker_processes_match_in_process_rewrites(
     source: tuple[SqlCatalog, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given the same table migrated once in-process and once with manifests spread over processes
+    # (two manifests: worker processes for any number of them; a pool started is counted)
     _, meta = source
-    monkeypatch.setattr("icelake.migrate.engine.MIN_MANIFESTS_FOR_PROCESSES", 1)
+    monkeypatch.setattr(cpu_pool, "MIN_MANIFESTS_FOR_PROCESSES", 1)
+    started: list[int] = []
+    start_pool = cpu_pool.cpu_pool
+
+    @contextmanager
+    def counted(processes: int) -> Iterator[Executor | None]:
+        with start_pool(processes) as pool:
+            if pool is not None:
+                started.append(processes)
+            yield pool
+
+    monkeypatch.setattr(cpu_pool, "cpu_pool", counted)
     migrate_table(meta, str(tmp_path / "t"), src_io=IO, dst_io=IO, processes=1)
     inline = _snapshot_tree(tmp_path / "t")
+    assert started == []
     shutil.rmtree(tmp_path / "t")
     result = migrate_table(meta, str(tmp_path / "t"), src_io=IO, dst_io=IO, processes=2)
 
-    # Then both produce the same bytes, and the table reads like its source
+    # Then worker processes ran, both produce the same bytes, and the table reads like its source
+    assert started == [2]
     assert _snapshot_tree(tmp_path / "t") == inline
     assert_same_table(meta, result.target_metadata_location)
 

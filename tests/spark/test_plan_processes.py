@@ -15,7 +15,7 @@ import pytest
 from benchmarks.synthetic_table import build_synthetic_table
 from icelake.aws.fileio import LocalFileIO, ObjectInfo
 from icelake.migrate import cpu_pool as cpu_pool_module
-from icelake.migrate import engine, inventory
+from icelake.migrate import inventory
 from icelake.migrate import plan as plan_module
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES
 from icelake.migrate.cpu_pool import cpu_pool as start_pool
@@ -129,7 +129,6 @@ def test_a_migration_starts_its_worker_processes_once_for_the_plan_and_every_rew
             yield pool
 
     monkeypatch.setattr(cpu_pool_module, "cpu_pool", counted)
-    monkeypatch.setattr(engine, "cpu_pool", counted)
     target = tmp_path / "target" / "t"
 
     def migrate(processes: int) -> dict[str, bytes]:
