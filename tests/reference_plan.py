@@ -32,9 +32,10 @@ def head_each(
     *,
     full: bool = False,
     cpu: Executor | None = None,
+    canonical_uris: bool = False,
 ) -> dict[str, ObjectInfo | None]:
-    """`io.stat` (a HEAD) of every uri, on threads; `roots`, `full` and `cpu` do not matter: a
-    HEAD says it all."""
+    """`io.stat` (a HEAD) of every uri, on threads; `roots`, `full`, `cpu` and `canonical_uris` do
+    not matter: a HEAD says it all."""
     uris = list(uris)
     if progress:
         progress.start(phase, len(uris))

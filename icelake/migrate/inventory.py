@@ -69,11 +69,14 @@ def stat_by_listing(
     *,
     full: bool = False,
     cpu: Executor | None = None,
+    canonical_uris: bool = False,
 ) -> dict[str, ObjectInfo | None]:
     """uri -> what the object is (None: absent), for every uri, in the order given; `roots` are
     the prefixes to list (the uris under none of them are asked one by one). `full`: present
     objects are then asked one by one too, for what a listing does not say. `cpu`: worker
-    processes for listings that are CPU-bound (a local walk of many files, in ranges)."""
+    processes for listings that are CPU-bound (a local walk of many files, in ranges).
+    `canonical_uris`: every uri is spelled canonically already (a plan's keys), and is not made
+    canonical again (a million calls for a big table's source check)."""
     # The answers, made first with the callers' own strings as keys, and filled in place: a
     # listed key is looked up here as the listing spells it, and an assignment to a key a dict
     # holds keeps the key it holds. No second million-key map (listed spelling -> caller's) is
@@ -82,7 +85,7 @@ def stat_by_listing(
     if progress:
         progress.start(phase, len(found))
     ordered_roots = sorted({canonical(r).rstrip("/") for r in roots}, key=len, reverse=True)
-    under, aliases = _group(found, ordered_roots)
+    under, aliases = _group(found, ordered_roots, canonical_uris)
     answers = _Answers(found, aliases, progress, phase)
 
     def list_part(part: _Listing) -> None:
@@ -117,21 +120,26 @@ def stat_by_listing(
 
 
 def _group(
-    uris: Iterable[str], ordered_roots: list[str]
+    uris: Iterable[str], ordered_roots: list[str], canonical_uris: bool = False
 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """(root -> the uris to list it for, canonical -> the uris spelled otherwise). The uris under
-    no root, or under one with too few of them to be worth a listing, are left to be asked one by one."""
+    no root, or under one with too few of them to be worth a listing, are left to be asked one by
+    one. `canonical_uris`: every uri is canonical (no aliases)."""
     under: dict[str, list[str]] = {r: [] for r in ordered_roots}
     aliases: dict[str, list[str]] = defaultdict(list)
-    inside = [(r, r + "/", under[r]) for r in ordered_roots]
-    for uri in uris:
-        c = canonical(uri)
-        if c != uri:
-            aliases[c].append(uri)
-        for root, prefix, keys in inside:  # the longest root first (is_under, inlined: a million calls)
-            if c.startswith(prefix) or c == root:
-                keys.append(uri)
-                break
+    if canonical_uris and len(ordered_roots) == 1:  # a table's own location: one comprehension
+        root, prefix = ordered_roots[0], ordered_roots[0] + "/"
+        under[root] = [uri for uri in uris if uri.startswith(prefix) or uri == root]
+    else:
+        inside = [(r, r + "/", under[r]) for r in ordered_roots]
+        for uri in uris:
+            c = uri if canonical_uris else canonical(uri)
+            if c != uri:
+                aliases[c].append(uri)
+            for root, prefix, keys in inside:  # the longest root first (is_under, inlined: a million calls)
+                if c.startswith(prefix) or c == root:
+                    keys.append(uri)
+                    break
     for root in [r for r, keys in under.items() if len(keys) < MIN_KEYS_TO_LIST]:
         del under[root]
     return under, aliases

@@ -165,7 +165,8 @@ def fetch_metadata(io: FileIO, uri: str) -> bytes:
 class Stat(Protocol):
     """uri -> what the object is (None: absent) for every uri; `roots` are prefixes a listing may
     read, `full` asks present objects for everything a HEAD says, `cpu` are worker processes a
-    CPU-bound listing may run in (see inventory.stat_by_listing)."""
+    CPU-bound listing may run in, `canonical_uris` says every uri is canonical (see
+    inventory.stat_by_listing)."""
 
     def __call__(
         self,
@@ -178,6 +179,7 @@ class Stat(Protocol):
         *,
         full: bool = False,
         cpu: Executor | None = None,
+        canonical_uris: bool = False,
     ) -> dict[str, ObjectInfo | None]: ...
 
 
@@ -481,7 +483,9 @@ def _check_sources(
     """What exists at the source; refuses missing live files, sizes unlike the metadata's, and
     damaged delete files (parsed, not just copied: a bad footer is refused before any write)."""
     src_roots = [m.source for m in prefix_map.mappings]
-    src_info = reads.stat(src_io, files, src_roots, workers, progress, "check source files", cpu=cpu)
+    phase = "check source files"
+    # The files' paths are canonical (`manifest_files`, `_files`).
+    src_info = reads.stat(src_io, files, src_roots, workers, progress, phase, cpu=cpu, canonical_uris=True)
     missing: list[str] = []
     wrong_size: list[str] = []
     for p, recorded in files.items():  # one pass over a million: both lists are empty when all is well

@@ -359,3 +359,27 @@ def test_progress_counts_every_key_once_however_it_is_settled(tmp_path: Path) ->
     # Then the bar ends exactly at its total: each distinct key told once
     assert crowded and len(found) == len(keys) - 1
     assert tally.totals == {"check": len(found)} and tally.done == {"check": len(found)}
+
+
+@pytest.mark.parametrize("roots", [["t"], ["t", "t/data/b"]], ids=["one root", "nested roots"])
+def test_uris_known_canonical_are_settled_as_if_made_canonical(tmp_path: Path, roots: list[str]) -> None:
+    # Given canonical keys under a table's root (two directories), some absent, one outside it
+    # and one that is the root itself
+    wanted = [
+        *_files(tmp_path / "t" / "data" / "a", [f"{i}.parquet" for i in range(MIN_KEYS_TO_LIST)], size=5),
+        *_files(tmp_path / "t" / "data" / "b", [f"{i}.parquet" for i in range(MIN_KEYS_TO_LIST)], size=7),
+        *[f"file://{tmp_path}/t/data/a/gone-{i}.parquet" for i in range(3)],
+        *_files(tmp_path / "elsewhere", ["x.parquet"]),
+        f"file://{tmp_path}/t",
+    ]
+    listed = [f"file://{tmp_path}/{r}" for r in roots]
+    # When they are settled as known canonical, and as keys made canonical again
+    io = Counting()
+    known = stat_by_listing(io, wanted, listed, workers=2, canonical_uris=True)
+    made = stat_by_listing(Counting(), wanted, listed, workers=2)
+    # Then the answers are the same, by the same requests, and right
+    assert known == made
+    assert list(known) == wanted
+    assert sum(info is None for info in known.values()) == 4  # the 3 gone, and the root (a directory)
+    assert {info.size for info in known.values() if info} == {3, 5, 7}
+    assert io.calls["stat"] == 1  # the one outside every root, asked by itself
