@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -88,13 +89,23 @@ def run_app_py(
 
 
 @pytest.fixture(scope="session")
-def synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synth]:
+def synth(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator[Synth]:
     """Given the app with the cdk.json context, when `python app.py` runs as `make synth` runs it, on
-    a machine with no AWS credentials or config (one synthesis per session: it takes ~15 s)."""
-    tmp = tmp_path_factory.mktemp("cdk")
+    a machine with no AWS credentials or config (one synthesis per test run: it takes ~15-25 s).
+    Under pytest-xdist the first worker to ask makes it, in the run's shared temp directory, and
+    the others wait for it and read it (the tests only read the cloud assembly)."""
+    if worker_id == "master":  # one process: a directory of its own
+        tmp = tmp_path_factory.mktemp("cdk")
+    else:
+        tmp = tmp_path_factory.getbasetemp().parent / "cdk-shared"
     outdir = tmp / "cdk.out"
-    proc = run_app_py(tmp, outdir)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    with (tmp.parent / "cdk-shared.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (outdir / "manifest.json").is_file():
+            tmp.mkdir(exist_ok=True)
+            proc = run_app_py(tmp, outdir)
+            assert proc.returncode == 0, proc.stderr[-3000:]
     manifest = json.loads((outdir / "manifest.json").read_text())
     stacks = [k for k, v in manifest["artifacts"].items() if v["type"] == "aws:cloudformation:stack"]
     templates = {sid: json.loads((outdir / f"{sid}.template.json").read_text()) for sid in stacks}
