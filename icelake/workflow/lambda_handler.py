@@ -14,6 +14,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
+from icelake.aws.lambda_metrics import metrics_of_one_invocation
 from icelake.workflow.steps.deps import Deps
 
 In = TypeVar("In", bound=BaseModel)
@@ -32,6 +33,7 @@ def step_handler(
     tracer = Tracer()
     metrics = Metrics()
 
+    @metrics_of_one_invocation(metrics)
     @logger.inject_lambda_context(log_event=False)
     @tracer.capture_lambda_handler
     @metrics.log_metrics

@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from icelake.aws.lambda_metrics import metrics_of_one_invocation
 from icelake.ingest.fetch import fetch_source
 from icelake.ingest.landing import complete_or_report
 from icelake.ingest.models import FetchConfig, FetchCursor
@@ -41,6 +42,7 @@ class CompleteEvent(BaseModel):
     batch_uris: list[str]
 
 
+@metrics_of_one_invocation(metrics)
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
@@ -56,6 +58,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return {**outcome.model_dump(mode="json"), "pending_count": outcome.pending_count}
 
 
+@metrics_of_one_invocation(metrics)
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
