@@ -7,9 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from concurrent.futures import Executor
-from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -27,6 +24,7 @@ from icelake.errors import (
     UnsupportedFileError,
 )
 from icelake.migrate import cpu_pool, migrate_table
+from tests.pool_starts import count_pool_starts
 from tests.verify import assert_same_table
 
 IO = LocalFileIO()
@@ -281,17 +279,7 @@ def test_manifests_rewritten_in_worker_processes_match_in_process_rewrites(
     # (two manifests: worker processes for any number of them; a pool started is counted)
     _, meta = source
     monkeypatch.setattr(cpu_pool, "MIN_MANIFESTS_FOR_PROCESSES", 1)
-    started: list[int] = []
-    start_pool = cpu_pool.cpu_pool
-
-    @contextmanager
-    def counted(processes: int) -> Iterator[Executor | None]:
-        with start_pool(processes) as pool:
-            if pool is not None:
-                started.append(processes)
-            yield pool
-
-    monkeypatch.setattr(cpu_pool, "cpu_pool", counted)
+    started = count_pool_starts(monkeypatch)
     migrate_table(meta, str(tmp_path / "t"), src_io=IO, dst_io=IO, processes=1)
     inline = _snapshot_tree(tmp_path / "t")
     assert started == []

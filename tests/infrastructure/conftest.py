@@ -99,7 +99,6 @@ def synth(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator[
     else:
         tmp = tmp_path_factory.getbasetemp().parent / "cdk-shared"
     outdir = tmp / "cdk.out"
-    tmp.parent.mkdir(parents=True, exist_ok=True)
     with (tmp.parent / "cdk-shared.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (outdir / "manifest.json").is_file():

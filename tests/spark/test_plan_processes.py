@@ -4,9 +4,8 @@ the one the reference path (fastavro decoding, one HEAD per file, all in this pr
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +13,14 @@ import pytest
 
 from benchmarks.synthetic_table import build_synthetic_table
 from icelake.aws.fileio import LocalFileIO, ObjectInfo
-from icelake.migrate import cpu_pool as cpu_pool_module
 from icelake.migrate import inventory
 from icelake.migrate import plan as plan_module
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES
-from icelake.migrate.cpu_pool import cpu_pool as start_pool
 from icelake.migrate.engine import migrate_table
 from icelake.migrate.plan import TablePlan, build_plan
 from icelake.migrate.progress import NoProgress
 from icelake.uris import local_path
+from tests.pool_starts import count_pool_starts
 from tests.reference_plan import REFERENCE_READS
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -119,16 +117,7 @@ def test_a_migration_starts_its_worker_processes_once_for_the_plan_and_every_rew
         file_size=64,
         touch=True,
     )
-    started: list[int] = []
-
-    @contextmanager
-    def counted(processes: int) -> Iterator[Executor | None]:
-        if processes > 1:  # a pool of worker processes (1: the calling thread)
-            started.append(processes)
-        with start_pool(processes) as pool:
-            yield pool
-
-    monkeypatch.setattr(cpu_pool_module, "cpu_pool", counted)
+    started = count_pool_starts(monkeypatch)
     target = tmp_path / "target" / "t"
 
     def migrate(processes: int) -> dict[str, bytes]:
