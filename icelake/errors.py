@@ -138,6 +138,10 @@ class InvalidRequestError(IcelakeError):
     machine catches it by this class name."""
 
 
+class PriceTableError(IcelakeError):
+    """A price table that is missing, unreadable or not for the region an estimate prices."""
+
+
 class ValidationFailedError(IcelakeError):
     """The target does not read like the source: the table is rolled back."""
 

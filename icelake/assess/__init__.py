@@ -1,0 +1,1 @@
+"""Assessment of an estate before it is moved: sizes, blockers, and time and cost estimates."""
