@@ -294,7 +294,7 @@ def migrate_cutover(
     """The last sync: catch up with the source, prove it did not move, promote the target.
 
     Stop the source's writers first. A promoted table is the target's from then on: every later
-    run reports it `promoted` and writes nothing (README "Cutover")."""
+    run reports it `promoted` and writes nothing (docs/runbook.md "Cutover")."""
     _start(request, run_id, state_machine_arn, no_follow, as_json, allow_empty=False, mode="cutover")
 
 

@@ -57,7 +57,7 @@ def request_body(request: object, run_id: str | None = None) -> tuple[str, str]:
     if not isinstance(request, dict):
         raise IcelakeError(
             f'the request must be one JSON object ({{"source": ..., "target": ...}}), not a JSON '
-            f"{type(request).__name__ if request is not None else 'null'}: see README 'Migration requests'"
+            f"{type(request).__name__ if request is not None else 'null'}: see README 'Migrate many tables'"
         )
     rid = str(run_id or request.get("run_id") or f"run-{time.strftime('%Y%m%d-%H%M%S')}")
     body = json.dumps({**request, "run_id": rid})

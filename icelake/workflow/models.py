@@ -80,7 +80,7 @@ class Selection(_Frozen):
 
 class Options(_Frozen):
     concurrency: int = Field(default=4, ge=1, le=1000)
-    # metadata | sample | rows: what Validate checks (icelake/migrate/validate.py; README "Validation")
+    # metadata | sample | rows: what Validate checks (migrate/validate.py; docs/migration.md)
     validation: Literal["metadata", "sample", "rows"] = "metadata"
     dry_run: bool = False
     # A table copies in the Glue job when it has more to copy than either threshold, else in a Lambda
@@ -111,7 +111,7 @@ class MigrationRequest(_Frozen):
     target: TargetSpec
     selection: Selection
     # cutover: a last incremental sync, a proof that the source did not move during it, and the
-    # target promoted to the table's home (README "Cutover").
+    # target promoted to the table's home (docs/runbook.md "Cutover").
     mode: Literal["full", "incremental", "cutover"] = "full"
     options: Options = Field(default_factory=Options)
 

@@ -30,7 +30,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """The figures the deploy checks recorded (README, "Deploy checks"), printed whatever the capture."""
+    """The figures the deploy checks recorded (docs/deploy.md), printed whatever the capture."""
     lines = config.stash.get(DEPLOY_CHECKS, [])
     if lines:
         terminalreporter.section("Deploy checks")
