@@ -8,6 +8,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, check_session_duration
+from icelake.workflow.names import Naming, split_name, template_fields
 
 _ACCOUNT = re.compile(r"^\d{12}$")
 _ROLE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
@@ -43,11 +44,36 @@ class PrefixMapSpec(_Frozen):
     target: str
 
 
+class NamesSpec(_Frozen):
+    """Templates of the target names ({database} and {table} are the source table's)."""
+
+    database: str = "{database}"
+    table: str = "{table}"
+
+    @field_validator("database")
+    @classmethod
+    def _database(cls, v: str) -> str:
+        if "table" in template_fields(v):
+            raise ValueError(
+                f"names.database {v!r} uses {{table}}: a database's tables go to one target database "
+                "(use target.renames to send a table elsewhere)"
+            )
+        return v
+
+    @field_validator("table")
+    @classmethod
+    def _table(cls, v: str) -> str:
+        template_fields(v)
+        return v
+
+
 class TargetSpec(SourceSpec):
     bucket: str
     prefix: str = ""
     kms_key_id: str | None = None
-    database_prefix: str = ""  # target database = prefix + source database
+    database_prefix: str = ""  # shorthand for names.database = "<prefix>{database}"
+    names: NamesSpec | None = None
+    renames: dict[str, str] = Field(default_factory=dict)  # "db.table" -> "newdb.newtable": wins
     prefix_maps: list[PrefixMapSpec] = Field(default_factory=list)  # data outside table locations
     lake_formation_principals: list[str] = Field(default_factory=list)
 
@@ -58,9 +84,34 @@ class TargetSpec(SourceSpec):
             raise ValueError(f"bucket must be an S3 bucket name, got {v!r}")
         return v
 
-    def table_location(self, database: str, table: str) -> str:
-        prefix = self.prefix.strip("/")
-        return f"s3://{self.bucket}/{prefix + '/' if prefix else ''}{database}/{table}"
+    @field_validator("renames")
+    @classmethod
+    def _renames(cls, v: dict[str, str]) -> dict[str, str]:
+        for source, target in v.items():
+            split_name(source, "a renames key")
+            split_name(target, f"renames[{source!r}]")
+        return v
+
+    @model_validator(mode="after")
+    def _one_database_rule(self) -> TargetSpec:
+        if self.database_prefix and self.names is not None:
+            raise ValueError(
+                "give database_prefix or names, not both: database_prefix 'p_' is names.database "
+                "'p_{database}'"
+            )
+        return self
+
+    @property
+    def naming(self) -> Naming:
+        names = self.names or NamesSpec(database=self.database_prefix + "{database}")
+        return Naming(
+            names.database,
+            names.table,
+            dict(self.renames),
+            self.bucket,
+            self.prefix,
+            tuple((m.source, m.target) for m in self.prefix_maps),
+        )
 
 
 class Selection(_Frozen):
@@ -137,10 +188,17 @@ class WorkItem(_Frozen):
     # The source table is gone, but icelake migrated it before: its target is reported, not touched.
     source_dropped: bool = False
     execution_arn: str | None = None  # the run's execution: lets a later run see this run ended
+    # Target tables icelake registered for this source table under names the request no longer
+    # gives it (a rename added or changed): left as they are, and reported in the outcome.
+    earlier_targets: list[str] = Field(default_factory=list)
 
     @property
     def name(self) -> str:
         return f"{self.source_database}.{self.source_table}"
+
+    @property
+    def target_name(self) -> str:
+        return f"{self.target_database}.{self.target_table}"
 
 
 class InventoryResult(_Frozen):
@@ -218,6 +276,10 @@ class TableOutcome(_Frozen):
     source_snapshot_id: int | None = None
     target_snapshot_id: int | None = None
     sync_again: bool = False  # cutover: the source moved during the sync; the state machine loops
+    target: str | None = None  # the target table's "database.table"
+    # What the run did not do for this table that someone should know of (an earlier target left
+    # in place, a source grant whose principal has no mapping, ...).
+    warnings: list[str] = []
     error: str | None = None
     seconds: float = 0.0
 

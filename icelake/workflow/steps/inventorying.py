@@ -12,6 +12,7 @@ from icelake.aws import catalog
 from icelake.errors import InvalidRequestError
 from icelake.workflow.inputs import InventoryInput
 from icelake.workflow.models import InventoryResult, MigrationRequest, WorkItem
+from icelake.workflow.names import Naming, TargetName, check_targets
 from icelake.workflow.steps.deps import Deps
 
 
@@ -24,37 +25,87 @@ def parse_request(raw: dict[str, Any]) -> MigrationRequest:
 
 
 def inventory(given: InventoryInput, deps: Deps) -> InventoryResult:
-    """The execution name is the run id unless the request names one."""
+    """The execution name is the run id unless the request names one. Every table's target name
+    is decided here, and a request whose names collide is refused before anything runs."""
     request = parse_request({"run_id": given.execution_name, **given.request})
-    chosen, dropped = _selected(request, deps)
-    items = [_item(request, database, name) for database, name in sorted(dropped)]
-    for (database, name), table in sorted(chosen.items()):
+    naming = request.target.naming
+    marked = _MarkedTargets(request, deps)
+    chosen, dropped = _selected(request, deps, marked)
+    targets = {key: naming.target_of(*key, _location(table)) for key, table in chosen.items()}
+    targets |= {key: _found_target(naming, key, marked.of(key)) for key in dropped}
+    check_targets(naming, targets)
+    items = [_item(request, key, targets[key], marked) for key in sorted(dropped)]
+    for key, table in sorted(chosen.items()):
         location = catalog.metadata_location(table)
         if not location:
-            raise InvalidRequestError(f"{database}.{name} has no metadata_location parameter")
+            raise InvalidRequestError(f"{key[0]}.{key[1]} has no metadata_location parameter")
         # pinned: commits after this moment wait for the next run
-        items.append(_item(request, database, name, location, given.execution_arn))
-    key = f"runs/{request.run_id}/worklist.json"
-    deps.artifacts.put_json(key, [item.model_dump(mode="json") for item in items])
+        items.append(_item(request, key, targets[key], marked, location, given.execution_arn))
+    worklist = f"runs/{request.run_id}/worklist.json"
+    deps.artifacts.put_json(worklist, [item.model_dump(mode="json") for item in items])
     return InventoryResult(
         run_id=request.run_id,
         tables=len(items),
         worklist_bucket=deps.env.artifacts_bucket,
-        worklist_key=key,
+        worklist_key=worklist,
         concurrency=request.options.concurrency,
     )
 
 
 Table = dict[str, Any]
+Key = tuple[str, str]  # (source database, source table)
+
+
+def _location(table: Table) -> str | None:
+    return table.get("StorageDescriptor", {}).get("Location") or None
+
+
+class _MarkedTargets:
+    """The target tables icelake registered for this source account, by the source table their
+    owner mark names: read once per source database, from every target database its tables can go
+    to under the request's names (templates and renames)."""
+
+    def __init__(self, request: MigrationRequest, deps: Deps) -> None:
+        self.request = request
+        self.glue = deps.sessions(request).target.client("glue")
+        self.by_database: dict[str, dict[str, list[TargetName]]] = {}
+
+    def in_database(self, database: str) -> dict[str, list[TargetName]]:
+        """Source table name -> where icelake put it, for the source tables of `database`."""
+        if database not in self.by_database:
+            mark = f"{self.request.source.account_id}:{database}."
+            found: dict[str, list[TargetName]] = {}
+            for target_db in sorted(self.request.target.naming.databases_of(database)):
+                if not catalog.database_exists(self.glue, target_db):
+                    continue
+                for table in catalog.list_tables(self.glue, target_db):
+                    owner = str(table.get("Parameters", {}).get(catalog.OWNER_PARAMETER) or "")
+                    if owner.startswith(mark):
+                        location = _location(table) or ""
+                        found.setdefault(owner[len(mark) :], []).append(
+                            TargetName(target_db, table["Name"], location)
+                        )
+            self.by_database[database] = found
+        return self.by_database[database]
+
+    def of(self, key: Key) -> list[TargetName]:
+        return self.in_database(key[0]).get(key[1], [])
+
+
+def _found_target(naming: Naming, key: Key, found: list[TargetName]) -> TargetName:
+    """Where a dropped source table's target is: at its name under the request's names, if icelake
+    registered it there, else where icelake registered it."""
+    wanted = naming.target_of(*key)
+    return next((t for t in found if t.name == wanted.name), found[0])
 
 
 def _selected(
-    request: MigrationRequest, deps: Deps
-) -> tuple[dict[tuple[str, str], Table], set[tuple[str, str]]]:
+    request: MigrationRequest, deps: Deps, marked: _MarkedTargets
+) -> tuple[dict[Key, Table], set[Key]]:
     """(the source's Iceberg tables the selection names, keyed by (database, name); the selected
     tables icelake migrated before whose source is gone). Names that match nothing are refused."""
     glue = deps.sessions(request).source.client("glue")
-    chosen: dict[tuple[str, str], Table] = {}
+    chosen: dict[Key, Table] = {}
     for database in request.selection.databases:
         if not catalog.database_exists(glue, database):
             raise InvalidRequestError(
@@ -63,27 +114,27 @@ def _selected(
         for table in catalog.list_tables(glue, database):
             if catalog.is_iceberg(table) and _matches(request, table["Name"]):
                 chosen[(database, table["Name"])] = table
-    named, dropped = _named_tables(request, deps, glue)
+    named, dropped = _named_tables(request, glue, marked)
     chosen |= named
     for database in request.selection.databases:
         names = {n for d, n in chosen if d == database}
-        before = _migrated_before(request, deps, database, None)
-        dropped |= {(d, n) for d, n in before if n not in names and _matches(request, n)}
+        before = marked.in_database(database)
+        dropped |= {(database, n) for n in before if n not in names and _matches(request, n)}
     return chosen, dropped
 
 
 def _named_tables(
-    request: MigrationRequest, deps: Deps, glue: Any
-) -> tuple[dict[tuple[str, str], Table], set[tuple[str, str]]]:
+    request: MigrationRequest, glue: Any, marked: _MarkedTargets
+) -> tuple[dict[Key, Table], set[Key]]:
     """The tables the selection names one by one: found, or gone from a source icelake migrated
     before; any other name is refused, all problems in one error."""
-    found_tables: dict[tuple[str, str], Table] = {}
-    dropped: set[tuple[str, str]] = set()
+    found_tables: dict[Key, Table] = {}
+    dropped: set[Key] = set()
     problems = []
     for ident in request.selection.tables:
         database, name = ident.split(".")
         found = catalog.get_table(glue, database, name)
-        if found is None and (database, name) in _migrated_before(request, deps, database, [name]):
+        if found is None and marked.of((database, name)):
             dropped.add((database, name))
         elif found is None:
             problems.append(f"{ident} does not exist in account {request.source.account_id}")
@@ -100,42 +151,26 @@ def _matches(request: MigrationRequest, name: str) -> bool:
     return any(fnmatch.fnmatchcase(name, p) for p in request.selection.patterns)
 
 
-def _migrated_before(
-    request: MigrationRequest, deps: Deps, database: str, names: list[str] | None
-) -> set[tuple[str, str]]:
-    """Source tables of `database` (all, or `names`) that icelake registered in the target catalog:
-    the target tables that carry this source's owner mark."""
-    glue = deps.sessions(request).target.client("glue")
-    target_db = request.target.database_prefix + database
-    if names is None:
-        if not catalog.database_exists(glue, target_db):
-            return set()
-        candidates = catalog.list_tables(glue, target_db)
-    else:
-        candidates = [t for n in names if (t := catalog.get_table(glue, target_db, n)) is not None]
-    mark = f"{request.source.account_id}:{database}."
-    owners = (t.get("Parameters", {}).get(catalog.OWNER_PARAMETER) or "" for t in candidates)
-    return {(database, owner[len(mark) :]) for owner in owners if owner.startswith(mark)}
-
-
 def _item(
     request: MigrationRequest,
-    database: str,
-    name: str,
+    key: Key,
+    target: TargetName,
+    marked: _MarkedTargets,
     metadata_location: str | None = None,
     execution_arn: str | None = None,
 ) -> WorkItem:
     """The work item of one table; without a metadata location, a source that was dropped."""
-    target_db = request.target.database_prefix + database
     return WorkItem(
         run_id=request.run_id,
-        source_database=database,
-        source_table=name,
+        source_database=key[0],
+        source_table=key[1],
         source_metadata_location=metadata_location or "",
-        target_database=target_db,
-        target_table=name,
-        target_location=request.target.table_location(target_db, name),
+        target_database=target.database,
+        target_table=target.table,
+        target_location=target.location,
         request=request,
         execution_arn=execution_arn,
         source_dropped=metadata_location is None,
+        # a rename changed since: the earlier target is left as it is, and reported
+        earlier_targets=sorted(t.name for t in marked.of(key) if t.name != target.name),
     )

@@ -9,7 +9,7 @@ from icelake.workflow.inputs import CaughtError, RollbackInput
 from icelake.workflow.journal import read_journal
 from icelake.workflow.models import TableOutcome
 from icelake.workflow.steps.deps import Deps
-from icelake.workflow.steps.shared import owner_of, record_outcome, source_prefixes
+from icelake.workflow.steps.shared import item_facts, owner_of, record_outcome, source_prefixes
 
 
 def rollback(given: RollbackInput, deps: Deps) -> TableOutcome:
@@ -35,7 +35,9 @@ def rollback(given: RollbackInput, deps: Deps) -> TableOutcome:
             planned.previous_target_metadata,
             owner_of(item),
         )
-    outcome = TableOutcome(run_id=item.run_id, table=item.name, status="rolled_back", error=cause[:2000])
+    outcome = TableOutcome(
+        run_id=item.run_id, table=item.name, status="rolled_back", error=cause[:2000], **item_facts(item)
+    )
     record_outcome(deps.ledger, outcome, "ROLLED_BACK", error=outcome.error, files_removed=removed)
     deps.ledger.release_table(item.target_location, item.run_id)
     return outcome

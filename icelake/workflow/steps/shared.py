@@ -17,6 +17,17 @@ def owner_of(item: WorkItem) -> str:
     return f"{item.request.source.account_id}:{item.source_database}.{item.source_table}"
 
 
+def item_facts(item: WorkItem) -> dict[str, Any]:
+    """What every outcome of the item says of its target: its name, and the earlier targets a
+    changed rename left in place (never deleted: another name may be what readers use)."""
+    warnings = [
+        f"{earlier} is an earlier target of {item.name} (its target name has changed since); it was "
+        "left as it is: drop it when nothing reads it any more"
+        for earlier in item.earlier_targets
+    ]
+    return {"target": item.target_name, "warnings": warnings}
+
+
 def prefix_maps(item: WorkItem) -> list[tuple[str, str]]:
     return [(m.source, m.target) for m in item.request.target.prefix_maps]
 

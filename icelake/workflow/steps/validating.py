@@ -16,7 +16,7 @@ from icelake.workflow.models import PlanResult, TableOutcome
 from icelake.workflow.prune import prune_target
 from icelake.workflow.steps.cutover import cutover
 from icelake.workflow.steps.deps import Deps, Sessions
-from icelake.workflow.steps.shared import record_outcome, source_prefixes
+from icelake.workflow.steps.shared import item_facts, record_outcome, source_prefixes
 
 
 def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
@@ -76,6 +76,7 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
         files_pruned=pruned,
         error=prune_error,
         seconds=copied.elapsed_seconds,
+        **item_facts(item),
     )
     if item.request.mode == "cutover":
         outcome = cutover(planned, deps, outcome)
@@ -107,6 +108,7 @@ def skipped(planned: PlanResult) -> TableOutcome:
             status=planned.stopped,
             target_metadata_location=planned.previous_target_metadata,
             error=planned.stop_reason,
+            **item_facts(planned.item),
         )
     status: Literal["dry_run", "in_sync"] = "dry_run" if planned.item.request.options.dry_run else "in_sync"
     return TableOutcome(
@@ -116,6 +118,7 @@ def skipped(planned: PlanResult) -> TableOutcome:
         target_metadata_location=planned.target_metadata_location,
         files_copied=planned.files_to_copy if status == "dry_run" else 0,
         bytes_copied=planned.bytes_to_copy if status == "dry_run" else 0,
+        **item_facts(planned.item),
     )
 
 

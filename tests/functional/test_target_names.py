@@ -1,0 +1,125 @@
+"""Renamed targets through the workflow's steps on moto: Inventory decides every target name,
+refuses names that collide before anything runs, and a changed rename is a new target that leaves
+the earlier one in place, reported."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from icelake.errors import InvalidRequestError
+from icelake.local.moto_server import embedded_aws
+from icelake.workflow import steps
+from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput
+from tests.lake import (
+    SOURCE_BUCKET,
+    Lake,
+    add_source_table,
+    bucket_state,
+    build_lake,
+    catalog_state,
+    s3_props,
+)
+from tests.verify import assert_same_table
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> Iterator[Lake]:
+    with embedded_aws():
+        yield build_lake(tmp_path / "local")
+
+
+def _request(lake: Lake, run_id: str, **target: Any) -> dict[str, Any]:
+    body = lake.request(run_id)
+    body["target"].update(target)
+    return body
+
+
+def _migrate(lake: Lake, request: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    inv = steps.inventory(InventoryInput.model_validate(request), lake.deps)
+    body = boto3.client("s3").get_object(Bucket=inv.worklist_bucket, Key=inv.worklist_key)["Body"].read()
+    outcomes = {}
+    for item in json.loads(body):
+        planned = steps.plan(PlanInput.model_validate({"item": item}), lake.deps).model_dump(mode="json")
+        state = PlannedInput.model_validate({"plan": planned})
+        if planned["engine"] == "lambda":
+            steps.copy(state, lake.deps)
+            steps.register(state, lake.deps)
+        outcome = steps.validate(state, lake.deps).model_dump(mode="json")
+        outcomes[outcome["table"]] = outcome
+    return outcomes
+
+
+def test_templates_and_renames_name_the_targets_and_a_changed_rename_is_a_new_target(lake: Lake) -> None:
+    # Given two source tables
+    add_source_table(lake, "orders", [[1, 2], [3]])
+    add_source_table(lake, "customers", [[10]])
+    source_before = bucket_state(lake.source, SOURCE_BUCKET)
+    names = {"database": "{database}_eu", "table": "{table}"}
+
+    # When they migrate under a database template, one of them renamed
+    first = _migrate(
+        lake, _request(lake, "run-1", names=names, renames={"sales.orders": "archive.orders_v1"})
+    )
+
+    # Then each is in the target catalog under its new name, at a location that follows it
+    assert {t: o["target"] for t, o in first.items()} == {
+        "sales.orders": "archive.orders_v1",
+        "sales.customers": "sales_eu.customers",
+    }
+    target_catalog = catalog_state(lake.target)
+    assert set(target_catalog) == {"archive.orders_v1", "sales_eu.customers"}
+    orders_v1 = target_catalog["archive.orders_v1"]["metadata_location"]
+    assert orders_v1.startswith("s3://target-lake/warehouse/archive/orders_v1/metadata/")
+    assert first["sales.orders"]["status"] == "migrated" and first["sales.orders"]["warnings"] == []
+
+    # When the rename changes and an incremental run follows
+    second = _migrate(
+        lake,
+        {
+            **_request(lake, "run-2", names=names, renames={"sales.orders": "archive.orders_v2"}),
+            "mode": "incremental",
+        },
+    )
+
+    # Then the new name is a new target, copied whole and reading like the source; the earlier target
+    # is left as it was and reported; the unrenamed table is in sync
+    orders = second["sales.orders"]
+    assert orders["status"] == "migrated" and orders["target"] == "archive.orders_v2"
+    assert orders["files_copied"] == first["sales.orders"]["files_copied"]
+    assert (
+        orders["warnings"]
+        and "archive.orders_v1 is an earlier target of sales.orders" in orders["warnings"][0]
+    )
+    assert second["sales.customers"]["status"] == "in_sync"
+    target_catalog = catalog_state(lake.target)
+    assert target_catalog["archive.orders_v1"]["metadata_location"] == orders_v1
+    sources = catalog_state(lake.source)
+    for table, outcome in second.items():
+        target = target_catalog[outcome["target"]]["metadata_location"]
+        assert target == outcome["target_metadata_location"]
+        assert assert_same_table(
+            sources[table]["metadata_location"], target, source_props=s3_props(), target_props=s3_props()
+        )
+    assert bucket_state(lake.source, SOURCE_BUCKET) == source_before
+
+
+def test_names_that_collide_are_refused_before_anything_runs(lake: Lake) -> None:
+    add_source_table(lake, "orders", [[1]])
+    add_source_table(lake, "customers", [[10]])
+    renames = {"sales.orders": "sales.all", "sales.customers": "sales.all", "sales.returns": "sales.r"}
+
+    with pytest.raises(InvalidRequestError) as info:
+        _migrate(lake, _request(lake, "run-1", renames=renames))
+
+    said = str(info.value)
+    assert "sales.customers and sales.orders would both go to target table sales.all" in said
+    assert "target.renames names sales.returns, which the selection does not hold" in said
+    assert catalog_state(lake.target) == {}
+    artifacts = boto3.client("s3").list_objects_v2(Bucket=lake.env.artifacts_bucket).get("Contents", [])
+    assert artifacts == []
