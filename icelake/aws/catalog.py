@@ -74,16 +74,80 @@ def ensure_database(glue: Any, database: str) -> None:
             raise
 
 
-def _table_input(name: str, location: str, metadata: str, previous: str | None, owner: str) -> dict[str, Any]:
-    params = {"table_type": ICEBERG, "metadata_location": metadata, OWNER_PARAMETER: owner}
+# Parameters that are the table's pointer or icelake's own marks: never carried from a source
+# (they point at the source, or say what icelake did there), and set by icelake on the target.
+NOT_CARRIED_PARAMETERS = frozenset(
+    {
+        "table_type",
+        "metadata_location",
+        "previous_metadata_location",
+        OWNER_PARAMETER,
+        PROMOTED_PARAMETER,
+        PROMOTED_TO_PARAMETER,
+    }
+)
+
+
+def carried_metadata(table: dict[str, Any] | None) -> dict[str, Any]:
+    """What of a Glue table icelake carries to its target besides the Iceberg pointer: its
+    Description and Owner, its other Parameters (owner tags, classification, custom keys) and its
+    columns with their comments; compared as they are by Validate."""
+    if table is None:
+        return {}
+    carried: dict[str, Any] = {k: table[k] for k in ("Description", "Owner") if table.get(k)}
+    parameters = {k: v for k, v in table.get("Parameters", {}).items() if k not in NOT_CARRIED_PARAMETERS}
+    if parameters:
+        carried["Parameters"] = parameters
+    columns = table.get("StorageDescriptor", {}).get("Columns")
+    if columns:
+        carried["Columns"] = columns
+    return carried
+
+
+def metadata_differences(source: dict[str, Any] | None, target: dict[str, Any] | None) -> list[str]:
+    """How the target's carried Glue metadata differs from the source's: one line per field."""
+    want, got = carried_metadata(source), carried_metadata(target)
+    problems = []
+    for key in ("Description", "Owner", "Columns"):
+        if want.get(key) != got.get(key):
+            problems.append(f"Glue {key}: the source has {want.get(key)!r}, the target {got.get(key)!r}")
+    want_params, got_params = want.get("Parameters", {}), got.get("Parameters", {})
+    for key in sorted(set(want_params) | set(got_params)):
+        if want_params.get(key) != got_params.get(key):
+            problems.append(
+                f"Glue parameter {key}: the source has {want_params.get(key)!r}, "
+                f"the target {got_params.get(key)!r}"
+            )
+    return problems
+
+
+def _table_input(
+    name: str,
+    location: str,
+    metadata: str,
+    previous: str | None,
+    owner: str,
+    carried: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    carried = carried or {}
+    params = {
+        **carried.get("Parameters", {}),
+        "table_type": ICEBERG,
+        "metadata_location": metadata,
+        OWNER_PARAMETER: owner,
+    }
     if previous:
         params["previous_metadata_location"] = previous
-    return {
+    table_input: dict[str, Any] = {
         "Name": name,
         "TableType": "EXTERNAL_TABLE",
         "Parameters": params,
         "StorageDescriptor": {"Location": location},
     }
+    table_input |= {k: carried[k] for k in ("Description", "Owner") if k in carried}
+    if carried.get("Columns"):
+        table_input["StorageDescriptor"]["Columns"] = carried["Columns"]
+    return table_input
 
 
 def check_target_is_ours(existing: dict[str, Any] | None, owner: str, target: str) -> None:
@@ -105,31 +169,38 @@ def register_table(
     new_metadata: str,
     expected_previous: str | None,
     owner: str,
+    carried: dict[str, Any] | None = None,
 ) -> None:
-    """Create the table, or move it from `expected_previous` to `new_metadata`; never clobber."""
+    """Create the table, or move it from `expected_previous` to `new_metadata`; never clobber.
+    `carried`: the source's Glue metadata to carry (`carried_metadata`)."""
     ensure_database(glue, database)
     current = get_table(glue, database, name)
     if current is None:
         if expected_previous is not None:
             raise ConcurrentCatalogChangeError(f"{database}.{name} was dropped while the migration ran")
         glue.create_table(
-            DatabaseName=database, TableInput=_table_input(name, location, new_metadata, None, owner)
+            DatabaseName=database,
+            TableInput=_table_input(name, location, new_metadata, None, owner, carried),
         )
         return
     check_target_is_ours(current, owner, f"{database}.{name}")
     found = metadata_location(current)
-    if found == new_metadata:
+    if found == new_metadata and carried_metadata(current) == (carried or {}):
         return  # a re-run of a step that already registered
-    if found != expected_previous:
+    if found not in (expected_previous, new_metadata):
         raise ConcurrentCatalogChangeError(
             f"{database}.{name} points at {found}, expected {expected_previous}: it changed while the "
             "migration ran; nothing was overwritten, re-run the migration"
         )
+    # the pointer already moved (a re-run whose carried metadata changed): its previous stays
+    previous = found if found != new_metadata else current["Parameters"].get("previous_metadata_location")
     kwargs: dict[str, Any] = {}
     if current.get("VersionId"):
         kwargs["VersionId"] = current["VersionId"]  # AWS rejects the update if another one landed first
     glue.update_table(
-        DatabaseName=database, TableInput=_table_input(name, location, new_metadata, found, owner), **kwargs
+        DatabaseName=database,
+        TableInput=_table_input(name, location, new_metadata, previous, owner, carried),
+        **kwargs,
     )
 
 
@@ -146,7 +217,8 @@ def restore_table(glue: Any, database: str, name: str, previous: str | None, own
     if metadata_location(current) != previous:
         location = current.get("StorageDescriptor", {}).get("Location", "")
         glue.update_table(
-            DatabaseName=database, TableInput=_table_input(name, location, previous, None, owner)
+            DatabaseName=database,
+            TableInput=_table_input(name, location, previous, None, owner, carried_metadata(current)),
         )
         return "restored"
     return "unchanged"

@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 import pytest
 
-from icelake.errors import InvalidRequestError
+from icelake.errors import InvalidRequestError, ValidationFailedError
 from icelake.local.moto_server import embedded_aws
 from icelake.workflow import steps
 from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput
@@ -41,9 +41,14 @@ def _request(lake: Lake, run_id: str, **target: Any) -> dict[str, Any]:
 
 
 def _migrate(lake: Lake, request: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return _run(lake, request)[0]
+
+
+def _run(lake: Lake, request: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, PlannedInput]]:
+    """Every step of a run, as the state machine calls them: (outcomes, Validate's inputs) by table."""
     inv = steps.inventory(InventoryInput.model_validate(request), lake.deps)
     body = boto3.client("s3").get_object(Bucket=inv.worklist_bucket, Key=inv.worklist_key)["Body"].read()
-    outcomes = {}
+    outcomes, states = {}, {}
     for item in json.loads(body):
         planned = steps.plan(PlanInput.model_validate({"item": item}), lake.deps).model_dump(mode="json")
         state = PlannedInput.model_validate({"plan": planned})
@@ -52,7 +57,8 @@ def _migrate(lake: Lake, request: dict[str, Any]) -> dict[str, dict[str, Any]]:
             steps.register(state, lake.deps)
         outcome = steps.validate(state, lake.deps).model_dump(mode="json")
         outcomes[outcome["table"]] = outcome
-    return outcomes
+        states[outcome["table"]] = state
+    return outcomes, states
 
 
 def test_templates_and_renames_name_the_targets_and_a_changed_rename_is_a_new_target(lake: Lake) -> None:
@@ -123,3 +129,61 @@ def test_names_that_collide_are_refused_before_anything_runs(lake: Lake) -> None
     assert catalog_state(lake.target) == {}
     artifacts = boto3.client("s3").list_objects_v2(Bucket=lake.env.artifacts_bucket).get("Contents", [])
     assert artifacts == []
+
+
+def _describe_source(lake: Lake, name: str) -> dict[str, Any]:
+    """Give a source table what a platform team's tables carry: a description, an owner, custom
+    parameters and column comments (as Iceberg's GlueCatalog writes its columns)."""
+    glue = lake.source.client("glue")
+    table = glue.get_table(DatabaseName="sales", Name=name)["Table"]
+    table_input = {
+        "Name": name,
+        "Description": "Orders placed on the EU web shop",
+        "Owner": "team-sales",
+        "Parameters": {**table["Parameters"], "classification": "iceberg", "data_owner": "sales@example.com"},
+        "StorageDescriptor": {
+            "Location": table["StorageDescriptor"]["Location"],
+            "Columns": [
+                {
+                    "Name": "id",
+                    "Type": "bigint",
+                    "Comment": "order id",
+                    "Parameters": {"iceberg.field.id": "1"},
+                },
+                {"Name": "v", "Type": "string", "Comment": "order value"},
+            ],
+        },
+    }
+    glue.update_table(DatabaseName="sales", TableInput=table_input)
+    return table_input
+
+
+def test_glue_metadata_is_carried_and_validate_compares_it(lake: Lake) -> None:
+    # Given a source table with a description, an owner, custom parameters and column comments
+    add_source_table(lake, "orders", [[1, 2]])
+    described = _describe_source(lake, "orders")
+    source_glue = catalog_state(lake.source)["sales.orders"]
+
+    # When it migrates under another name
+    outcomes, states = _run(lake, _request(lake, "run-1", renames={"sales.orders": "sales_eu.orders"}))
+
+    # Then the target's Glue table carries all of it, and its own pointer, not the source's
+    assert outcomes["sales.orders"]["status"] == "migrated"
+    target = lake.target.client("glue").get_table(DatabaseName="sales_eu", Name="orders")["Table"]
+    assert target["Description"] == described["Description"] and target["Owner"] == "team-sales"
+    assert target["StorageDescriptor"]["Columns"] == described["StorageDescriptor"]["Columns"]
+    assert target["Parameters"]["classification"] == "iceberg"
+    assert target["Parameters"]["data_owner"] == "sales@example.com"
+    assert target["Parameters"]["metadata_location"] == outcomes["sales.orders"]["target_metadata_location"]
+    assert target["Parameters"]["metadata_location"] != source_glue["metadata_location"]
+    assert "previous_metadata_location" not in target["Parameters"]
+
+    # When the target's description is changed behind icelake's back, Validate says so
+    glue = lake.target.client("glue")
+    glue.update_table(
+        DatabaseName="sales_eu",
+        TableInput={k: target[k] for k in ("Name", "Parameters", "StorageDescriptor", "Owner")}
+        | {"Description": "something else"},
+    )
+    with pytest.raises(ValidationFailedError, match="Glue Description: the source has 'Orders placed"):
+        steps.validate(states["sales.orders"], lake.deps)

@@ -1,5 +1,6 @@
 """Register: point the target's Glue table at the rewritten metadata (creating it, or moving it
-only from the pointer Plan saw), and grant the request's Lake Formation principals."""
+only from the pointer Plan saw) with the source table's Glue metadata carried (description, owner,
+parameters, column comments), and grant the request's Lake Formation principals."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from icelake.workflow.steps.shared import owner_of
 def register(given: PlannedInput, deps: Deps) -> RegisterResult:
     planned = given.plan
     item = planned.item
-    target = deps.sessions(item.request).target
+    sessions = deps.sessions(item.request)
+    target = sessions.target
+    source_table = catalog.get_table(sessions.source.client("glue"), item.source_database, item.source_table)
     catalog.register_table(
         target.client("glue"),
         item.target_database,
@@ -21,6 +24,7 @@ def register(given: PlannedInput, deps: Deps) -> RegisterResult:
         planned.target_metadata_location,
         planned.previous_target_metadata,
         owner_of(item),
+        catalog.carried_metadata(source_table),
     )
     for principal in item.request.target.lake_formation_principals:
         target.client("lakeformation").grant_permissions(

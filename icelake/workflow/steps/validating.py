@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from icelake.aws import catalog
 from icelake.aws.fileio import io_for
 from icelake.aws.session import pyiceberg_props
 from icelake.errors import ValidationFailedError
@@ -49,6 +50,7 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
         *report.problems,
         *(rows.problems if rows else []),
         *_file_problems(planned, copied, sessions),
+        *_catalog_problems(planned, sessions),
     ]
     if problems:
         raise ValidationFailedError(f"{item.name}: the target is not the same table: {problems[:10]}")
@@ -97,6 +99,14 @@ def _file_problems(planned: PlanResult, copied: MigrationResult, sessions: Sessi
             f"{planned.item.name}: the Glue job could not check the target's files: {checked.error}"
         )
     return checked.problems
+
+
+def _catalog_problems(planned: PlanResult, sessions: Sessions) -> list[str]:
+    """How the target's Glue table differs from the source's in what Register carries."""
+    item = planned.item
+    source = catalog.get_table(sessions.source.client("glue"), item.source_database, item.source_table)
+    target = catalog.get_table(sessions.target.client("glue"), item.target_database, item.target_table)
+    return catalog.metadata_differences(source, target)
 
 
 def skipped(planned: PlanResult) -> TableOutcome:
