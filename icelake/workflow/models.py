@@ -67,6 +67,14 @@ class NamesSpec(_Frozen):
         return v
 
 
+class LakeFormationSpec(_Frozen):
+    """What Register carries of the source table's Lake Formation access."""
+
+    copy_permissions: bool = False  # the source's grants, to the principals principal_map names
+    principal_map: dict[str, str] = Field(default_factory=dict)  # source principal ARN -> target's
+    copy_tags: bool = False  # the LF-tags of the table and its columns (created in the target)
+
+
 class TargetSpec(SourceSpec):
     bucket: str
     prefix: str = ""
@@ -75,7 +83,8 @@ class TargetSpec(SourceSpec):
     names: NamesSpec | None = None
     renames: dict[str, str] = Field(default_factory=dict)  # "db.table" -> "newdb.newtable": wins
     prefix_maps: list[PrefixMapSpec] = Field(default_factory=list)  # data outside table locations
-    lake_formation_principals: list[str] = Field(default_factory=list)
+    lake_formation_principals: list[str] = Field(default_factory=list)  # SELECT, DESCRIBE on each table
+    lake_formation: LakeFormationSpec = Field(default_factory=LakeFormationSpec)
 
     @field_validator("bucket")
     @classmethod

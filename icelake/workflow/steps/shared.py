@@ -17,14 +17,16 @@ def owner_of(item: WorkItem) -> str:
     return f"{item.request.source.account_id}:{item.source_database}.{item.source_table}"
 
 
-def item_facts(item: WorkItem) -> dict[str, Any]:
-    """What every outcome of the item says of its target: its name, and the earlier targets a
-    changed rename left in place (never deleted: another name may be what readers use)."""
+def item_facts(item: WorkItem, registered: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What every outcome of the item says of its target: its name, the earlier targets a changed
+    rename left in place (never deleted: another name may be what readers use), and the warnings
+    Register recorded in the ledger row `registered` (unmapped principals, data filters)."""
     warnings = [
         f"{earlier} is an earlier target of {item.name} (its target name has changed since); it was "
         "left as it is: drop it when nothing reads it any more"
         for earlier in item.earlier_targets
     ]
+    warnings += (registered or {}).get("register_warnings", [])
     return {"target": item.target_name, "warnings": warnings}
 
 

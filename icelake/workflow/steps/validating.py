@@ -78,7 +78,7 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
         files_pruned=pruned,
         error=prune_error,
         seconds=copied.elapsed_seconds,
-        **item_facts(item),
+        **item_facts(item, ledger.get_table(item.run_id, item.name)),
     )
     if item.request.mode == "cutover":
         outcome = cutover(planned, deps, outcome)
