@@ -6,6 +6,7 @@ Used by the tests only. Rows are read by engines that did not write the target: 
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 from collections.abc import Iterable
@@ -75,6 +76,12 @@ def assert_same_table(
     return len(tm.snapshots)
 
 
+def read_metadata_json(io_: FileIO, uri: str) -> dict[str, Any]:
+    """A metadata.json file's content, gzip-compressed or not (Java's `*.gz.metadata.json`)."""
+    data = io_.read(uri)
+    return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)  # type: ignore[no-any-return]
+
+
 def _text_of_avro(data: bytes) -> str:
     reader = fastavro.reader(io.BytesIO(data))
     return json.dumps(reader.metadata, default=str) + json.dumps(list(reader), default=repr)
@@ -85,8 +92,6 @@ def file_text(uri: str, data: bytes) -> str | None:
     if uri.endswith(".avro"):
         return _text_of_avro(data)
     if ".metadata.json" in uri:
-        import gzip
-
         return (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode()
     if data[:4] == PUFFIN_MAGIC:
         return data.decode("utf-8", "replace")
@@ -116,7 +121,7 @@ def assert_no_source_paths(io_: FileIO, target_prefixes: Iterable[str], source_m
 
 def assert_sizes_match(io_: FileIO, target_meta: str) -> int:
     """Every size recorded in the target metadata equals the real size of the file. Returns sizes checked."""
-    meta = json.loads(io_.read(target_meta))
+    meta = read_metadata_json(io_, target_meta)
     checked = 0
     for stat in meta.get("statistics", []) + meta.get("partition-statistics", []):
         info = io_.stat(stat["statistics-path"])

@@ -15,7 +15,7 @@ from tests.spark import corpus
 def source_tables(spark: Any, spark_warehouse: Path) -> dict[str, corpus.SourceTable]:
     tables = {name: build(spark) for name, build in corpus.SPARK_CASES.items()}
     tables["data_elsewhere"] = corpus.data_elsewhere(spark, spark_warehouse)
-    tables["pyiceberg"] = corpus.pyiceberg_table(spark_warehouse / "pyiceberg")
+    tables.update(corpus.pyiceberg_tables(spark_warehouse / "pyiceberg"))
     return tables
 
 

@@ -176,6 +176,18 @@ def float_specials(spark: Any) -> SourceTable:
     return _table(spark, "floats")
 
 
+def java_gzip_metadata(spark: Any) -> SourceTable:
+    """metadata.json files gzip-compressed by Iceberg Java (named `*.gz.metadata.json`)."""
+    spark.sql(
+        "CREATE TABLE src.db.java_gz (id bigint, s string) USING iceberg TBLPROPERTIES ("
+        f"'format-version'='2','write.metadata.compression-codec'='gzip',{MOR})"
+    )
+    spark.sql("INSERT INTO src.db.java_gz SELECT id, CAST(id AS STRING) FROM range(0, 12)")
+    spark.sql("DELETE FROM src.db.java_gz WHERE id % 4 = 0")
+    spark.sql("INSERT INTO src.db.java_gz VALUES (100, 'late')")
+    return _table(spark, "java_gz")
+
+
 SPARK_CASES = {
     "v1_partitioned": v1_partitioned,
     "v2_merge_on_read": v2_merge_on_read,
@@ -184,27 +196,154 @@ SPARK_CASES = {
     "v3_deletion_vectors": v3_deletion_vectors,
     "statistics": statistics,
     "float_specials": float_specials,
+    "java_gzip_metadata": java_gzip_metadata,
 }
 
 
+# The tables pyiceberg writes (`pyiceberg_tables`), each a habit of its writer.
+PYICEBERG_CASES = ("pyiceberg", "py_evolution", "py_expired", "py_layout")
+
 # Every table of the `source_tables` fixture (tests/spark/conftest.py).
-ALL_CASES = (*SPARK_CASES, "data_elsewhere", "pyiceberg")
+ALL_CASES = (*SPARK_CASES, "data_elsewhere", *PYICEBERG_CASES)
 
 
-def pyiceberg_table(warehouse: Path) -> SourceTable:
-    """A table written by pyiceberg (its own writer, its own manifests), with a delete."""
-    import pyarrow as pa
+def pyiceberg_tables(warehouse: Path) -> dict[str, SourceTable]:
+    """The tables pyiceberg writes (its own Avro encoder, manifests, defaults and location
+    provider), in one SQL catalog under `warehouse`. Few rows and files each."""
     from pyiceberg.catalog.sql import SqlCatalog
-    from pyiceberg.expressions import EqualTo
 
     os.makedirs(warehouse, exist_ok=True)
     catalog = SqlCatalog("py", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}")
     catalog.create_namespace("db")
+    return {
+        "pyiceberg": _py_written(catalog),
+        "py_evolution": _py_evolution(catalog),
+        "py_expired": expired_without_deletion(catalog),
+        "py_layout": _py_layout(catalog, warehouse),
+    }
+
+
+def _py_source(catalog: Any, name: str, extra: dict[str, str] | None = None) -> SourceTable:
+    table = catalog.load_table(f"db.{name}")
+    return SourceTable(name, table.metadata_location, table.metadata.location, extra or {})
+
+
+def _py_written(catalog: Any) -> SourceTable:
+    """Appends and a copy-on-write delete."""
+    import pyarrow as pa
+    from pyiceberg.expressions import EqualTo
+
     data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": pa.array(["a", "b", None], pa.string())})
     table = catalog.create_table("db.py_written", schema=data.schema)
     table.append(data)
     table.append(pa.table({"id": pa.array([4], pa.int64()), "name": pa.array(["d"], pa.string())}))
     table.delete(EqualTo("id", 2))
     table.append(pa.table({"id": pa.array([5], pa.int64()), "name": pa.array(["e"], pa.string())}))
-    table = catalog.load_table("db.py_written")
-    return SourceTable("py_written", table.metadata_location, table.metadata.location)
+    return _py_source(catalog, "py_written")
+
+
+def _py_evolution(catalog: Any) -> SourceTable:
+    """Append, overwrite and delete with filters, schema evolution (add, rename, widen),
+    partition evolution, a tag, a branch with its own commit, and an upsert."""
+    import pyarrow as pa
+    from pyiceberg.expressions import EqualTo, LessThan
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import IntegerType, LongType, NestedField, StringType
+
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "name", StringType()),
+        NestedField(3, "n", IntegerType()),
+        NestedField(4, "cat", StringType()),
+        identifier_field_ids=[1],
+    )
+    spec = PartitionSpec(PartitionField(4, 1000, IdentityTransform(), "cat"))
+    table = catalog.create_table("db.py_evolution", schema=schema, partition_spec=spec)
+
+    def rows(ids: list[int], cat: str, **extra: list[Any]) -> pa.Table:
+        arrow = table.schema().as_arrow()
+        columns = {
+            "id": ids,
+            "name": [f"n{i}" for i in ids],
+            "n": [i * 10 for i in ids],
+            "cat": [cat] * len(ids),
+            **extra,
+        }
+        return pa.Table.from_pydict({f.name: columns.get(f.name) or [None] * len(ids) for f in arrow}, arrow)
+
+    table.append(rows([1, 2, 3], "a"))
+    table.append(rows([4, 5], "b"))
+    table.overwrite(rows([6, 7], "a"), overwrite_filter=EqualTo("cat", "a"))
+    table.delete(LessThan("id", 5))
+    with table.update_schema() as update:
+        update.add_column("extra", StringType())
+        update.rename_column("name", "label")
+        update.update_column("n", LongType())
+    table.append(rows([8], "c", extra=["x"]))
+    with table.update_spec() as update:
+        update.add_identity("extra")  # bucket and truncate need pyiceberg-core, not installed
+    table.append(rows([9, 10], "c", extra=["y", None]))
+    tagged = table.current_snapshot()
+    assert tagged is not None
+    table.manage_snapshots().create_tag(tagged.snapshot_id, "py-release").create_branch(
+        tagged.snapshot_id, "py-dev"
+    ).commit()
+    table.append(rows([11], "d", extra=["on-branch"]), branch="py-dev")
+    table.upsert(rows([9, 12], "c", extra=["upserted", "new"]), join_cols=["id"])
+    return _py_source(catalog, "py_evolution")
+
+
+def expired_without_deletion(catalog: Any) -> SourceTable:
+    """Expiry without deletion (what pyiceberg's expire_snapshots does): the snapshots before a
+    full overwrite are expired, their manifest lists, manifests and data files stay on disk, and
+    the metadata-log still lists the versions that reach them."""
+    import pyarrow as pa
+
+    def rows(ids: list[int]) -> pa.Table:
+        return pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([f"v{i}" for i in ids], pa.string())})
+
+    table = catalog.create_table("db.py_expired", schema=rows([]).schema)
+    table.append(rows([1, 2]))
+    table.append(rows([3]))
+    table.overwrite(rows([10, 11]))
+    table.append(rows([12]))
+    current = table.current_snapshot()
+    assert current is not None
+    older = [s.snapshot_id for s in table.snapshots() if s.snapshot_id != current.snapshot_id]
+    table.maintenance.expire_snapshots().by_ids(older).commit()
+    return _py_source(catalog, "py_expired")
+
+
+def _py_layout(catalog: Any, warehouse: Path) -> SourceTable:
+    """The object-store location provider, `write.data.path` and `write.metadata.path` outside
+    the table location, and `add_files` of a Parquet file written in a third directory."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    data_path, metadata_path, foreign = (warehouse / d for d in ("py-data", "py-metadata", "py-foreign"))
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "p", StringType()))
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "p"))
+    table = catalog.create_table(
+        "db.py_layout",
+        schema=schema,
+        partition_spec=spec,
+        properties={
+            "write.object-storage.enabled": "true",
+            "write.data.path": f"file://{data_path}",
+            "write.metadata.path": f"file://{metadata_path}",
+        },
+    )
+    arrow = table.schema().as_arrow()
+    table.append(pa.Table.from_pydict({"id": [1, 2, 3], "p": ["x", "y", "x"]}, arrow))
+    os.makedirs(foreign, exist_ok=True)
+    pq.write_table(pa.Table.from_pydict({"id": [20, 21], "p": ["z", "z"]}, arrow), foreign / "added.parquet")
+    table.add_files([f"file://{foreign}/added.parquet"])
+    table.append(pa.Table.from_pydict({"id": [4], "p": ["y"]}, arrow))
+    extra = {str(data_path): "py-data", str(metadata_path): "py-metadata", str(foreign): "py-foreign"}
+    return _py_source(catalog, "py_layout", extra)

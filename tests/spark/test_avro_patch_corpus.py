@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 
 import fastavro
 import pytest
@@ -27,6 +26,7 @@ from icelake.migrate.avro_patch import (
 )
 from icelake.migrate.plan_scan import planned_entries
 from tests.spark.corpus import SourceTable
+from tests.verify import read_metadata_json
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 IO = LocalFileIO()
@@ -39,7 +39,7 @@ def _map(path: str) -> str:
 def test_fast_path_matches_fastavro_on_every_corpus_manifest(source_tables: dict[str, SourceTable]) -> None:
     patched = spliced = fell_back = 0
     for table in source_tables.values():
-        meta = json.loads(IO.read(table.metadata))
+        meta = read_metadata_json(IO, table.metadata)
         manifests: dict[str, int] = {}
         for snap in meta["snapshots"]:
             for m in fastavro.reader(io.BytesIO(IO.read(snap["manifest-list"]))):
@@ -94,7 +94,7 @@ def test_manifest_lists_are_patched_to_the_fastavro_bytes_on_every_corpus_table(
 ) -> None:
     lists = 0
     for table in source_tables.values():
-        meta = json.loads(IO.read(table.metadata))
+        meta = read_metadata_json(IO, table.metadata)
         for snap in meta["snapshots"]:
             data = IO.read(snap["manifest-list"])
             # Given each snapshot's manifest list (Iceberg's Java writer), with new manifest lengths

@@ -19,13 +19,14 @@ from icelake.migrate import MigrationResult, migrate_table
 from icelake.migrate.engine import FileJobs
 from icelake.uris import PrefixMap, canonical
 from icelake.workflow.journal import read_journal, write_journal
-from tests.spark.corpus import SourceTable
+from tests.spark.corpus import PYICEBERG_CASES, SourceTable
 from tests.spark.test_migrate_s3 import SOURCE_ROLE, TARGET_ROLE, _listing, _pyiceberg_props, aws
 from tests.verify import assert_same_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-CASES = ["v2_merge_on_read", "v3_deletion_vectors", "data_elsewhere"]
+# Java's hard cases, and every other writer's (tests/spark/corpus.py).
+CASES = ["v2_merge_on_read", "v3_deletion_vectors", "data_elsewhere", "java_gzip_metadata", *PYICEBERG_CASES]
 RESULTS_BUCKET = "orchestrator-results"
 
 __all__ = ["aws"]  # the two-account moto fixture, shared with test_migrate_s3

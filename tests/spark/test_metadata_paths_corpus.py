@@ -4,7 +4,6 @@ exactly those a plain walk of the parsed file finds, on every metadata file of e
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from icelake.aws.fileio import LocalFileIO
 from icelake.migrate import metadata_json as mj
 from tests.spark.corpus import SourceTable
+from tests.verify import read_metadata_json
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 IO = LocalFileIO()
@@ -36,10 +36,10 @@ def test_referenced_paths_read_from_the_text_are_those_of_the_parsed_file(
 ) -> None:
     files = statistics = 0
     for table in source_tables.values():
-        current = json.loads(IO.read(table.metadata))
+        current = read_metadata_json(IO, table.metadata)
         for uri in [*mj.metadata_log(current), table.metadata]:
             raw = IO.read(uri)
-            meta = json.loads(raw)
+            meta = read_metadata_json(IO, uri)
             # When the plan's job reads the file's paths (in a worker, from its text)
             found = mj.referenced_paths_job(uri, raw)
             # Then they are the walked ones, in the same order, and so are those of the parsed dict

@@ -15,7 +15,7 @@ from icelake.local.moto_server import embedded_aws
 from icelake.migrate import migrate_table
 from icelake.migrate.copy import CopySettings, copy_file, is_same_copy
 from icelake.uris import local_path
-from tests.spark.corpus import SourceTable
+from tests.spark.corpus import PYICEBERG_CASES, SourceTable
 from tests.verify import assert_no_source_paths, assert_same_table, assert_sizes_match
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -49,7 +49,11 @@ def _listing(session: boto3.Session, bucket: str) -> dict[str, str]:
     return {o["Key"]: o["ETag"] for p in pages for o in p.get("Contents", [])}
 
 
-@pytest.mark.parametrize("case", ["v2_merge_on_read", "v3_deletion_vectors", "data_elsewhere", "statistics"])
+# Java's hard cases, and every other writer's (tests/spark/corpus.py).
+S3_CASES = ["v2_merge_on_read", "v3_deletion_vectors", "data_elsewhere", "statistics", "java_gzip_metadata"]
+
+
+@pytest.mark.parametrize("case", [*S3_CASES, *PYICEBERG_CASES])
 def test_s3_to_s3_across_accounts(
     case: str, aws: dict[str, Any], source_tables: dict[str, SourceTable], spark: Any, tmp_path: Path
 ) -> None:

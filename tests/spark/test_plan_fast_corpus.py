@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from icelake.migrate.reachable import reachable_files
 from icelake.uris import canonical
 from tests.reference_plan import REFERENCE_READS
 from tests.spark.corpus import SourceTable
+from tests.verify import read_metadata_json
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 IO = LocalFileIO()
@@ -94,7 +94,7 @@ def test_fast_plan_equals_fastavro_plan_on_every_corpus_table(
 def test_entry_fields_equal_fastavro_on_every_corpus_manifest(source_tables: dict[str, SourceTable]) -> None:
     read = fell_back = 0
     for table in source_tables.values():
-        meta = json.loads(IO.read(table.metadata))
+        meta = read_metadata_json(IO, table.metadata)
         manifests = {
             m["manifest_path"]  # type: ignore[call-overload]
             for snap in meta["snapshots"]
