@@ -1,7 +1,11 @@
-"""Every boto3 session (and so every client) icelake creates: adaptive retries and bounded waits.
+"""Every boto3 session (and so every client) icelake creates: retries, S3 paced per prefix, and
+bounded waits.
 
 botocore's defaults (legacy mode, 3 attempts) turn a few percent of S3 `503 SlowDown` answers into
-failed runs; adaptive mode backs off and rate-limits the client instead. A call that hangs is cut
+failed runs. Its adaptive mode is no better for S3: it slows the whole client on one prefix's
+SlowDown, and each client (each Spark task) learns alone. So clients retry in standard mode
+(exponential backoff, 10 attempts), and S3 requests are paced per prefix by `icelake.aws.pacing`,
+which also retries a SlowDown for as long as the prefix answers others. A call that hangs is cut
 by the read timeout and retried, so no step waits forever on one request.
 """
 
@@ -15,6 +19,8 @@ from typing import Any
 import boto3
 import botocore.session
 from botocore.config import Config
+
+from icelake.aws import pacing
 
 ENV_MAX_ATTEMPTS = "ICELAKE_AWS_MAX_ATTEMPTS"
 DEFAULT_MAX_ATTEMPTS = 10
@@ -39,7 +45,7 @@ def max_attempts() -> int:
 def client_config() -> Config:
     return Config(
         # total_max_attempts counts the first try too, as AWS_MAX_ATTEMPTS does.
-        retries={"mode": "adaptive", "total_max_attempts": max_attempts()},
+        retries={"mode": "standard", "total_max_attempts": max_attempts()},
         connect_timeout=CONNECT_TIMEOUT_S,
         read_timeout=READ_TIMEOUT_S,
         max_pool_connections=MAX_POOL_CONNECTIONS,
@@ -100,6 +106,7 @@ def configured(core: botocore.session.Session) -> botocore.session.Session:
     """`core` with icelake's client config as the default of every client it creates."""
     core.set_default_client_config(client_config())
     _observe(core)
+    pacing.install(core)
     return core
 
 

@@ -39,6 +39,12 @@ class CopySettings:
     part_workers: int = 8
 
 
+# The requests one copy of a file makes, S3 to S3 below the multipart threshold: a HEAD of the source
+# for the full-object checksum S3 keeps for it (no listing carries checksum values, and a copy
+# can only be verified against it), then the CopyObject. The one place this count is kept: cost
+# estimates and the copy scheduler read it here.
+REQUESTS_PER_COPY = {"HeadObject": 1, "CopyObject": 1}
+
 DEFAULT_CHECKSUM = "CRC64NVME"  # S3's default for new objects: what a copy of an unchecksummed source gets
 CRC_ALGORITHMS = ("CRC64NVME", "CRC32C", "CRC32")  # the ones S3 can combine into a full-object checksum
 

@@ -356,8 +356,8 @@ def _execute(
     outcomes = [o for o, _ in deletes]
     delete_rewrites = {t.source: r for t, (_, r) in zip(plan.delete_files, deletes, strict=True)}
 
-    # 2. Unchanged files, server-side where possible.
-    copied.add_all(runner.each("copy files", jobs.copy, plan.copies))
+    # 2. Unchanged files, server-side where possible, every prefix busy from start to end.
+    copied.add_all(runner.each("copy files", jobs.copy, plan.copies.spread_by_prefix()))
 
     # 3. Manifests, then (here) the manifest lists that record their new lengths.
     refs = list(plan.manifests.values())

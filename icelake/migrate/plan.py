@@ -34,6 +34,7 @@ from icelake.migrate.avro_files import DELETED, POSITION_DELETES, ManifestRef, n
 from icelake.migrate.avro_patch import PlannedManifest, refs_walker
 from icelake.migrate.collisions import refuse_duplicate_targets, refuse_overlapping_targets
 from icelake.migrate.copy import is_same_copy
+from icelake.migrate.copy_schedule import spread_by_prefix
 from icelake.migrate.cpu_pool import CpuPools
 from icelake.migrate.delete_files import check_delete_file
 from icelake.migrate.inventory import stat_by_listing, whole_listing
@@ -89,6 +90,11 @@ class Copies(Sequence[CopyTask]):
 
     def __iter__(self) -> Iterator[CopyTask]:
         return map(self._task, self._paths)
+
+    def spread_by_prefix(self) -> Copies:
+        """The same copies in the order that keeps every prefix busy for the whole copy
+        (`copy_schedule.spread_by_prefix`: the order S3's per-prefix limits want)."""
+        return Copies(spread_by_prefix(self._paths), self._infos, self._prefix_map)
 
     def pairs(self) -> Iterator[tuple[str, str]]:
         """(source, target) of every copy, without making its task (a file list, a journal)."""

@@ -72,12 +72,12 @@ def _migrate(source_metadata: str, endpoint: str) -> None:
     migrate_table(source_metadata, TARGET, src_io=src, dst_io=dst, workers=4, processes=1)
 
 
-def test_every_client_retries_adaptively_with_bounded_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_client_retries_with_bounded_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     config = new_session(region_name="us-east-1").client("s3")._client_config
-    assert config.retries == {"mode": "adaptive", "total_max_attempts": 10}
+    assert config.retries == {"mode": "standard", "total_max_attempts": 10}
     assert (config.connect_timeout, config.read_timeout) == (10, 120)
     monkeypatch.setenv(ENV_MAX_ATTEMPTS, "4")
-    assert client_config().retries == {"mode": "adaptive", "total_max_attempts": 4}
+    assert client_config().retries == {"mode": "standard", "total_max_attempts": 4}
     monkeypatch.setenv(ENV_MAX_ATTEMPTS, "many")
     with pytest.raises(ValueError, match="ICELAKE_AWS_MAX_ATTEMPTS='many': give a whole number"):
         max_attempts()
