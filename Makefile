@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast lint bench bench-large bench-scd2 clean synth
+.PHONY: setup demo test test-fast lint bench bench-large bench-scd2 clean synth announce-synth
 
 setup: $(STAMP)
 
@@ -50,9 +50,14 @@ bench-scd2: setup
 	$(BIN)/python -m benchmarks.scd2_bench --rows 1000000
 	$(BIN)/python -m benchmarks.scd2_bench --rows 200000 --history 5
 
-# The CDK cloud assembly in build/cdk.out (no AWS credentials, no CDK CLI needed; `cdk deploy` reads cdk.json).
-synth: setup
-	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(BIN)/python app.py
+# The CDK cloud assembly in build/cdk.out (no AWS credentials, no CDK CLI needed) of the configuration
+# ICELAKE_CONFIG names: by default the example, examples/context.json, which the first line says.
+ICELAKE_CONFIG ?= examples/context.json
+synth: announce-synth setup
+	ICELAKE_CONFIG=$(ICELAKE_CONFIG) JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(BIN)/python app.py
+
+announce-synth:
+	@echo "make synth: synthesizing $(ICELAKE_CONFIG)$(if $(filter examples/context.json,$(ICELAKE_CONFIG)), (the example configuration: the embedded AWS's accounts and buckets; ICELAKE_CONFIG=PATH names yours),) into $(or $(CDK_OUTDIR),build/cdk.out)"
 
 clean:
 	rm -rf $(VENV) .demo benchmarks/.work

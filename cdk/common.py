@@ -138,12 +138,6 @@ class LambdaLayers(Component):
 
 
 def _layers(scope: Construct, cid: str, settings: Settings, build_dir: Path) -> list[lambda_.ILayerVersion]:
-    for retired in ("pandas_layer_arn", "powertools_layer_arn"):
-        if scope.node.try_get_context(retired):
-            raise LayerBuildError(
-                f"context key {retired} is no longer used: the dependencies layer is built from "
-                "requirements-lambda.txt at synth (or set deps_layer_dir to a prebuilt one); remove the key"
-            )
     if settings.deps_layer_dir:
         deps = (REPO / settings.deps_layer_dir).resolve()
         if not (deps / "python").is_dir():

@@ -1,20 +1,31 @@
-"""Deployment settings read from the CDK context (cdk.json, or `-c key=value`), with local defaults
-so that `python app.py` synthesizes on a laptop with no AWS credentials."""
+"""The deployment's configuration: every CDK context key, checked by one model (`Settings`) at synth.
+
+Values come from a JSON file named by `-c config=PATH` (or the ICELAKE_CONFIG environment variable),
+then cdk.json's context, then `-c KEY=VALUE` (each overriding the one before). Whatever the source,
+a key's text form is parsed into its type (`-c` delivers strings: structured keys are JSON), an
+unknown key is refused with the nearest known one, `sync_request` and every ingestion source are
+validated by the models the workflows use, and each refusal is one line naming the key and the fix
+(ContextError). Nothing is defaulted that would name someone's account, bucket or database."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Annotated, Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-from constructs import Node
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from icelake.constants import ORCHESTRATOR_ACCOUNT_LOCAL, REGION_LOCAL
+from cdk.build import REPO
 from icelake.ingest.models import FetchConfig, MaintenanceConfig, Scd2Spec
+from icelake.workflow.models import MigrationRequest
+
+if TYPE_CHECKING:
+    from constructs import Node
 
 SOURCE_ROLE_NAME = "icelake-source-read"
 TARGET_ROLE_NAME = "icelake-target-write"
@@ -24,30 +35,47 @@ INGEST_FETCH_ROLE_NAME = "icelake-ingest-fetch"
 INGEST_COMPLETE_ROLE_NAME = "icelake-ingest-complete"
 INGEST_GLUE_ROLE_NAME = "icelake-ingest-glue"
 
+# `-c config=PATH`, or this environment variable: a JSON object of context keys (see EXAMPLE_CONFIG).
+CONFIG_KEY = "config"
+CONFIG_ENV = "ICELAKE_CONFIG"
+# The documented example: the embedded AWS's accounts and buckets. `make synth` and the tests use it;
+# nothing deploys it unless named.
+EXAMPLE_CONFIG = REPO / "examples" / "context.json"
+
 _SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")  # rule name icelake-ingest-<name>, <= 64
 _SCHEDULE = re.compile(r"^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(\S+( \S+){5}\))$")
 _SPARK_CATALOG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SECRET_ARN = re.compile(r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+$")
+_SECRET_ARN = re.compile(r"^arn:aws[a-z-]*:secretsmanager:([a-z0-9-]+):(\d{12}):secret:.+$")
+_KMS_KEY_ARN = r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(key|alias)/.+$"
 _SOURCE_KEYS = {"name", "schedule", "fetch", "table", "enabled"}
-
-
-class ContextError(ValueError):
-    """A context key the deployment cannot do without, or cannot use (one line, from `app.py`)."""
-
-
-# Where a deployment reads and writes, and which accounts: never defaulted, because a default would
-# be someone else's (bucket names are global) or another account's.
-REQUIRED_CONTEXT = (
-    "orchestrator_account",
-    "source_account",
-    "target_account",
-    "source_locations",
-    "target_bucket",
+_OUR_KEY = re.compile(r"^[a-z][a-z0-9_]*$")  # CDK's own keys have ':' , '@' or '-' in them
+# Keys an earlier release read, and what replaced them.
+RETIRED_KEYS = dict.fromkeys(
+    ("pandas_layer_arn", "powertools_layer_arn"),
+    "the dependencies layer is built from requirements-lambda.txt at synth (or set deps_layer_dir to a "
+    "prebuilt one); remove the key",
 )
 
 
-class IngestConfigError(ValueError):
-    """The ingestion settings of the CDK context are wrong; the message names the key and the field."""
+class ContextError(ValueError):
+    """The configuration cannot be used: one line naming the key and the fix (printed by `app.py`)."""
+
+
+class IngestConfigError(ContextError):
+    """The ingestion settings are wrong; the message names the key, the source and the field."""
+
+
+# Where a deployment runs, reads and writes: never defaulted, because a default would be someone
+# else's (bucket names are global), another account's, or a region the lake is not in.
+REQUIRED_CONTEXT = (
+    "orchestrator_account",
+    "orchestrator_region",
+    "source_account",
+    "target_account",
+    "source_locations",
+    "source_databases",
+    "target_bucket",
+)
 
 
 @dataclass(frozen=True)
@@ -89,14 +117,15 @@ class IngestSource:
 M = TypeVar("M", bound=BaseModel)
 
 
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(value)'}: {e['msg']}" for e in exc.errors())
+
+
 def _model(model: type[M], value: Any, where: str) -> M:
     try:
         return model.model_validate(value)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(value)'}: {e['msg']}" for e in exc.errors()
-        )
-        raise IngestConfigError(f"{where}: {problems}") from None
+        raise IngestConfigError(f"{where}: {_problems(exc)}") from None
 
 
 def parse_ingest_sources(raw: Sequence[Any]) -> tuple[IngestSource, ...]:
@@ -139,6 +168,26 @@ def parse_maintenance(raw: Mapping[str, Any]) -> MaintenanceConfig:
     return _model(MaintenanceConfig, dict(raw), "ingest_maintenance")
 
 
+def parse_sync_request(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """`sync_request` as the scheduled rule sends it (mode incremental), validated by the workflow's
+    MigrationRequest; each scheduled execution's name is its run id, so the request names none."""
+    if "run_id" in raw:
+        raise ValueError(
+            "a scheduled sync takes each execution's name as its run id: remove run_id from sync_request"
+        )
+    if raw.get("mode", "incremental") != "incremental":
+        raise ValueError(f"the scheduled sync is incremental: remove mode {raw['mode']!r} from sync_request")
+    request = {**raw, "mode": "incremental"}
+    try:
+        MigrationRequest.model_validate({"run_id": "scheduled-sync", **request})
+    except ValidationError as exc:
+        raise ValueError(
+            f"{_problems(exc)} (sync_request is a migration request without run_id, like "
+            "tests/events/migrate_request.json)"
+        ) from None
+    return request
+
+
 def secret_covered(secret_id: str, arns: Sequence[str]) -> bool:
     """Whether GetSecretValue of `secret_id` (a name or an ARN) falls under one of the ARNs (which may
     end with the `-??????` pattern of the random suffix Secrets Manager appends to names)."""
@@ -152,47 +201,51 @@ def secret_covered(secret_id: str, arns: Sequence[str]) -> bool:
 
 Account = Annotated[str, Field(pattern=r"^\d{12}$")]
 Region = Annotated[str, Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")]
+KmsKeyArn = Annotated[str, Field(pattern=_KMS_KEY_ARN)]
+Names = Annotated[tuple[str, ...], Field(min_length=1)]
 
 
 class Settings(BaseModel):
-    """Every context key the app reads, by its name, with its type and default (the local ones, so
-    `python app.py` synthesizes on a laptop). `-c KEY=VALUE` strings are parsed to the field's type;
-    a key of the wrong shape stops synthesis with one line naming it (`from_context`)."""
+    """Every context key the app reads, by its name, with its type and default. Built by
+    `from_context` (or `from_mapping`), which refuses what the model alone cannot see."""
 
-    model_config = ConfigDict(frozen=True, coerce_numbers_to_str=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", coerce_numbers_to_str=True)
 
-    orchestrator_account: Account = ORCHESTRATOR_ACCOUNT_LOCAL
-    orchestrator_region: Region = REGION_LOCAL
-    source_account: Account = "111111111111"
-    source_region: Region = REGION_LOCAL
-    target_account: Account = "222222222222"
-    target_region: Region = REGION_LOCAL
+    orchestrator_account: Account
+    orchestrator_region: Region
+    source_account: Account
+    source_region: Region  # default: orchestrator_region
+    target_account: Account
+    target_region: Region  # default: orchestrator_region
     source_external_id: str = ""
-    source_locations: tuple[BucketPrefix, ...] = (BucketPrefix("source-lake", "warehouse"),)
-    source_databases: tuple[str, ...] = ("sales",)
-    source_kms_key_arns: tuple[str, ...] = ()
+    source_locations: Annotated[tuple[BucketPrefix, ...], Field(min_length=1)]
+    source_databases: Names
+    source_kms_key_arns: tuple[KmsKeyArn, ...] = ()
     # A cutover with options.mark_source sets icelake.promoted_to on the source tables: the one
     # write icelake may ever make in the source account, granted only when this is true.
     source_allow_mark: bool = False
-    target_bucket: str = "target-lake"
+    target_bucket: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")]
     target_prefix: str = "warehouse"
-    target_databases: tuple[str, ...] = ("sales",)
+    target_databases: Names  # default: source_databases
     lake_formation_enabled: bool = False
     lake_formation_admins: tuple[str, ...] = ()
     notification_emails: tuple[str, ...] = ()
     sync_schedule: Annotated[str, Field(pattern=_SCHEDULE.pattern)] = "rate(1 day)"
-    sync_enabled: bool = False
-    sync_request: dict[str, Any] = Field(default_factory=dict)
+    # The scheduled incremental sync: its rule exists only with a sync_request, and runs when enabled
+    # (default: enabled when a sync_request is given).
+    sync_enabled: bool  # default: sync_request is given
+    sync_request: dict[str, Any] | None = None
     map_concurrency: Annotated[int, Field(ge=1, le=10_000)] = 10
     glue_workers: Annotated[int, Field(ge=2)] = 10
     glue_worker_type: str = "G.1X"
     glue_version: str = "5.1"
     deps_layer_dir: str = ""  # a prebuilt layer directory instead of building requirements-lambda.txt
-    # The ingestion workflow (stack IcelakeIngest, in the orchestrator account).
-    ingest_enabled: bool = False
+    # The ingestion workflow (stack IcelakeIngest, in the orchestrator account): deployed when
+    # enabled (default: when ingest_sources are given).
+    ingest_enabled: bool  # default: ingest_sources is not empty
     ingest_sources: tuple[IngestSource, ...] = ()
     ingest_secret_arns: tuple[str, ...] = ()  # the only secrets the fetch Lambda may read
-    ingest_secret_kms_key_arns: tuple[str, ...] = ()  # customer managed keys of those secrets, if any
+    ingest_secret_kms_key_arns: tuple[KmsKeyArn, ...] = ()  # customer managed keys of those secrets
     ingest_databases: tuple[str, ...] = ()  # () -> the databases of the sources' tables
     ingest_create_databases: bool = True
     ingest_warehouse_bucket: str = ""  # "" -> the stack creates the bucket
@@ -202,14 +255,31 @@ class Settings(BaseModel):
     ingest_glue_workers: Annotated[int, Field(ge=2)] = 2
     ingest_glue_worker_type: str = "G.1X"
 
-    @field_validator("*", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _command_line_json(cls, value: Any) -> Any:
-        """`-c key=[...]` and `-c key={...}` arrive as strings: parse them (numbers and booleans
-        parse themselves)."""
-        if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
-            return json.loads(value)
-        return value
+    def _text_forms_and_defaults(cls, data: Any) -> Any:
+        """`-c` delivers every value as a string: a key that is not text is parsed as JSON (a list,
+        an object, a number, true/false). Then the defaults that follow other keys."""
+        if not isinstance(data, Mapping):
+            return data
+        values = {k: _parsed(k, v) for k, v in data.items()}
+        for key, follows in (
+            ("source_region", "orchestrator_region"),
+            ("target_region", "orchestrator_region"),
+            ("target_databases", "source_databases"),
+        ):
+            if values.get(key) in (None, "", []) and follows in values:
+                values[key] = values[follows]
+        values.setdefault("sync_enabled", bool(values.get("sync_request")))
+        values.setdefault("ingest_enabled", bool(values.get("ingest_sources")))
+        return values
+
+    @field_validator("sync_request", mode="before")
+    @classmethod
+    def _sync_request(cls, value: Any) -> Any:
+        if value in (None, {}):
+            return None
+        return parse_sync_request(value) if isinstance(value, Mapping) else value
 
     @field_validator("ingest_sources", mode="before")
     @classmethod
@@ -220,6 +290,56 @@ class Settings(BaseModel):
     @classmethod
     def _maintenance(cls, value: Any) -> Any:
         return parse_maintenance(value) if isinstance(value, Mapping) else value
+
+    @field_validator("ingest_secret_arns")
+    @classmethod
+    def _secret_arns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for arn in value:
+            if not _SECRET_ARN.match(arn):
+                raise ValueError(
+                    f"{arn!r} is not a Secrets Manager secret ARN "
+                    "(arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-??????)"
+                )
+        return value
+
+    def check(self) -> None:
+        """What no one key shows: the keys agree with each other (ContextError, one line)."""
+        if self.sync_enabled and self.sync_request is None:
+            raise ContextError(
+                "context sync_enabled is true but there is no sync_request: give the request the "
+                "scheduled sync sends, or set sync_enabled to false"
+            )
+        if self.sync_request is not None:
+            self._check_sync_request(self.sync_request)
+        if self.ingest_enabled:
+            self.check_ingest()  # before any stack is built: a bad source fails synthesis at once
+
+    def _check_sync_request(self, request: Mapping[str, Any]) -> None:
+        """The scheduled request moves what this deployment grants: its accounts, its target bucket,
+        its source databases."""
+        wrong = [
+            f"{where} is {got!r}, not {key} {want!r}"
+            for where, got, key, want in (
+                ("source.account_id", request["source"]["account_id"], "source_account", self.source_account),
+                ("target.account_id", request["target"]["account_id"], "target_account", self.target_account),
+                ("target.bucket", request["target"]["bucket"], "target_bucket", self.target_bucket),
+            )
+            if got != want
+        ]
+        selection = request["selection"]
+        databases = set(selection.get("databases", [])) | {
+            t.split(".")[0] for t in selection.get("tables", [])
+        }
+        if databases - set(self.source_databases):
+            wrong.append(
+                f"selection names databases {sorted(databases - set(self.source_databases))} "
+                f"outside source_databases {list(self.source_databases)}"
+            )
+        if wrong:
+            raise ContextError(
+                f"context sync_request: {'; '.join(wrong)}: the deployed roles grant only the "
+                "configured accounts, bucket and databases, so make the two agree"
+            )
 
     @property
     def ingest_database_names(self) -> tuple[str, ...]:
@@ -235,9 +355,15 @@ class Settings(BaseModel):
                 "ingest_warehouse_kms_key_arn is for an existing ingest_warehouse_bucket; the bucket the "
                 "stack creates has its own key"
             )
+        home = (self.orchestrator_region, self.orchestrator_account)
         for arn in self.ingest_secret_arns:
-            if not _SECRET_ARN.match(arn):
-                raise IngestConfigError(f"ingest_secret_arns: {arn!r} is not a Secrets Manager secret ARN")
+            match = _SECRET_ARN.match(arn)
+            if match and match.groups() != home:
+                raise IngestConfigError(
+                    f"context ingest_secret_arns: {arn!r} is in {match.group(1)}, account "
+                    f"{match.group(2)}; the fetch Lambda reads secrets of the orchestrator's region and "
+                    f"account ({home[0]}, {home[1]}): create the secret there and list its ARN"
+                )
         databases = set(self.ingest_database_names)
         for i, src in enumerate(self.ingest_sources):
             label = f"ingest_sources[{i}] ({src.name!r})"
@@ -278,31 +404,103 @@ class Settings(BaseModel):
 
     @classmethod
     def from_context(cls, node: Node) -> Settings:
-        missing = [k for k in REQUIRED_CONTEXT if node.try_get_context(k) in (None, "", [])]
+        """The settings of an app's whole context (what the CDK CLI or `app.py` gave it)."""
+        return cls.from_mapping(node.get_all_context())
+
+    @classmethod
+    def from_mapping(cls, context: Mapping[str, Any]) -> Settings:
+        """Check every key of `context`, then the model; ContextError (one line) on the first problem."""
+        ours = {k: v for k, v in context.items() if _is_ours(k)}
+        for key in ours:
+            if key in RETIRED_KEYS:
+                raise ContextError(f"context key {key} is no longer used: {RETIRED_KEYS[key]}")
+        unknown = sorted(set(ours) - set(cls.model_fields) - {CONFIG_KEY})
+        if unknown:
+            raise ContextError("; ".join(_unknown(k) for k in unknown))
+        given = {k: v for k, v in ours.items() if k != CONFIG_KEY and v is not None}
+        missing = [k for k in REQUIRED_CONTEXT if _parsed(k, given.get(k)) in (None, "", [], {})]
         if missing:
             raise ContextError(
-                f"context {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} required: set "
-                f"{'it' if len(missing) == 1 else 'them'} in cdk.json or pass -c KEY=VALUE (your accounts "
-                "and buckets; bucket names are global, so an example's would be someone else's)"
+                f"context {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} required: your "
+                f"accounts, region, buckets and databases, in a file named by -c config=PATH (or "
+                f"{CONFIG_ENV}=PATH; examples/context.json shows every key), in cdk.json or as -c KEY=VALUE"
             )
-        given = {k: v for k in cls.model_fields if (v := node.try_get_context(k)) is not None}
         try:
             settings = cls.model_validate(given)
         except ValidationError as exc:
             raise _context_error(exc) from None
-        if settings.ingest_enabled:
-            settings.check_ingest()  # before any stack is built: a bad source fails synthesis at once
+        settings.check()
         return settings
 
 
-def _context_error(exc: ValidationError) -> ValueError:
+def _is_ours(key: str) -> bool:
+    """CDK's own context keys (feature flags `@aws-cdk/...`, `aws:cdk:...`, lookups `x:account=...`,
+    `acknowledged-issue-numbers`) are not ours, unless one is a misspelling of ours."""
+    if _OUR_KEY.match(key):
+        return True
+    return bool(difflib.get_close_matches(key, Settings.model_fields, n=1, cutoff=0.85))
+
+
+def _unknown(key: str) -> str:
+    near = difflib.get_close_matches(key, [*Settings.model_fields, CONFIG_KEY], n=1, cutoff=0.6)
+    fix = f"did you mean {near[0]}?" if near else "remove it (examples/context.json shows every key)"
+    return f"context key {key} is not one icelake reads: {fix}"
+
+
+def _text_field(key: str) -> bool:
+    field = Settings.model_fields.get(key)
+    return field is None or field.annotation is str
+
+
+def _parsed(key: str, value: Any) -> Any:
+    """A key's value as its field takes it: a string given for a key that is not text is JSON."""
+    if not isinstance(value, str) or _text_field(key):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        if value.strip()[:1] in ("[", "{"):
+            raise ContextError(
+                f"context {key}: {value!r} is not JSON ({exc.msg} at character {exc.pos}): write it as "
+                f'JSON, e.g. -c \'{key}=[{{"bucket": "my-lake"}}]\' with double quotes inside'
+            ) from None
+        return value  # the field's own check names what it should be
+
+
+def _context_error(exc: ValidationError) -> ContextError:
     """One line naming each key that is wrong; IngestConfigError when the first is an ingest_ key
-    (its own validators' messages are kept as they are)."""
+    (the ingestion validators' messages, which name the source and field, are kept as they are)."""
     problems = []
+    locs = [e["loc"] for e in exc.errors()]
     for e in exc.errors():
+        if any(len(other) > len(e["loc"]) and other[: len(e["loc"])] == e["loc"] for other in locs):
+            continue  # a key's own length check, after one of its items failed: the item says it
         key = ".".join(str(p) for p in e["loc"])
-        message = str(e["ctx"]["error"]) if e["type"] == "value_error" else f"{key}: {e['msg']}"
-        problems.append(message if e["type"] == "value_error" else f"context {message} (got {e['input']!r})")
-    first = str(exc.errors()[0]["loc"][0])
+        cause = e.get("ctx", {}).get("error")
+        if isinstance(cause, IngestConfigError):
+            problems.append(str(cause))
+        elif e["type"] == "missing" and len(e["loc"]) == 1:
+            problems.append(f"context {key} is required: set it (examples/context.json shows it)")
+        else:
+            message = str(cause) if e["type"] == "value_error" else e["msg"]
+            problems.append(f"context {key}: {message} (got {e['input']!r})")
+    first = str(exc.errors()[0]["loc"][0]) if exc.errors()[0]["loc"] else ""
     error = IngestConfigError if first.startswith("ingest_") else ContextError
     return error("; ".join(problems))
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """The context keys of a JSON file (`-c config=PATH`); ContextError naming the file otherwise."""
+    file = Path(path)
+    try:
+        data = json.loads(file.read_text())
+    except FileNotFoundError:
+        raise ContextError(
+            f"context {CONFIG_KEY}: {str(path)!r} does not exist: name a JSON file of context keys"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise ContextError(f"context {CONFIG_KEY}: {str(path)!r} is not a JSON file ({exc})") from None
+    if not isinstance(data, dict):
+        raise ContextError(f"context {CONFIG_KEY}: {str(path)!r} must hold one JSON object of context keys")
+    data.pop("//", None)  # a comment, as examples/context.json carries
+    return data

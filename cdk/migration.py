@@ -384,21 +384,23 @@ class MigrationRules(Component):
         topic: sns.ITopic,
     ) -> None:
         super().__init__(scope, cid)
-        # Scheduled incremental sync: the request comes from context (`sync_request`).
-        request = {**settings.sync_request, "mode": "incremental"}
-        events.Rule(
-            self,
-            "IncrementalSync",
-            rule_name="icelake-incremental-sync",
-            description="Starts an incremental sync migration on a schedule",
-            schedule=events.Schedule.expression(settings.sync_schedule),
-            enabled=settings.sync_enabled and bool(settings.sync_request),
-            targets=[
-                targets.SfnStateMachine(
-                    state_machine, input=events.RuleTargetInput.from_object(request), retry_attempts=2
-                )
-            ],
-        )
+        # Scheduled incremental sync: only with a `sync_request` (validated at synth, mode incremental).
+        if settings.sync_request is not None:
+            events.Rule(
+                self,
+                "IncrementalSync",
+                rule_name="icelake-incremental-sync",
+                description="Starts an incremental sync migration on a schedule",
+                schedule=events.Schedule.expression(settings.sync_schedule),
+                enabled=settings.sync_enabled,
+                targets=[
+                    targets.SfnStateMachine(
+                        state_machine,
+                        input=events.RuleTargetInput.from_object(settings.sync_request),
+                        retry_attempts=2,
+                    )
+                ],
+            )
         # Any event with source icelake.request starts a migration with the event's detail as request.
         events.Rule(
             self,

@@ -35,9 +35,10 @@ STACK_ACCOUNTS = {
     "IcelakeSourceAccess": SOURCE_ACCOUNT,
     "IcelakeTargetAccess": TARGET_ACCOUNT,
 }
-# The test lake as cdk.json context: same accounts, buckets, prefixes and databases.
+# The test lake as a deployment's configuration: same accounts, buckets, prefixes and databases.
 CONTEXT = {
     "orchestrator_account": ORCHESTRATOR_ACCOUNT_LOCAL,
+    "orchestrator_region": "us-east-1",
     "source_account": SOURCE_ACCOUNT,
     "target_account": TARGET_ACCOUNT,
     "source_locations": [{"bucket": SOURCE_BUCKET, "prefix": "lake"}],

@@ -1,4 +1,4 @@
-"""One synthesis of the CDK app per test session, by `python app.py` with no AWS credentials."""
+"""One synthesis of the CDK app per test session, by `make synth` with no AWS credentials."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ class Synth:
     outdir: Path
     manifest: dict[str, Any]  # the cloud assembly's manifest.json
     templates: dict[str, dict[str, Any]]  # stack id -> CloudFormation template
+    said: str = ""  # what `make synth` printed on stdout
 
     def annotations(self, stack_id: str, level: str) -> list[str]:
         """Messages of one level ("error", "warning") attached to the stack's constructs (cdk-nag's)."""
@@ -65,12 +66,12 @@ class Synth:
         ]
 
 
-def run_app_py(
-    tmp: Path, outdir: Path, env: dict[str, str] | None = None
+def _synth(
+    command: Sequence[str], tmp: Path, outdir: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`python app.py` into `outdir` as `make synth` runs it, on a machine with no AWS credentials or
-    config (nor CDK variables but `env`'s)."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CDK_"))}
+    """`command` in the repo, into `outdir`, on a machine with no AWS credentials or config (nor
+    CDK, icelake or make variables but `env`'s)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CDK_", "ICELAKE_", "MAKE"))}
     clean |= {
         "AWS_CONFIG_FILE": str(tmp / "none"),
         "AWS_SHARED_CREDENTIALS_FILE": str(tmp / "none"),
@@ -78,22 +79,29 @@ def run_app_py(
         **(env or {}),
     }
     return subprocess.run(
-        [sys.executable, "app.py"],
-        cwd=REPO,
-        env=clean,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+        list(command), cwd=REPO, env=clean, capture_output=True, text=True, timeout=600, check=False
     )
+
+
+def run_app_py(
+    tmp: Path, outdir: Path, env: dict[str, str] | None = None, args: Sequence[str] = ()
+) -> subprocess.CompletedProcess[str]:
+    """`python app.py [args]` as the CDK CLI runs it (with CDK_CONTEXT_JSON in `env`)."""
+    return _synth([sys.executable, "app.py", *args], tmp, outdir, env)
+
+
+def run_make_synth(tmp: Path, outdir: Path) -> subprocess.CompletedProcess[str]:
+    """`make synth` as a newcomer runs it (the example configuration); `-o` keeps make from
+    reinstalling the venv this run already uses."""
+    return _synth(["make", "--no-print-directory", "-o", ".venv/.installed", "synth"], tmp, outdir)
 
 
 @pytest.fixture(scope="session")
 def synth(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator[Synth]:
-    """Given the app with the cdk.json context, when `python app.py` runs as `make synth` runs it, on
-    a machine with no AWS credentials or config (one synthesis per test run: it takes ~15-25 s).
-    Under pytest-xdist the first worker to ask makes it, in the run's shared temp directory, and
-    the others wait for it and read it (the tests only read the cloud assembly)."""
+    """Given the example configuration, when `make synth` runs it on a machine with no AWS
+    credentials or config (one synthesis per test run: it takes ~15-25 s). Under pytest-xdist the
+    first worker to ask makes it, in the run's shared temp directory, and the others wait for it and
+    read it (the tests only read the cloud assembly, and what make printed, in make-synth.out)."""
     if worker_id == "master":  # one process: a directory of its own
         tmp = tmp_path_factory.mktemp("cdk")
     else:
@@ -103,9 +111,11 @@ def synth(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator[
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (outdir / "manifest.json").is_file():
             tmp.mkdir(exist_ok=True)
-            proc = run_app_py(tmp, outdir)
-            assert proc.returncode == 0, proc.stderr[-3000:]
+            proc = run_make_synth(tmp, outdir)
+            assert proc.returncode == 0, proc.stdout[-1500:] + proc.stderr[-3000:]
+            (tmp / "make-synth.out").write_text(proc.stdout)
     manifest = json.loads((outdir / "manifest.json").read_text())
     stacks = [k for k, v in manifest["artifacts"].items() if v["type"] == "aws:cloudformation:stack"]
     templates = {sid: json.loads((outdir / f"{sid}.template.json").read_text()) for sid in stacks}
-    yield Synth(outdir=outdir, manifest=manifest, templates=templates)
+    said = (tmp / "make-synth.out").read_text()
+    yield Synth(outdir=outdir, manifest=manifest, templates=templates, said=said)

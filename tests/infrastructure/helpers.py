@@ -1,4 +1,4 @@
-"""Reading IAM statements out of synthesized templates."""
+"""Reading IAM statements out of synthesized templates; the example configuration as tests use it."""
 
 from __future__ import annotations
 
@@ -6,6 +6,18 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+
+from cdk.config import EXAMPLE_CONFIG, Settings, load_config_file
+
+
+def example_context() -> dict[str, Any]:
+    """The keys of examples/context.json: what `make synth` and the session's synthesis use."""
+    return load_config_file(EXAMPLE_CONFIG)
+
+
+def example_settings(**overrides: Any) -> Settings:
+    """The example configuration with `overrides`, checked as synth checks it."""
+    return Settings.from_mapping(example_context() | overrides)
 
 
 def as_list(value: Any) -> list[Any]:

@@ -13,6 +13,7 @@ from tests.infrastructure.conftest import Synth
 from tests.infrastructure.helpers import (
     actions,
     as_list,
+    example_settings,
     flat,
     identity_statements,
     resources_of,
@@ -102,9 +103,8 @@ def test_external_id_from_context_is_required_in_the_trust_policy() -> None:
     from aws_cdk.assertions import Template
 
     from cdk.access import SourceAccessStack
-    from cdk.config import Settings
 
-    settings = Settings(source_external_id="s3cr3t-ext-id")
+    settings = example_settings(source_external_id="s3cr3t-ext-id")
     stack = SourceAccessStack(
         App(), "Source", settings=settings, env=Environment(account="111111111111", region="us-east-1")
     )
@@ -118,14 +118,13 @@ def test_the_source_role_may_mark_promoted_tables_only_when_the_context_allows_i
     from aws_cdk.assertions import Template
 
     from cdk.access import SourceAccessStack
-    from cdk.config import Settings
 
     granted = {}
     for allow in (False, True):
         stack = SourceAccessStack(
             App(),
             "Source",
-            settings=Settings(source_allow_mark=allow),
+            settings=example_settings(source_allow_mark=allow),
             env=Environment(account="111111111111", region="us-east-1"),
         )
         template = Template.from_stack(stack).to_json()

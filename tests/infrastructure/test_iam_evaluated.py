@@ -37,7 +37,8 @@ def _calls(
 
 
 ORCHESTRATOR_ACCOUNT = "123456789012"
-SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:icelake/crm/api-token-AbCdEf"  # in cdk.json
+# the example's secret (examples/context.json)
+SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:icelake/crm/api-token-AbCdEf"
 OTHER_SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:payroll/db-password-AbCdEf"
 
 

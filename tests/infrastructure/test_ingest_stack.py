@@ -1,5 +1,5 @@
 """The ingestion stack: the state machine is the ASL file, each role holds only what its code calls,
-one schedule per configured source, and a bad source in cdk.json fails synthesis clearly."""
+one schedule per configured source, and a bad source fails synthesis clearly."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from aws_cdk import App, Environment
 from aws_cdk.assertions import Template
 
 from cdk.app import build_app
-from cdk.config import IngestConfigError, Settings, parse_ingest_sources
+from cdk.config import EXAMPLE_CONFIG, REQUIRED_CONTEXT, IngestConfigError, Settings, parse_ingest_sources
 from cdk.ingest import IngestStack
 from icelake.constants import INGEST_ASL, INGEST_STATE_MACHINE
 from icelake.ingest import resources
@@ -22,6 +22,8 @@ from tests.infrastructure.conftest import Synth, run_app_py
 from tests.infrastructure.helpers import (
     actions,
     as_list,
+    example_context,
+    example_settings,
     flat,
     identity_statements,
     reachable_states,
@@ -33,8 +35,8 @@ from tests.infrastructure.helpers import (
 
 REPO = Path(__file__).resolve().parents[2]
 INGEST = "IcelakeIngest"
-CONTEXT: dict[str, Any] = json.loads((REPO / "cdk.json").read_text())["context"]
-(SOURCE,) = CONTEXT["ingest_sources"]  # the example source of cdk.json
+CONTEXT: dict[str, Any] = example_context()
+(SOURCE,) = CONTEXT["ingest_sources"]  # the example source of examples/context.json
 WHERE = r"ingest_sources\[0\] \('crm-customers'\)"  # how errors name the example source
 ROLES = {
     "fetch": "icelake-ingest-fetch",
@@ -370,7 +372,7 @@ def test_failed_executions_alarm_notifies_the_encrypted_topic(synth: Synth) -> N
 
 # -- configuration ----------------------------------------------------------------------------------
 def _bad(path: str, value: Any) -> list[dict[str, Any]]:
-    """The cdk.json sources with one field of the example source set to `value`."""
+    """The example sources with one field of the example source set to `value`."""
     source = copy.deepcopy(SOURCE)
     *parents, last = path.split(".")
     node = source
@@ -423,7 +425,7 @@ def test_a_bad_source_fails_synthesis_naming_the_source_and_the_field(
     override: dict[str, Any], message: str, tmp_path: Path
 ) -> None:
     with pytest.raises(IngestConfigError, match=message):
-        build_app(context=override, outdir=tmp_path)
+        build_app(context=override, outdir=tmp_path, config=EXAMPLE_CONFIG)
 
 
 def test_a_bad_source_fails_app_py_as_the_cdk_cli_runs_it(tmp_path: Path) -> None:
@@ -431,11 +433,12 @@ def test_a_bad_source_fails_app_py_as_the_cdk_cli_runs_it(tmp_path: Path) -> Non
     context = {**CONTEXT, "ingest_sources": _bad("fetch.pagination.page_size", 0)}
     # When app.py runs
     proc = run_app_py(tmp_path, tmp_path / "out", {"CDK_CONTEXT_JSON": json.dumps(context)})
-    # Then it fails, saying which source and which field, and writes no assembly
+    # Then it fails in one line, saying which source and which field, and writes no assembly
     assert proc.returncode != 0
-    assert (
-        "IngestConfigError: ingest_sources[0] ('crm-customers') fetch: pagination.page_size:" in proc.stderr
-    )
+    assert proc.stderr.strip().startswith(
+        "synth stopped: ingest_sources[0] ('crm-customers') fetch: pagination.page_size:"
+    ), proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp_path / "out" / "manifest.json").exists()
 
 
@@ -452,32 +455,25 @@ def test_sources_from_the_command_line_are_parsed_and_disabled_sources_keep_thei
 
 
 def _ingest_context() -> dict[str, Any]:
-    """The ingest keys of cdk.json, and the accounts and buckets every synth requires."""
-    required = (
-        "orchestrator_account",
-        "source_account",
-        "target_account",
-        "source_locations",
-        "target_bucket",
-    )
+    """The example's ingest keys, and the accounts and buckets every synth requires."""
     return {
         k: v
         for k, v in CONTEXT.items()
-        if (k.startswith("ingest_") and k != "ingest_sources") or k in required
+        if (k.startswith("ingest_") and k != "ingest_sources") or k in REQUIRED_CONTEXT
     }
 
 
 def test_no_ingest_stack_when_disabled(tmp_path: Path) -> None:
-    app = build_app(context={"ingest_enabled": False}, outdir=tmp_path)
+    app = build_app(context={"ingest_enabled": False}, outdir=tmp_path, config=EXAMPLE_CONFIG)
     assert INGEST not in {c.node.id for c in app.node.children}
     assert "IcelakeOrchestrator" in {c.node.id for c in app.node.children}
 
 
 def test_an_existing_warehouse_bucket_and_key_are_used_as_configured(tmp_path: Path) -> None:
     # Given an existing warehouse bucket with its own key, and no database creation
-    settings = Settings(
+    settings = example_settings(
         ingest_enabled=True,
-        ingest_sources=parse_ingest_sources([SOURCE]),
+        ingest_sources=[SOURCE],
         ingest_secret_arns=tuple(CONTEXT["ingest_secret_arns"]),
         ingest_secret_kms_key_arns=("arn:aws:kms:us-east-1:123456789012:key/secret-key",),
         ingest_create_databases=False,

@@ -18,6 +18,7 @@ from cdk.lambda_deps import (
     too_new_for_the_runtime,
 )
 from tests.infrastructure.conftest import run_app_py
+from tests.infrastructure.helpers import example_context
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -108,7 +109,7 @@ def test_synth_stops_with_one_line_instead_of_leaving_the_dependencies_out(
     tmp_path: Path, context: dict[str, str], message: str
 ) -> None:
     # (the CDK CLI's way of passing context: cdk.json's, with the key overridden)
-    full = json.loads((REPO / "cdk.json").read_text())["context"] | context
+    full = example_context() | context
     proc = run_app_py(tmp_path, tmp_path / "cdk.out", {"CDK_CONTEXT_JSON": json.dumps(full)})
     assert proc.returncode == 1
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]

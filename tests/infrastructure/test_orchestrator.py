@@ -96,7 +96,7 @@ def test_glue_job_runs_iceberg_with_the_icelake_wheel_sized_for_the_map(synth: S
     assert wheel_url.startswith("s3://") and wheel_url.endswith(".zip")  # a .whl misses the executors
     assert (synth.outdir / f"asset.{wheel_url.rsplit('/', 1)[1]}").is_file()
     assert "pyiceberg" in args["--additional-python-modules"]
-    assert props["ExecutionProperty"]["MaxConcurrentRuns"] == 10  # cdk.json map_concurrency
+    assert props["ExecutionProperty"]["MaxConcurrentRuns"] == 10  # examples/context.json map_concurrency
     # a request may run up to 1,000 tables at once: those beyond the slots wait for one
     assert props["JobRunQueuingEnabled"] is True
     assert props["SecurityConfiguration"] == "icelake-migrate"

@@ -1,4 +1,4 @@
-"""`make synth` (python app.py) on a machine with no AWS credentials."""
+"""`make synth` (python app.py on the example configuration) on a machine with no AWS credentials."""
 
 from __future__ import annotations
 
@@ -10,8 +10,14 @@ from tests.infrastructure.conftest import Synth
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_app_py_synthesizes_the_stacks_of_the_three_accounts_of_cdk_json(synth: Synth) -> None:
-    # (the `synth` fixture ran app.py with no AWS credentials, as `make synth` does)
+def test_make_synth_synthesizes_the_example_configuration_and_says_so_first(synth: Synth) -> None:
+    # (the `synth` fixture ran `make synth` with no AWS credentials)
+    first = synth.said.splitlines()[0]
+    assert first.startswith(
+        "make synth: synthesizing examples/context.json (the example configuration: the embedded AWS's "
+        "accounts and buckets; ICELAKE_CONFIG=PATH names yours)"
+    ), synth.said
+    # the example's three accounts, and the ingestion stack its sources configure
     envs = {
         k: v["environment"]
         for k, v in synth.manifest["artifacts"].items()
