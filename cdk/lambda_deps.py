@@ -82,7 +82,7 @@ RUNTIME_SYMBOL_VERSIONS: dict[str, tuple[int, ...]] = {
 }
 _SYMBOL_VERSION = re.compile(rb"(GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)+)\x00")
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!-]+)$")
-_BUILD_FORMAT = 2  # bump when the build itself changes in a way the key would not see
+_BUILD_FORMAT = 3  # bump when the build itself changes in a way the key would not see
 
 
 class LayerBuildError(RuntimeError):
@@ -145,6 +145,26 @@ def trim(python_dir: Path, patterns: Sequence[str] = TRIM) -> int:
                 removed += tree_size(path)
                 shutil.rmtree(path)
     return removed
+
+
+def record_only_what_ships(python_dir: Path) -> int:
+    """Rewrite each installed package's RECORD to list only the files the layer holds; returns the
+    lines dropped. pip records the console scripts it wrote under bin/ (trimmed: never imported)
+    with the hash of their first line, `#!<this checkout's .venv>/bin/python`: kept, they would make
+    the layer's bytes, and so its asset hash, differ from one checkout path to another."""
+    root = python_dir.resolve()
+
+    def ships(line: str) -> bool:
+        path = (root / line.split(",", 1)[0]).resolve()
+        return path.is_relative_to(root) and path.is_file()
+
+    dropped = 0
+    for record in sorted(root.glob("*.dist-info/RECORD")):
+        lines = record.read_text().splitlines(keepends=True)
+        kept = [line for line in lines if ships(line)]
+        dropped += len(lines) - len(kept)
+        record.write_text("".join(kept))
+    return dropped
 
 
 def too_new_for_the_runtime(root: Path) -> list[str]:
@@ -258,6 +278,7 @@ def deps_layer(requirements: Path = REQUIREMENTS, cache_root: Path = LAYERS_DIR)
             pip_target(requirements, python_dir, no_deps=True)
             installed = tree_size(python_dir)
             removed = trim(python_dir)
+            record_only_what_ships(python_dir)
             check_layer(python_dir, requirements.name)
             shutil.rmtree(out, ignore_errors=True)
             staging.rename(out)

@@ -4,6 +4,9 @@ line when the layer cannot be built."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -147,3 +150,59 @@ def test_a_native_library_needing_a_newer_glibc_than_amazon_linux_2_is_found(tmp
     elf("cxx.so", b"GLIBC_2.17", b"GLIBCXX_3.4.29")
     (tmp_path / "notes.txt").write_bytes(b"GLIBC_2.99\x00")  # not an ELF file
     assert too_new_for_the_runtime(tmp_path) == ["cxx.so: GLIBCXX_3.4.29", "libarrow_s3.so.2600: GLIBC_2.28"]
+
+
+@pytest.mark.slow
+def test_two_checkout_paths_build_one_layer_and_one_asset_hash(tmp_path: Path) -> None:
+    """pip writes each console script with `#!<the checkout's .venv>/bin/python` and records its hash
+    in the package's RECORD; the scripts are trimmed, their RECORD lines must go too."""
+    # Given two checkouts, each with its .venv (a link to this one, as a git worktree's is), and
+    # requirements whose packages install console scripts
+    req = tmp_path / "requirements-lambda.txt"
+    req.write_text("idna==3.20\ncharset-normalizer==3.5.2\n")
+    layers, executables = [], []
+    for checkout in ("one", "another/clone"):
+        root = tmp_path / checkout
+        root.mkdir(parents=True)
+        (root / ".venv").symlink_to(Path(sys.prefix))
+        # When each builds the layer with its own interpreter, as `make synth` there would
+        done = subprocess.run(
+            [
+                str(root / ".venv" / "bin" / "python"),
+                "-c",
+                "import sys; from pathlib import Path; from cdk.lambda_deps import deps_layer; "
+                "print(sys.executable); print(deps_layer(Path(sys.argv[1]), Path(sys.argv[2])))",
+                str(req),
+                str(root / "build" / "layers"),
+            ],
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+        )
+        executable, layer = done.stdout.split()
+        executables.append(executable)
+        layers.append(Path(layer))
+    assert executables[0] != executables[1]  # two interpreter paths: two shebangs pip wrote
+    # Then the two layers hold the same bytes, their RECORDs list only what ships ...
+    one, other = (
+        {p.relative_to(layer): p.read_bytes() for p in layer.rglob("*") if p.is_file()} for layer in layers
+    )
+    assert one == other, sorted(k for k in one.keys() | other.keys() if one.get(k) != other.get(k))
+    assert not [
+        line
+        for p in layers[0].glob("python/*.dist-info/RECORD")
+        for line in p.read_text().splitlines()
+        if line.startswith("..")
+    ]
+    # ... and CDK gives them one asset hash: one upload for every clone of the commit
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_s3_assets as s3_assets
+
+    stack = Stack(App())
+    hashes = {
+        s3_assets.Asset(stack, f"Layer{i}", path=str(layer)).asset_hash for i, layer in enumerate(layers)
+    }
+    assert len(hashes) == 1, hashes
