@@ -1,10 +1,15 @@
-"""`make synth` (python app.py on the example configuration) on a machine with no AWS credentials."""
+"""`make synth` (app.py on the example configuration) and the pinned CDK CLI, with no AWS credentials."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import zipfile
 from pathlib import Path
 
+import pytest
+
+from cdk.config import EXAMPLE_CONFIG
 from tests.infrastructure.conftest import Synth
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,3 +51,47 @@ def test_the_glue_package_is_the_icelake_package(synth: Synth) -> None:
         assert "icelake/migrate/__init__.py" in names
         assert wheel.suffix == ".zip"  # what Spark puts on the executors' path
         assert not any("__pycache__" in n for n in names)
+
+
+def _cdk_cli(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The pinned CDK CLI (package.json) in the repo, as a deployer runs it, with no AWS credentials."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CDK_", "ICELAKE_"))}
+    env |= {
+        "AWS_CONFIG_FILE": str(tmp / "none"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp / "none"),
+        "CDK_DISABLE_CLI_TELEMETRY": "true",
+    }
+    command = [
+        str(REPO / "node_modules" / ".bin" / "cdk"),
+        "synth",
+        "--no-notices",
+        "--output",
+        str(tmp / "out"),
+    ]
+    return subprocess.run(
+        [*command, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        # an unedited checkout: cdk.json names no deployment, so nothing of the example's is synthesized
+        ((), "synth stopped: context orchestrator_account, orchestrator_region, source_account, "),
+        # the CLI's -c reaches the model: a misspelt key next to a configuration file
+        (
+            ("-c", f"config={EXAMPLE_CONFIG}", "-c", "target_buckett=my-lake"),
+            "synth stopped: context key target_buckett is not one icelake reads: did you mean target_bucket?",
+        ),
+    ],
+)
+def test_the_cdk_cli_stops_in_one_line_and_synthesizes_nothing(
+    tmp_path: Path, args: tuple[str, ...], said: str
+) -> None:
+    done = _cdk_cli(tmp_path, *args)
+    assert done.returncode != 0
+    stopped = [line for line in done.stderr.splitlines() if line.startswith("synth stopped: ")]
+    assert len(stopped) == 1 and stopped[0].startswith(said), done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    assert not list((tmp_path / "out").glob("*.template.json"))
