@@ -145,28 +145,123 @@ def data_columns(spark: SparkSession, table: str) -> StructType:
     return StructType([f for f in schema.fields if f.name not in SCD2_COLUMNS])
 
 
-def ensure_table(spark: SparkSession, spec: Scd2Spec, batch_schema: StructType) -> tuple[str, ...]:
-    """Create the table when missing; add batch columns it lacks. Returns the added column names."""
-    from pyspark.sql.types import StructType
+@dataclass(frozen=True)
+class SchemaPlan:
+    """The table's data columns as a batch would leave them, and the changes that get them there.
+    Planned before anything is written: every check runs against `schema`; the table changes only
+    once the batch is known to merge (apply_schema_plan), and is restored if the MERGE fails."""
 
+    schema: StructType  # the data columns after the batch: the table's (promoted), then the added
+    exists: bool  # False: the table is created with `schema`
+    added: tuple[str, ...] = ()
+    promoted: tuple[str, ...] = ()  # widened to their type in `schema`
+
+
+@dataclass(frozen=True)
+class TableBefore:
+    """What a failed merge restores: the table's current schema and snapshot before the batch
+    (None: the batch created the table)."""
+
+    schema_id: int | None
+    snapshot_id: int | None
+
+
+def plan_schema(spark: SparkSession, spec: Scd2Spec, batch_df: DataFrame) -> SchemaPlan:
+    """The schema this batch needs (new table, added columns, widened types), without changing it."""
+    from pyspark.sql.types import StructField, StructType
+
+    batch_schema = batch_df.drop(SOURCE_FILE, _POS, DELETED_FLAG).schema
     clash = RESERVED & set(batch_schema.fieldNames())
     if clash:
         raise InvalidBatchError(f"the API data has columns reserved for SCD2 bookkeeping: {sorted(clash)}")
-    missing_keys = [k for k in spec.keys if k not in batch_schema.fieldNames()]
     if not table_exists(spark, spec.table):
+        missing_keys = [k for k in spec.keys if k not in batch_schema.fieldNames()]
         if missing_keys:
             raise InvalidBatchError(f"the batch has no key column(s) {missing_keys}; check Scd2Spec.keys")
-        spark.sql(create_table_ddl(spec, batch_schema))
-        return ()
-    existing = {f.name.lower() for f in data_columns(spark, spec.table).fields}
-    new = StructType([f for f in batch_schema.fields if f.name.lower() not in existing])
-    for f in new.fields:
-        comment = spec.column_comments.get(f.name, "added by schema evolution")
+        return SchemaPlan(batch_schema, exists=False)
+    current = data_columns(spark, spec.table)
+    existing = {f.name.lower() for f in current.fields}
+    new = [f for f in batch_schema.fields if f.name.lower() not in existing]
+    widened = promotions(spec, batch_df, current)
+    fields = [StructField(f.name, widened.get(f.name, f.dataType), f.nullable, f.metadata) for f in current]
+    fields += [StructField(f.name, f.dataType, True) for f in new]
+    return SchemaPlan(
+        StructType(fields), exists=True, added=tuple(f.name for f in new), promoted=tuple(widened)
+    )
+
+
+def apply_schema_plan(spark: SparkSession, spec: Scd2Spec, plan: SchemaPlan) -> TableBefore:
+    """Create the table, or add and widen its columns, as planned; returns what to restore."""
+    if not plan.exists:
+        spark.sql(create_table_ddl(spec, plan.schema))
+        return TableBefore(None, None)
+    table = iceberg_table(spark, spec.table)
+    snapshot = table.currentSnapshot()
+    before = TableBefore(
+        int(table.schema().schemaId()), None if snapshot is None else int(snapshot.snapshotId())
+    )
+    for name in plan.added:
+        comment = spec.column_comments.get(name, "added by schema evolution")
+        kind = plan.schema[name].dataType.simpleString()
         spark.sql(
-            f"ALTER TABLE {qtable(spec.table)} ADD COLUMN {q(f.name)} {f.dataType.simpleString()} "
-            f"COMMENT {_sql_string(comment)}"
+            f"ALTER TABLE {qtable(spec.table)} ADD COLUMN {q(name)} {kind} COMMENT {_sql_string(comment)}"
         )
-    return tuple(new.fieldNames())
+    for name in plan.promoted:
+        wider = iceberg_type_of(plan.schema[name].dataType)
+        assert wider is not None  # promotions() only widens primitives
+        spark.sql(f"ALTER TABLE {qtable(spec.table)} ALTER COLUMN {q(name)} TYPE {wider.spark_sql}")
+    return before
+
+
+def iceberg_table(spark: SparkSession, table: str) -> Any:
+    """The Java Iceberg table behind `table` (the catalog's instance, refreshed)."""
+    jvm: Any = spark.sparkContext._jvm
+    found = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, table)
+    found.refresh()
+    return found
+
+
+def restore_table(spark: SparkSession, spec: Scd2Spec, plan: SchemaPlan, before: TableBefore) -> None:
+    """Undo a schema change whose MERGE did not commit: the schema current before the batch is made
+    current again (the same schema id, so a widened type is narrow again, which no ALTER can do),
+    or the table the batch created is dropped while it holds no snapshot. Nothing is undone when
+    the table has a snapshot the batch did not see (its MERGE, or another writer's, committed)."""
+    if not plan.added and not plan.promoted and plan.exists:
+        return
+    table = iceberg_table(spark, spec.table)
+    snapshot = table.currentSnapshot()
+    if (None if snapshot is None else int(snapshot.snapshotId())) != before.snapshot_id:
+        return
+    if before.schema_id is None:
+        spark.sql(f"DROP TABLE IF EXISTS {qtable(spec.table)}")
+        return
+    if int(table.schema().schemaId()) != before.schema_id:
+        jvm: Any = spark.sparkContext._jvm
+        ops = table.operations()
+        base = ops.current()
+        restored = jvm.org.apache.iceberg.TableMetadata.buildFrom(base).setCurrentSchema(before.schema_id)
+        ops.commit(base, restored.build())
+    spark.catalog.refreshTable(spec.table)
+
+
+def current_rows_sql(spec: Scd2Spec, plan: SchemaPlan) -> str:
+    """The current versions in the planned schema (added columns NULL, widened ones cast), with the
+    bookkeeping a closed copy keeps; none when the table is yet to be created."""
+    kept = [INGESTED_AT, SOURCE_FILE, VALID_FROM]
+    if not plan.exists:
+        cols = [f"CAST(NULL AS {f.dataType.simpleString()}) AS {q(f.name)}" for f in plan.schema.fields]
+        cols += [f"CAST(NULL AS {SCD2_COLUMNS[c][0]}) AS {q(c)}" for c in kept]
+        return f"SELECT {', '.join(cols)}, true AS __present WHERE false"
+    cols = []
+    for f in plan.schema.fields:
+        if f.name in plan.added:
+            cols.append(f"CAST(NULL AS {f.dataType.simpleString()}) AS {q(f.name)}")
+        elif f.name in plan.promoted:
+            cols.append(f"CAST({q(f.name)} AS {f.dataType.simpleString()}) AS {q(f.name)}")
+        else:
+            cols.append(q(f.name))
+    cols += [q(c) for c in kept]
+    return f"SELECT {', '.join(cols)}, true AS __present FROM {qtable(spec.table)} WHERE {q(IS_CURRENT)}"
 
 
 # --------------------------------------------------------------------------- batch -> DataFrame
@@ -311,14 +406,13 @@ def _lossy_values(df: DataFrame, src: str, target: Any, limit: int = 3) -> list[
     return [row[0] for row in df.where(bad).select(col).limit(limit).collect()]
 
 
-def promote_columns(
-    spark: SparkSession, spec: Scd2Spec, df: DataFrame, table_schema: StructType
-) -> tuple[str, ...]:
-    """Widen table columns as Iceberg allows (int->long, float->double, decimal precision) when
-    `spec.promote_types`: a declared type wider than the table's, or batch values that only the
-    wider batch type holds. Without the option a wider declared type is refused."""
+def promotions(spec: Scd2Spec, df: DataFrame, table_schema: StructType) -> dict[str, Any]:
+    """Table columns to widen as Iceberg allows (int->long, float->double, decimal precision) when
+    `spec.promote_types`, with their wider Spark type: a declared type wider than the table's, or
+    batch values that only the wider batch type holds. Without the option a wider declared type is
+    refused. Nothing is changed here (apply_schema_plan widens them)."""
     by_lower = {c.lower(): c for c in df.columns}
-    promoted = []
+    promoted: dict[str, Any] = {}
     for f in table_schema.fields:
         src = by_lower.get(f.name.lower())
         if src is None or df.schema[src].dataType == f.dataType:
@@ -342,9 +436,8 @@ def promote_columns(
             continue
         if not declared and not _lossy_values(df, src, f.dataType, limit=1):
             continue  # the values fit the table's type: no reason to widen it
-        spark.sql(f"ALTER TABLE {qtable(spec.table)} ALTER COLUMN {q(f.name)} TYPE {new.spark_sql}")
-        promoted.append(f.name)
-    return tuple(promoted)
+        promoted[f.name] = df.schema[src].dataType
+    return promoted
 
 
 def align_to_table(df: DataFrame, table_schema: StructType, batch_id: str) -> DataFrame:
@@ -466,6 +559,7 @@ def changes_sql(
     table_schema: StructType,
     full_load: bool,
     absent: frozenset[str] = frozenset(),
+    current_rows: str | None = None,
 ) -> str:
     """The keys this batch changes, classified against the current rows in ONE join.
 
@@ -475,7 +569,8 @@ def changes_sql(
     handles only the changes: about 1% of a typical dimension batch. `__mk_*` is the key to match
     in the table (the current row's key for `deleted` by a full load, the batch row's otherwise).
     Columns in `absent` (no record of the batch has them) are no change: a new version carries
-    the current version's value.
+    the current version's value. `current_rows`: the current versions in `table_schema` with the
+    kept bookkeeping and `__present` (current_rows_sql); by default the table's as they are.
     """
     names = table_schema.fieldNames()
     keys = [q(k) for k in spec.keys]
@@ -494,6 +589,9 @@ def changes_sql(
     # MERGE itself only deletes by key and never reads the wide current rows a second time.
     kept = [INGESTED_AT, SOURCE_FILE, VALID_FROM]
     current_cols = ", ".join([*(q(c) for c in names), *(q(c) for c in kept)])
+    current_rows = current_rows or (
+        f"SELECT {current_cols}, true AS __present FROM {qtable(spec.table)} WHERE {q(IS_CURRENT)}"
+    )
     current_copy = ", ".join(f"c.{q(c)} AS {q(CUR + c)}" for c in [*names, *kept])
     join = "FULL OUTER JOIN" if full_load else "LEFT JOIN"
     return f"""
@@ -503,7 +601,7 @@ WITH ranked AS (
 ), latest AS (
   SELECT *, true AS __in_batch FROM ranked WHERE __rn = 1
 ), cur AS (
-  SELECT {current_cols}, true AS __present FROM {qtable(spec.table)} WHERE {q(IS_CURRENT)}
+  {current_rows}
 ), classified AS (
   SELECT {merge_keys}, {batch_cols}, l.{q(SOURCE_FILE)}, {current_copy},
     CASE WHEN l.__in_batch IS NULL THEN 'deleted'
@@ -635,32 +733,39 @@ def merge_batch(
         raise EmptyFullLoadError(batch_id)
     if empty and not exists:
         return MergeResult(batch_id=batch_id, table=spec.table, skipped=False, empty=True)
-    data_schema_in = batch_df.drop(SOURCE_FILE, _POS, DELETED_FLAG).schema
-    added = ensure_table(spark, spec, data_schema_in)
-    table_schema = data_columns(spark, spec.table)
-    promoted = promote_columns(spark, spec, batch_df, table_schema)
-    if promoted:
-        table_schema = data_columns(spark, spec.table)
-    aligned = align_to_table(batch_df, table_schema, batch_id)
-    seen = {c.lower() for c in (present if present is not None else data_schema_in.fieldNames())}
+    # Evaluate: everything that can refuse the batch runs before the table is touched.
+    plan = plan_schema(spark, spec, batch_df)
+    aligned = align_to_table(batch_df, plan.schema, batch_id)
+    seen = {c.lower() for c in (present if present is not None else batch_df.columns)}
     absent = (
         frozenset()
         if spec.absent_means_null or empty
-        else frozenset(c for c in table_schema.fieldNames() if c.lower() not in seen)
+        else frozenset(c for c in plan.schema.fieldNames() if c.lower() not in seen)
     )
     suffix = abs(hash((batch_id, spec.table))) % 10**12
     batch_view, changes_view, source_view = (f"icelake_{p}_{suffix}" for p in ("batch", "changes", "source"))
     aligned.createOrReplaceTempView(batch_view)
     # The one pass over the batch and the current rows; the MERGE below reads this cached result.
-    changes = spark.sql(changes_sql(spec, batch_view, table_schema, full_load, absent)).cache()
+    classify = changes_sql(spec, batch_view, plan.schema, full_load, absent, current_rows_sql(spec, plan))
+    changes = spark.sql(classify).cache()
     try:
         changes.createOrReplaceTempView(changes_view)
         counts = count_changes(changes, spec, batch_id)
-        source = merge_source_sql(spec, changes_view, table_schema, as_of=as_of, ingested_at=ingested_at)
-        spark.sql(source).createOrReplaceTempView(source_view)
-        statement = merge_sql(spec, source_view, table_schema)
-        properties = {BATCH_ID_PROPERTY: batch_id, BATCH_AS_OF_PROPERTY: as_of.astimezone(UTC).isoformat()}
-        with_commit_properties(spark, properties, lambda: spark.sql(statement).collect())
+        # Change: the schema, then the MERGE; a MERGE that does not commit restores the schema.
+        before = apply_schema_plan(spark, spec, plan)
+        try:
+            table_schema = data_columns(spark, spec.table)
+            source = merge_source_sql(spec, changes_view, table_schema, as_of=as_of, ingested_at=ingested_at)
+            spark.sql(source).createOrReplaceTempView(source_view)
+            statement = merge_sql(spec, source_view, table_schema)
+            properties = {
+                BATCH_ID_PROPERTY: batch_id,
+                BATCH_AS_OF_PROPERTY: as_of.astimezone(UTC).isoformat(),
+            }
+            with_commit_properties(spark, properties, lambda: spark.sql(statement).collect())
+        except BaseException:
+            restore_table(spark, spec, plan, before)
+            raise
     finally:
         changes.unpersist()
         for view in (source_view, changes_view, batch_view):
@@ -679,8 +784,8 @@ def merge_batch(
         new_keys=new,
         closed=changed,
         deleted=counts.get("deleted", 0),
-        added_columns=added,
-        promoted_columns=promoted,
+        added_columns=plan.added,
+        promoted_columns=plan.promoted,
         empty=empty,
     )
 
