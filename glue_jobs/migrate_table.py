@@ -20,6 +20,7 @@ awsglue when present, else argparse (same names), so the same script runs in AWS
   --validation TIER          `rows`: also compare every snapshot's rows here, spread over the
                              executors (icelake.migrate.row_digest); other tiers are done by the
                              Validate Lambda from metadata (default: the work item's, else metadata)
+  --history live|all         what the target keeps of older logged metadata versions (live)
   --work-item JSON           the workflow's WorkItem (statemachines/migrate_tables.asl.json passes
                              it): roles, KMS key, prefix maps and run id where not given above
 """
@@ -40,6 +41,7 @@ from icelake.glue_args import in_glue, resolve_options
 from icelake.migrate.cpu_pool import CpuPools
 from icelake.migrate.distributed import SparkRunner, executor_spec
 from icelake.migrate.engine import Runner, run_migration
+from icelake.migrate.history import HISTORIES, History, dangling_versions, to_source_map
 from icelake.migrate.models import FilesCheck, MigrationResult, RowsValidation
 from icelake.migrate.plan import TablePlan
 from icelake.migrate.row_digest import compare_rows
@@ -63,6 +65,7 @@ OPTIONS = (
     "journal_uri",
     "local_warehouse",
     "validation",
+    "history",
     "work_item",
 )
 REQUIRED = ("source_metadata", "target_location")
@@ -105,6 +108,7 @@ def _work_item_args(work_item: str) -> dict[str, Any]:
         "map": [(m.source, m.target) for m in item.request.target.prefix_maps],
         "run_id": item.run_id,
         "validation": item.request.options.validation,
+        "history": item.request.options.history,
     }
 
 
@@ -115,6 +119,14 @@ def parse_maps(values: Sequence[str]) -> list[tuple[str, str]]:
         items = json.loads(value) if value.lstrip().startswith("[") else [value]
         out += [parse_map_option(item) for item in items]
     return out
+
+
+def history_of(value: str | None) -> History:
+    """--history: live (the default) or all; anything else is refused before any work."""
+    value = value or "live"
+    if value not in HISTORIES:
+        raise SystemExit(f"--history must be one of {', '.join(HISTORIES)}, got {value!r}")
+    return value
 
 
 def _flag(value: str | None) -> bool:
@@ -169,11 +181,13 @@ def main(argv: list[str] | None = None) -> MigrationResult:
             on_planned=partial(journal_plan, args.journal_uri, dst) if args.journal_uri else None,
             processes=processes,
             cpus=cpus,
+            history=history_of(args.history),
         )
     if args.validation == "rows":
         rows = rows_validation(args.source_metadata, result.target_metadata_location, src, dst, runner)
         result = result.model_copy(update={"rows_validation": rows})
-    result = result.model_copy(update={"files_check": files_check(result, args.source_metadata, dst)})
+    checked = files_check(result, args.source_metadata, dst, src if result.history == "all" else None)
+    result = result.model_copy(update={"files_check": checked})
     payload = result.model_dump_json()
     if args.result_uri:
         io_for(args.result_uri).write(args.result_uri, payload.encode())
@@ -212,13 +226,21 @@ def rows_validation(
         return RowsValidation(error=f"{type(exc).__name__}: {exc}")
 
 
-def files_check(result: MigrationResult, source_metadata: str, dst: FileIOSpec) -> FilesCheck:
+def files_check(
+    result: MigrationResult, source_metadata: str, dst: FileIOSpec, src: FileIOSpec | None = None
+) -> FilesCheck:
     """Every file of the target exists with its recorded size and none is the source's: read here,
-    next to the copy, instead of every manifest again in the Validate Lambda. A failure of the check
-    itself is reported as such (Validate fails the table saying so)."""
+    next to the copy, instead of every manifest again in the Validate Lambda. With `src` (history
+    all), also no logged version dangles where its source counterpart does not. A failure of the
+    check itself is reported as such (Validate fails the table saying so)."""
     sources = source_prefixes(source_metadata, (m.source for m in result.prefix_mappings))
     try:
-        return checked_target_files(dst.open(), result.target_metadata_location, sources)
+        checked = checked_target_files(dst.open(), result.target_metadata_location, sources)
+        if src is None:
+            return checked
+        to_source = to_source_map(result.prefix_mappings)
+        dangling = dangling_versions(src.open(), dst.open(), result.target_metadata_location, to_source)
+        return checked.model_copy(update={"problems": [*checked.problems, *dangling]})
     except Exception as exc:  # any failure of the check: reported, never taken for a bad copy
         return FilesCheck(error=f"{type(exc).__name__}: {exc}")
 

@@ -27,6 +27,7 @@ from icelake.errors import IcelakeError
 from icelake.explain import explain
 from icelake.ingest.cli import ingest_app
 from icelake.migrate import MigrationResult, migrate_table
+from icelake.migrate.history import History, orphans_note
 from icelake.uris import parse_map_option
 from icelake.workflow.client import (
     RunStatus,
@@ -128,6 +129,12 @@ def _summary(result: MigrationResult) -> Table:
         table.add_row("copies verified by checksum", str(result.files_verified))
     table.add_row("files rewritten", str(result.files_rewritten))
     table.add_row("files skipped (identical)", str(result.files_skipped))
+    orphans = result.orphans
+    table.add_row(
+        f"older versions only (history {result.history})",
+        f"{orphans.files} files ({_human_bytes(orphans.bytes)}) "
+        + ("copied" if result.history == "all" else "not copied"),
+    )
     table.add_row("elapsed", f"{result.elapsed_seconds:.1f} s")
     return table
 
@@ -157,6 +164,14 @@ def migrate_path(
         ),
     ] = DEFAULT_SESSION_SECONDS,
     workers: Annotated[int, typer.Option(min=1, max=256, help="Parallel file operations.")] = 16,
+    history: Annotated[
+        History,
+        typer.Option(
+            "--history",
+            help="live: copy what the current metadata reaches; all: also what older logged "
+            'metadata versions reach and the source still has (README "History").',
+        ),
+    ] = "live",
 ) -> None:
     """Migrate one table, given its metadata file, to a new location (S3 or local)."""
     with one_line_errors():
@@ -181,11 +196,14 @@ def migrate_path(
                 overwrite=overwrite,
                 workers=workers,
                 progress=progress,
+                history=history,
             )
     if as_json:
         sys.stdout.write(json.dumps(result.model_dump(mode="json")) + "\n")
     else:
         stdout_console().print(_summary(result))
+    if note := orphans_note(result.history, result.orphans):
+        err.print(f"[icelake] {note}", highlight=False, markup=False)
 
 
 def _execution_arn(state_machine_arn: str, run_id: str) -> str:

@@ -40,6 +40,7 @@ from icelake.migrate.cpu_pool import (
     rewrite_manifest_lists,
 )
 from icelake.migrate.delete_files import rewrite_delete_file
+from icelake.migrate.history import History
 from icelake.migrate.models import MigrationResult, PrefixMapping
 from icelake.migrate.plan import (
     CopyTask,
@@ -223,8 +224,10 @@ def migrate_table(
     progress: ProgressSink | None = None,
     copy_settings: CopySettings | None = None,
     lock_target: bool = True,
+    history: History = "live",
 ) -> MigrationResult:
-    """Make `target_location` hold the same table as `source_metadata`, with every path mapped."""
+    """Make `target_location` hold the same table as `source_metadata`, with every path mapped;
+    `history`: what the target keeps of the older logged versions (icelake.migrate.history)."""
     progress = progress or NoProgress()
     processes = processes if processes is not None else (os.cpu_count() or 1)
     with CpuPools(processes) as cpus:  # one pool of worker processes for the plan and the rewrites
@@ -243,6 +246,7 @@ def migrate_table(
             lock_target=lock_target,
             processes=processes,
             cpus=cpus,
+            history=history,
         )
 
 
@@ -263,6 +267,7 @@ def run_migration(
     on_planned: Callable[[TablePlan], None] | None = None,
     processes: int = 1,
     cpus: CpuPools | None = None,
+    history: History = "live",
 ) -> MigrationResult:
     """`migrate_table` with the copies and rewrites spread by `runner`; planning, manifest lists
     and metadata.json files stay in this process (on `workers` threads). `on_planned` sees the
@@ -283,6 +288,7 @@ def run_migration(
         progress=progress,
         processes=processes,
         cpus=cpus,
+        history=history,
     )
     outcomes: list[Outcome] = []
     copied = CopyTotals()
@@ -327,6 +333,8 @@ def run_migration(
         files_rewritten=sum(o.status == "written" for o in outcomes),
         files_skipped=plan.skipped_copies + sum(o.status == "skipped" for o in outcomes),
         elapsed_seconds=round(time.monotonic() - started, 3),
+        history=plan.history,
+        orphans=plan.orphans,
     )
 
 
@@ -366,7 +374,9 @@ def _execute(
         tasks = [(ref, plan.planned_manifests.get(ref.path)) for ref in refs]
         manifests = runner.map("rewrite manifests", rewrite, tasks)
     outcomes += manifests
-    new_lengths = {ref.path: o.size for ref, o in zip(refs, manifests, strict=True)}
+    # A manifest the source no longer has keeps its recorded length in the lists carried over
+    # (history all): the target's older version dangles there as the source's does.
+    new_lengths = plan.absent_manifests | {ref.path: o.size for ref, o in zip(refs, manifests, strict=True)}
     logged = plan.metadata_files[:-1]
     # The lists and the logged metadata.json files are parsed in one pool of worker processes.
     with driver.cpu_pool(max(len(plan.manifest_lists), len(logged))) as cpu:

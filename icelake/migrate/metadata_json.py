@@ -123,17 +123,38 @@ def referenced_paths(meta: Metadata) -> list[str]:
 
 
 def _referenced(shape: _Shape) -> list[str]:
+    return _version_paths(shape)[0]
+
+
+# A version's referenced paths, and where its manifest lists and statistics files are among them:
+# paths[lists_at:stats_at] are its manifest lists and paths[stats_at:] its statistics files
+# (lists_at is -1 when v1 inline manifests lie between the lists). The plan learns the older
+# versions' lists from it (`icelake.migrate.history`) without a second list of them crossing the
+# process pipe.
+VersionPaths = tuple[list[str], int, int]
+
+
+def _version_paths(shape: _Shape) -> VersionPaths:
     paths = [shape["location"]]
     properties = shape.get("properties", {})
     paths += [value for key in PATH_PROPERTIES if (value := properties.get(key))]
     paths += [entry["metadata-file"] for entry in shape.get("metadata-log", ())]
+    lists_at, inline = len(paths), False
     for snapshot in shape.get("snapshots", ()):
         if (manifest_list := snapshot.get("manifest-list")) is not None:
             paths.append(manifest_list)
-        paths += snapshot.get("manifests") or ()
+        if manifests := snapshot.get("manifests"):
+            paths += manifests
+            inline = True
+    stats_at = len(paths)
     paths += [s["statistics-path"] for s in shape.get("statistics", ())]
     paths += [s["statistics-path"] for s in shape.get("partition-statistics", ())]
-    return paths
+    return paths, -1 if inline else lists_at, stats_at
+
+
+def version_paths(meta: Metadata) -> VersionPaths:
+    """`referenced_paths`, with where its manifest lists and statistics files are (VersionPaths)."""
+    return _version_paths(_SHAPE.validate_python(meta, strict=True))
 
 
 def _shape_of_text(text: bytes) -> _Shape | None:
@@ -300,8 +321,14 @@ def rewrite_file_job(uri: str, raw: bytes, prefix_map: PrefixMap, kept: frozense
 def referenced_paths_job(uri: str, raw: bytes) -> list[str] | None:
     """`referenced_paths` of one metadata.json (a top-level function, to run in a worker
     process), or None when it cannot be parsed: the caller then parses it and raises."""
+    found = version_paths_job(uri, raw)
+    return None if found is None else found[0]
+
+
+def version_paths_job(uri: str, raw: bytes) -> VersionPaths | None:
+    """`version_paths` of one metadata.json, as `referenced_paths_job` makes its paths."""
     try:
         shape = _shape_of_text(_decompressed(uri, raw)[0])
     except Exception:
         return None
-    return None if shape is None else _referenced(shape)
+    return None if shape is None else _version_paths(shape)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
 
 
@@ -41,6 +43,17 @@ class FilesCheck(BaseModel):
     seconds: float = 0.0
 
 
+class Orphans(BaseModel):
+    """Files reached only from older logged metadata versions and present at the source
+    (`icelake.migrate.history`): copied under `history: all`, reported either way."""
+
+    model_config = ConfigDict(frozen=True)
+
+    files: int = 0  # manifest lists, manifests, data, delete and statistics files
+    bytes: int = 0
+    manifest_lists: int = 0  # of the files
+
+
 class MigrationResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -62,3 +75,5 @@ class MigrationResult(BaseModel):
     elapsed_seconds: float
     rows_validation: RowsValidation | None = None  # when the Glue job compared the rows itself
     files_check: FilesCheck | None = None  # when the Glue job checked the target's files itself
+    history: Literal["live", "all"] = "live"  # what the target keeps (icelake.migrate.history)
+    orphans: Orphans = Orphans()

@@ -37,7 +37,9 @@ from icelake.migrate.copy import is_same_copy
 from icelake.migrate.copy_schedule import spread_by_prefix
 from icelake.migrate.cpu_pool import CpuPools
 from icelake.migrate.delete_files import check_delete_file
+from icelake.migrate.history import History, LoggedPaths, OlderHistory
 from icelake.migrate.inventory import stat_by_listing, whole_listing
+from icelake.migrate.models import Orphans
 from icelake.migrate.plan_scan import fetched_ahead, map_in_chunks, planned_entries
 from icelake.migrate.progress import ProgressSink
 from icelake.uris import Mapping, PrefixMap, canonical, is_local, is_under, local_path, parent
@@ -147,6 +149,13 @@ class TablePlan:
     prefix_counts: Counter[str] = field(default_factory=Counter)
     # Data manifests as the plan read them: their rewrite splices paths where the plan found them.
     planned_manifests: dict[str, PlannedManifest] = field(default_factory=dict)
+    history: History = "live"
+    # Files only older logged versions reach, present at the source (history.py): copied under
+    # `all`, reported either way.
+    orphans: Orphans = field(default_factory=Orphans)
+    # Manifests that carried lists name and the source no longer has (their lists keep the
+    # recorded length: the target's version dangles where the source's does).
+    absent_manifests: dict[str, int] = field(default_factory=dict)
 
     def map_path(self, uri: str) -> str:
         return self.prefix_map.require(uri)
@@ -235,10 +244,13 @@ def build_plan(
     source: tuple[mj.Metadata, bool] | None = None,
     processes: int = 1,
     cpus: CpuPools | None = None,
+    history: History = "live",
 ) -> TablePlan:
     """`source`: the source metadata already read with `read_metadata` (not read again).
     `processes`: worker processes that parse manifests when the table has many (1: threads only).
-    `cpus`: the migration's worker processes, to use instead (left running for the rewrites)."""
+    `cpus`: the migration's worker processes, to use instead (left running for the rewrites).
+    `history`: what the target keeps (icelake.migrate.history): `live`, what the current metadata
+    reaches, or `all`, also what older logged versions reach and the source still has."""
     meta, _gz = source or read_metadata(src_io, source_metadata)
     prefix_map = table_prefix_map(meta, maps, target_location)
 
@@ -249,11 +261,24 @@ def build_plan(
     with contextlib.ExitStack() as stack:  # the plan's own worker processes end with the source check
         if cpus is None:
             cpus = stack.enter_context(CpuPools(processes))
-        metadata_files = _metadata_chain(src_io, source_metadata, meta, refs, reads, workers, cpus)
+        metadata_files, logged = _metadata_chain(src_io, source_metadata, meta, refs, reads, workers, cpus)
         lists = mj.manifest_lists(meta)
-        manifests = _manifests(src_io, meta, lists, progress)
+        manifests = _manifests(src_io, lists, progress)
+        for uri in mj.inline_manifests(meta):
+            manifests.setdefault(uri, ManifestRef(uri, -1, 0))
         refs.update(manifests)
-        files, delete_formats, planned = _files(src_io, meta, manifests, refs, reads, progress, cpus)
+        files, delete_formats, planned = _files(src_io, manifests, refs, reads, progress, cpus)
+        for path, size in mj.statistics_files(meta):
+            files.setdefault(canonical(path), _recorded(size if size is not None else -1, live=True))
+        roots = [m.source for m in prefix_map.mappings]
+        older = _older_history(src_io, logged, lists, manifests, files, reads, workers, progress, cpus, roots)
+        if history == "all":  # carried over: mapped, checked and copied as the live files are
+            lists = [*lists, *older.lists]
+            manifests.update(older.manifests)
+            refs.update(older.manifests, older.references)
+            files.update(older.files)
+            delete_formats.update(older.delete_formats)
+            planned.update(older.planned)
         refs = {canonical(p) for p in refs}.difference(files)
 
         directories = {
@@ -270,6 +295,13 @@ def build_plan(
         # A local walk of many files is CPU (a stat each): in ranges, in the worker processes.
         cpu = None if src_io.listing_waits else cpus.for_jobs(len(files) // LOCAL_FILES_PER_JOB)
         src_info = _check_sources(src_io, files, delete_formats, prefix_map, reads, workers, progress, cpu)
+        if history == "all":
+            orphans = older.orphans(src_info)
+        else:  # only counted: their files are asked about here, not with the live ones
+            asked = (
+                reads.stat(src_io, older.files, roots, workers, canonical_uris=True) if older.files else {}
+            )
+            orphans = older.orphans(asked)
     # The copies in the manifests' order, which the source check's answers keep.
     copy_paths = [p for p in files if p not in delete_formats and src_info[p] is not None]
     del files  # before the copies are made: the two at once would be the plan's peak
@@ -300,6 +332,9 @@ def build_plan(
         files_planned=present + len(metadata_files) + len(lists) + len(manifests),
         prefix_counts=prefix_counts,
         planned_manifests=planned,
+        history=history,
+        orphans=orphans,
+        absent_manifests=older.absent_manifests if history == "all" else {},
     )
 
 
@@ -311,61 +346,113 @@ def _metadata_chain(
     reads: PlanReads,
     workers: int,
     cpus: CpuPools,
-) -> list[str]:
-    """The metadata files to carry over: the logged ones that still exist, then the current one.
-    The log lives in the metadata directory, so one listing answers for all of it. A long log's
-    files (a thousand of up to a thousand snapshots each) are parsed in worker processes."""
+) -> tuple[list[str], LoggedPaths]:
+    """The metadata files to carry over: the logged ones that still exist, then the current one;
+    and the manifest lists and statistics files those logged versions name. The log lives in the
+    metadata directory, so one listing answers for all of it. A long log's files (a thousand of up
+    to a thousand snapshots each) are parsed in worker processes."""
     logged = mj.metadata_log(meta)
     logged_exist = reads.stat(src_io, logged, [parent(source_metadata)], workers)
     metadata_files = [p for p in logged if logged_exist[p] is not None] + [source_metadata]
     refs.add(source_metadata)
     logged_uris = metadata_files[:-1]
     cpu = cpus.for_jobs(len(logged_uris))
+    older = LoggedPaths()
 
-    def referenced(uri: str) -> list[str]:
-        if found := src_io.parse_in(cpu, uri, mj.referenced_paths_job):
+    def referenced(uri: str) -> mj.VersionPaths:
+        if found := src_io.parse_in(cpu, uri, mj.version_paths_job):
             return found
         # A file the job could not take is read and parsed here: its error is raised as icelake
         # explains it.
-        return mj.referenced_paths(mj.parse_metadata(uri, fetch_metadata(src_io, uri))[0])
+        return mj.version_paths(mj.parse_metadata(uri, fetch_metadata(src_io, uri))[0])
 
-    for _uri, found in fetched_ahead(logged_uris, referenced):
-        refs.update(found)
+    for uri, (found, lists_at, stats_at) in fetched_ahead(logged_uris, referenced):
+        refs.update(found)  # hashes the strings once: the two updates below reuse them
+        if lists_at < 0:  # v1 inline manifests among the lists: the lists read from the parse
+            older.lists.update(mj.manifest_lists(mj.parse_metadata(uri, fetch_metadata(src_io, uri))[0]))
+        else:
+            older.lists.update(found[lists_at:stats_at])
+        older.stats.update(found[stats_at:])
     refs.update(mj.referenced_paths(meta))
-    return metadata_files
+    return metadata_files, older
 
 
 def _manifests(
-    src_io: FileIO, meta: mj.Metadata, lists: list[str], progress: ProgressSink
+    src_io: FileIO, lists: list[str], progress: ProgressSink, phase: str = "scan manifest lists"
 ) -> dict[str, ManifestRef]:
-    """The manifests the live snapshots' manifest lists name (each once, in the order first
-    named), and inline ones (v1). Each snapshot's list names all its manifests, a thousand
-    snapshots' lists half a million records; but a list is the manifests its snapshot added
-    followed by its parent's list (Iceberg's appends), and the walker reads only the records a list
-    does not share with the one before it (`new_manifest_refs`), which were all named already."""
+    """The manifests the manifest lists name (each once, in the order first named). Each
+    snapshot's list names all its manifests, a thousand snapshots' lists half a million records;
+    but a list is the manifests its snapshot added followed by its parent's list (Iceberg's
+    appends), and the walker reads only the records a list does not share with the one before it
+    (`new_manifest_refs`), which were all named already."""
     manifests: dict[str, ManifestRef] = {}
-    progress.start("scan manifest lists", len(lists))
+    progress.start(phase, len(lists))
     walker = refs_walker()
     for uri, data in fetched_ahead(lists, functools.partial(_read_required, src_io)):
         for path, length, content in new_manifest_refs(walker, uri, data):
             if path not in manifests:  # a ref made for the first naming only
                 manifests[path] = ManifestRef(path, length, content)
-        progress.advance("scan manifest lists")
-    for uri in mj.inline_manifests(meta):
-        manifests.setdefault(uri, ManifestRef(uri, -1, 0))
+        progress.advance(phase)
     return manifests
+
+
+def _older_history(
+    src_io: FileIO,
+    logged: LoggedPaths,
+    lists: list[str],
+    manifests: dict[str, ManifestRef],
+    files: dict[str, int],
+    reads: PlanReads,
+    workers: int,
+    progress: ProgressSink,
+    cpus: CpuPools,
+    roots: list[str],
+) -> OlderHistory:
+    """What the logged (older) versions reach that the current metadata does not, and the source
+    still has. A history whose logged versions name no manifest list or statistics file the current
+    metadata does not (no snapshot expired since) costs two set differences here. Otherwise: one
+    source check of those lists and files (a listing of the metadata directory), a read of the
+    lists the source still has, a check of the manifests only they name, and a read of those
+    present; their files are asked about by the caller."""
+    older = OlderHistory()
+    candidates = sorted(logged.lists.difference(lists))
+    stats = sorted({canonical(p) for p in logged.stats}.difference(files))
+    if not candidates and not stats:
+        return older
+    older.files.update(dict.fromkeys(stats, _recorded(-1, live=False)))
+    present = reads.stat(src_io, candidates, roots, workers) if candidates else {}
+    older.lists = [p for p in candidates if present[p] is not None]
+    if not older.lists:
+        return older
+    older.metadata_bytes = sum(info.size for p in older.lists if (info := present[p]) is not None)
+    named = _manifests(src_io, older.lists, progress, "scan older manifest lists")
+    new = [ref for path, ref in named.items() if path not in manifests]
+    there = reads.stat(src_io, [ref.path for ref in new], roots, workers) if new else {}
+    for ref in new:
+        if (info := there[ref.path]) is None:
+            older.absent_manifests[ref.path] = ref.length
+        else:
+            older.manifests[ref.path] = ref
+            older.metadata_bytes += info.size
+    found, deletes, older.planned = _files(
+        src_io, older.manifests, older.references, reads, progress, cpus, "scan older manifests"
+    )
+    # Not required at the source: an older version may have lost them (a partial cleanup).
+    older.files.update((p, recorded & ~1) for p, recorded in found.items() if p not in files)
+    older.delete_formats = {p: fmt for p, fmt in deletes.items() if p in older.files}
+    return older
 
 
 def _files(
     src_io: FileIO,
-    meta: mj.Metadata,
     manifests: dict[str, ManifestRef],
     refs: set[str],
     reads: PlanReads,
     progress: ProgressSink,
     cpus: CpuPools,
+    phase: str = "scan manifests",
 ) -> tuple[dict[str, int], dict[str, str], dict[str, PlannedManifest]]:
-    """Every data, delete and statistics file: canonical path -> `_recorded(size, live)`, the position
+    """Every data and delete file: canonical path -> `_recorded(size, live)`, the position
     delete files' formats, and the data manifests as read (`PlannedManifest`). Live files must
     exist; deleted-entry ones may be gone. Manifests are fetched ahead on threads, parsed there or
     in worker processes (`processes`, for many manifests: parsing is CPU-bound) and taken here in
@@ -373,7 +460,7 @@ def _files(
     files: dict[str, int] = {}
     delete_formats: dict[str, str] = {}
     planned: dict[str, PlannedManifest] = {}
-    progress.start("scan manifests", len(manifests))
+    progress.start(phase, len(manifests))
     cpu = cpus.for_jobs(len(manifests))
 
     def fetch(uri: str) -> bytes | Parsed | None:
@@ -392,9 +479,7 @@ def _files(
         _add_entries(parsed, files, delete_formats, refs)
         if read is not None:
             planned[uri] = read
-        progress.advance("scan manifests")
-    for path, size in mj.statistics_files(meta):
-        files.setdefault(canonical(path), _recorded(size if size is not None else -1, live=True))
+        progress.advance(phase)
     return files, delete_formats, planned
 
 

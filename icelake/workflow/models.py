@@ -8,6 +8,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, check_session_duration
+from icelake.migrate.models import Orphans
 from icelake.workflow.names import Naming, split_name, template_fields
 
 _ACCOUNT = re.compile(r"^\d{12}$")
@@ -142,6 +143,9 @@ class Options(_Frozen):
     concurrency: int = Field(default=4, ge=1, le=1000)
     # metadata | sample | rows: what Validate checks (migrate/validate.py; docs/migration.md)
     validation: Literal["metadata", "sample", "rows"] = "metadata"
+    # live | all: what the target keeps of the older logged metadata versions
+    # (icelake/migrate/history.py; README "History")
+    history: Literal["live", "all"] = "live"
     dry_run: bool = False
     # A table copies in the Glue job when it has more to copy than either threshold, else in a Lambda
     # (15-minute limit). See benchmarks/WORKFLOW_RESULTS.md for the measurement behind the defaults.
@@ -237,6 +241,7 @@ class PlanResult(_Frozen):
     # Set when the table is left alone (engine "none"): its outcome and why.
     stopped: Literal["diverged", "source_dropped", "busy", "promoted"] | None = None
     stop_reason: str | None = None
+    orphans: Orphans = Orphans()  # what only older logged versions reach (a table planned here)
 
 
 OutcomeStatus = Literal[
@@ -281,6 +286,10 @@ class TableOutcome(_Frozen):
     # compared the rows, else "lambda").
     engines: dict[str, str] = {}
     files_pruned: int = 0  # objects of snapshots the source expired, deleted from the target
+    # Files only older logged metadata versions reach, present at the source: copied under
+    # options.history "all", else not; `history_note` says which and what to do about them.
+    orphans: Orphans = Orphans()
+    history_note: str | None = None
     # cutover: the source's last snapshot and the target's current one (equal when promoted)
     source_snapshot_id: int | None = None
     target_snapshot_id: int | None = None

@@ -5,7 +5,8 @@ A prune deletes a target object only when all of these hold:
   sync was validated;
 - it lies under the table's own target location: keys under shared `prefix_maps` targets may
   also be another table's, so they are never pruned;
-- the table's current target metadata no longer reaches it (reachable.py, deliberately wide);
+- the table's current target metadata no longer reaches it (reachable.py, deliberately wide), nor,
+  under `history: all`, any version its metadata-log lists (history.py);
 - it still exists (so the count is what this prune deleted).
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from icelake.aws.fileio import FileIO
+from icelake.migrate.history import reached_by_history
 from icelake.migrate.inventory import stat_by_listing
 from icelake.migrate.reachable import reachable_files
 from icelake.uris import canonical, is_under
@@ -27,6 +29,8 @@ def prune_target(
     target_location: str,
     target_metadata: str,
     workers: int = 16,
+    *,
+    keep_history: bool = False,
 ) -> list[str]:
     """Delete what icelake wrote for the table that its current metadata no longer reaches;
     returns the deleted keys.
@@ -38,6 +42,8 @@ def prune_target(
     files whose source expired a thousand is not listed whole."""
     location = canonical(target_location)
     keep = reachable_files(dst_io, target_metadata)
+    if keep_history:  # history all: what any logged version reaches stays too
+        keep |= reached_by_history(dst_io, target_metadata)
     candidates: dict[str, str] = {}  # canonical -> as journaled
     for uri in journal_uris:
         for key in read_journal(artifacts_io, uri):

@@ -24,6 +24,7 @@ def copy(given: PlannedInput, deps: Deps) -> MigrationResult:
         dst_io=sessions.target_io(),
         processes=1,  # Lambda cannot start worker processes
         lock_target=False,  # the table's lock is in the ledger: a timed-out Lambda leaves none behind
+        history=item.request.options.history,
     )
     io_for(planned.copy_result_uri, deps.orchestrator).write(
         planned.copy_result_uri, result.model_dump_json().encode()

@@ -5,12 +5,13 @@ engine (Lambda, Glue, or none)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from icelake.aws import catalog
 from icelake.aws.fileio import FileIO
+from icelake.migrate.models import Orphans
 from icelake.migrate.plan import build_plan, read_metadata, table_prefix_map
 from icelake.migrate.progress import NoProgress
 from icelake.migrate.table_size import estimate_size
@@ -112,6 +113,7 @@ def plan(given: PlanInput, deps: Deps) -> PlanResult:
         journal_key=journal_key,
         journal_uri=journal_uri,
         copy_result_uri=deps.artifacts.uri(Artifacts.key(item.run_id, item.name, "copy-result.json")),
+        orphans=figures.orphans,
     )
 
 
@@ -125,6 +127,7 @@ class Figures:
     files_to_copy: int
     bytes_to_copy: int
     target_metadata: str
+    orphans: Orphans = field(default_factory=Orphans)  # known when planned here
 
 
 def _plan_here(
@@ -147,6 +150,7 @@ def _plan_here(
         workers=16,
         progress=NoProgress(),
         source=source,
+        history=item.request.options.history,
     )
     write_journal(deps.artifacts.io, journal_uri, new_target_keys(table_plan, dst_io))
     return Figures(
@@ -156,6 +160,7 @@ def _plan_here(
         len(table_plan.copies),
         sum(t.info.size for t in table_plan.copies),
         table_plan.target_metadata,
+        table_plan.orphans,
     )
 
 

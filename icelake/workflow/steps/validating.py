@@ -10,6 +10,7 @@ from icelake.aws import catalog
 from icelake.aws.fileio import io_for
 from icelake.aws.session import pyiceberg_props
 from icelake.errors import ValidationFailedError
+from icelake.migrate.history import dangling_versions, orphans_note, to_source_map
 from icelake.migrate.models import MigrationResult, RowsValidation
 from icelake.migrate.validate import Tier, check_target_files, validate_tables
 from icelake.workflow.inputs import PlannedInput
@@ -76,6 +77,8 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
         validation=_tier_done(report.tier, report.notes, rows),
         engines={"plan": planned.planned_in, "copy": planned.engine, "validate": _validated_in(rows)},
         files_pruned=pruned,
+        orphans=copied.orphans,
+        history_note=orphans_note(copied.history, copied.orphans),
         error=prune_error,
         seconds=copied.elapsed_seconds,
         **item_facts(item, ledger.get_table(item.run_id, item.name)),
@@ -91,9 +94,16 @@ def _file_problems(planned: PlanResult, copied: MigrationResult, sessions: Sessi
     """What is wrong with the target's files: as the Glue job found it next to the copy (a large
     table's manifests are not read again here), else checked now."""
     checked = copied.files_check
+    item = planned.item
     if checked is None:
         target_io = sessions.target_io()
-        return check_target_files(target_io, planned.target_metadata_location, source_prefixes(planned.item))
+        problems = check_target_files(target_io, planned.target_metadata_location, source_prefixes(item))
+        if item.request.options.history == "all":
+            to_source = to_source_map(copied.prefix_mappings)
+            problems += dangling_versions(
+                sessions.source_io(), target_io, planned.target_metadata_location, to_source
+            )
+        return problems
     if checked.error:
         raise ValidationFailedError(
             f"{planned.item.name}: the Glue job could not check the target's files: {checked.error}"
@@ -129,6 +139,8 @@ def skipped(planned: PlanResult) -> TableOutcome:
         files_copied=planned.files_to_copy if status == "dry_run" else 0,
         bytes_copied=planned.bytes_to_copy if status == "dry_run" else 0,
         **item_facts(planned.item),
+        orphans=planned.orphans,
+        history_note=orphans_note(planned.item.request.options.history, planned.orphans),
     )
 
 
@@ -174,6 +186,7 @@ def _prune(planned: PlanResult, sessions: Sessions, deps: Deps) -> tuple[int, st
             journals,
             item.target_location,
             planned.target_metadata_location,
+            keep_history=item.request.options.history == "all",
         )
     except Exception as exc:
         return 0, f"the sync is good, but pruning expired files failed ({exc}); the next run prunes again"
