@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast lint bench bench-large bench-scd2 clean synth announce-synth
+.PHONY: setup demo test test-fast lint bench bench-large bench-scd2 bench-copy clean synth announce-synth
 
 setup: $(STAMP)
 
@@ -43,6 +43,12 @@ bench-large: setup
 	$(BIN)/python -m benchmarks.large_bench
 	$(BIN)/python -m benchmarks.listing_bench
 	$(BIN)/python -m benchmarks.workflow_large
+
+# Copy at S3's limits (issue 34): 50,000 data files over 8 prefixes (30 % in one) copied by the
+# Lambda engine and the Glue engine (local Spark) against a model of S3's per-prefix rates and
+# latency (benchmarks/s3_model.py); last line: JSON with efficiency, slowdowns and cost per object.
+bench-copy: setup
+	$(BIN)/python -m benchmarks.copy_bench --record
 
 # SCD2 merge against a naive rewrite: 1,000,000 wide rows, 1% changed (last line: JSON summary),
 # then with 5 earlier batches of history (at 200,000 rows: 6x the rows to build on a 2-core machine).

@@ -13,12 +13,16 @@ fast enough that no Java-side helper class is needed.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
+from pathlib import Path
 from typing import Any
 
 from icelake.uris import local_path
@@ -103,10 +107,12 @@ def build_synthetic_table(
     progress: Callable[[int], None] | None = None,
     file_size: int = FILE_SIZE_BYTES,
     touch: bool = False,
+    day_of: Callable[[int, int], int] | None = None,
 ) -> BuiltTable:
     """`snapshots` fast appends of `files_per_snapshot` files each into `<catalog>.db.t`. `touch`:
     each data file is also created, sparse (its recorded size, no disk blocks), so that listings
-    and HEADs find it as on a real lake."""
+    and HEADs find it as on a real lake. `day_of(snapshot, i)`: the partition (days after
+    FIRST_DAY) of each file, instead of `partitions_per_snapshot` runs of files."""
     started = time.monotonic()
     ident = f"{catalog}.db.t"
     jvm = spark._jvm
@@ -133,10 +139,12 @@ def build_synthetic_table(
         t0 = time.monotonic()
         append = table.newFastAppend()
         job = uuid.uuid4()
+        day_index = -1
         for i in range(files_per_snapshot):
-            if i % per_partition == 0:
-                day = FIRST_DAY + timedelta(days=s * partitions_per_snapshot + i // per_partition)
-                partition = f"ts_day={day.isoformat()}"
+            now = day_of(s, i) if day_of else s * partitions_per_snapshot + i // per_partition
+            if now != day_index:
+                day_index = now
+                partition = f"ts_day={(FIRST_DAY + timedelta(days=day_index)).isoformat()}"
                 builder.withPartitionPath(partition)
             path = f"{location}/data/{partition}/{i:05d}-{s}-{job}-{i:05d}.parquet"
             builder.withPath(path)
@@ -174,6 +182,7 @@ def build_with_progress_bar(
     files_per_snapshot: int,
     partitions_per_snapshot: int,
     file_size: int = FILE_SIZE_BYTES,
+    day_of: Callable[[int, int], int] | None = None,
 ) -> BuiltTable:
     """`build_synthetic_table` with touched data files, showing a progress bar on `console`."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -190,7 +199,43 @@ def build_with_progress_bar(
             progress=lambda n: bar.update(task, completed=n),
             file_size=file_size,
             touch=True,
+            day_of=day_of,
         )
+
+
+def build_in_own_process(
+    warehouse: Path, files: int, snapshots: int, file_size: int, *extra: str
+) -> dict[str, Any]:
+    """`main` in a fresh interpreter (its own JVM, whose memory goes back when it ends); the built
+    table as a dict of `BuiltTable`'s fields."""
+    repo = Path(__file__).resolve().parent.parent
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.synthetic_table",
+        f"--warehouse={warehouse}",
+        f"--files={files}",
+        f"--snapshots={snapshots}",
+        f"--file-size={file_size}",
+        *extra,
+    ]
+    proc = subprocess.run(cmd, cwd=repo, stdout=subprocess.PIPE, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"building the synthetic table failed (exit {proc.returncode})")
+    built: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return built
+
+
+def skewed_days(prefixes: int, hot_share: float) -> Callable[[int, int], int]:
+    """File i of a snapshot goes to day 0 (the hot partition) for `hot_share` of each run of 100
+    files, and round-robin over the other `prefixes - 1` days otherwise."""
+    hot = round(hot_share * 100)
+
+    def day_of(_snapshot: int, i: int) -> int:
+        at = i % 100
+        return 0 if at < hot or prefixes < 2 else 1 + (i * 7919 + at) % (prefixes - 1)
+
+    return day_of
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -198,8 +243,6 @@ def main(argv: list[str] | None = None) -> None:
     must not hold a second SparkSession, or want its memory back when the build is done)."""
     import argparse
     import dataclasses
-    import json
-    from pathlib import Path
 
     from icelake.local.spark import local_spark
     from rich.console import Console
@@ -210,7 +253,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--snapshots", type=int, required=True, help="fast appends, each of files/snapshots")
     ap.add_argument("--partitions-per-snapshot", type=int, default=5)
     ap.add_argument("--file-size", type=int, default=FILE_SIZE_BYTES, help="bytes recorded (and touched)")
+    ap.add_argument(
+        "--skewed-prefixes",
+        type=int,
+        default=0,
+        help="spread every snapshot's files over this many partitions, --hot-share of them in the first",
+    )
+    ap.add_argument("--hot-share", type=float, default=0.3)
     args = ap.parse_args(argv)
+    day_of = skewed_days(args.skewed_prefixes, args.hot_share) if args.skewed_prefixes else None
     warehouse = str(Path(args.warehouse).resolve())
     spark = local_spark({"synthetic": warehouse}, app_name="icelake-synthetic-table", driver_memory="4g")
     try:
@@ -222,6 +273,7 @@ def main(argv: list[str] | None = None) -> None:
             files_per_snapshot=max(1, args.files // args.snapshots),
             partitions_per_snapshot=args.partitions_per_snapshot,
             file_size=args.file_size,
+            day_of=day_of,
         )
     finally:
         spark.stop()

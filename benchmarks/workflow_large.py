@@ -41,6 +41,8 @@ import boto3
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.synthetic_table import build_in_own_process
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 STATE_PAYLOAD_LIMIT = 256 * 1024  # bytes a Step Functions state may pass to the next
@@ -49,20 +51,7 @@ console = Console(stderr=True)
 
 def build_table(work: Path, files: int, file_size: int) -> dict[str, Any]:
     """The synthetic table, built by `benchmarks.synthetic_table` in its own JVM and process."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "benchmarks.synthetic_table",
-        f"--warehouse={work / 'warehouse'}",
-        f"--files={files}",
-        f"--snapshots={max(1, files // 1000)}",
-        f"--file-size={file_size}",
-    ]
-    proc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"building the synthetic table failed (exit {proc.returncode})")
-    built: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    return built
+    return build_in_own_process(work / "warehouse", files, max(1, files // 1000), file_size)
 
 
 def package_baseline_mib(handler_file: str, environment: dict[str, str]) -> float:

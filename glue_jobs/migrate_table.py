@@ -39,7 +39,7 @@ from icelake.aws.fileio import FileIOSpec, io_for, is_absent
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, AssumedRole, check_session_duration, pyiceberg_props
 from icelake.glue_args import in_glue, resolve_options
 from icelake.migrate.cpu_pool import CpuPools
-from icelake.migrate.distributed import SparkRunner, executor_spec
+from icelake.migrate.distributed import SparkRunner, executor_spec, size_copies
 from icelake.migrate.engine import Runner, run_migration
 from icelake.migrate.history import HISTORIES, History, dangling_versions, to_source_map
 from icelake.migrate.models import FilesCheck, MigrationResult, RowsValidation
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> MigrationResult:
             runner=runner,
             overwrite=args.overwrite,
             lock_target=False,  # the workflow holds the table in its ledger (a killed job leaves no lock)
-            on_planned=partial(journal_plan, args.journal_uri, dst) if args.journal_uri else None,
+            on_planned=partial(on_planned, runner, args.journal_uri, dst),
             processes=processes,
             cpus=cpus,
             history=history_of(args.history),
@@ -193,6 +193,14 @@ def main(argv: list[str] | None = None) -> MigrationResult:
         io_for(args.result_uri).write(args.result_uri, payload.encode())
     print(payload)
     return result
+
+
+def on_planned(runner: SparkRunner, journal_uri: str | None, dst: FileIOSpec, plan: TablePlan) -> None:
+    """Before anything is written: the copies' concurrency from the table's prefix spread, and the
+    journal of what the copy will create."""
+    size_copies(runner, plan)
+    if journal_uri:
+        journal_plan(journal_uri, dst, plan)
 
 
 def journal_plan(journal_uri: str, dst: FileIOSpec, plan: TablePlan) -> None:

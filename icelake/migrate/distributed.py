@@ -24,13 +24,20 @@ from typing import Any, TypeVar
 
 from icelake.aws.fileio import FileIOSpec
 from icelake.aws.session import AssumedRole
+from icelake.migrate.copy_schedule import copy_concurrency
 from icelake.migrate.engine import ThreadRunner
+from icelake.migrate.plan import TablePlan
 from icelake.migrate.progress import NoProgress, ProgressSink
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 THREADS_PER_TASK = 8  # concurrent S3 calls per Spark task (copies mostly wait on S3)
+# Copies per task at most: botocore spends about 2.7 ms of CPU on each request (measured against
+# the S3 model), so one task's process (one core, one GIL) sends at most ~370 requests a second,
+# which 16 threads waiting ~40 ms on S3 each already ask of it.
+MAX_COPY_THREADS_PER_TASK = 16
+MIN_COPY_THREADS_PER_TASK = 2
 SLICES_PER_CORE = 3  # tasks per executor core and phase: small enough slices to balance load
 # Items of a phase run as one Spark job when the results are only added up (copies): a job costs
 # a second or so to start, and its items and results are held by the driver while it runs.
@@ -67,6 +74,7 @@ class SparkRunner:
         self.sc = spark_context
         self.progress = progress or NoProgress()
         self.threads_per_task = threads_per_task
+        self.copy_threads = threads_per_task  # the copies' threads per task (`size_copies`)
         self.slices = slices or SLICES_PER_CORE * int(spark_context.defaultParallelism)
 
     def map(self, phase: str, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
@@ -83,17 +91,32 @@ class SparkRunner:
         self.progress.start(phase, len(items))
         for start in range(0, len(items), ITEMS_PER_JOB):
             batch = items[start : start + ITEMS_PER_JOB]
-            yield from self._run(phase, fn, batch)
+            yield from self._run(phase, fn, batch, self.copy_threads)
             self.progress.advance(phase, len(batch))
 
-    def _run(self, phase: str, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    def _run(
+        self, phase: str, fn: Callable[[T], R], items: Sequence[T], threads: int | None = None
+    ) -> list[R]:
         self.sc.setJobDescription(f"icelake: {phase} ({len(items)} files)")  # names the job in the UI
         try:
             rdd = self.sc.parallelize(list(items), min(self.slices, len(items)))
-            out: list[R] = rdd.mapPartitions(partial(_run_slice, fn, self.threads_per_task)).collect()
+            per_task = threads or self.threads_per_task
+            out: list[R] = rdd.mapPartitions(partial(_run_slice, fn, per_task)).collect()
         finally:
             self.sc.setJobDescription(None)
         return out
 
     def cpu_pool(self, jobs: int) -> AbstractContextManager[Executor | None]:
         return nullcontext(None)  # each executor core rewrites its own manifests
+
+
+def size_copies(runner: SparkRunner, plan: TablePlan) -> int:
+    """Set the copies' threads per task from the table's prefix spread: as many copies in flight,
+    over all the cores, as take the busiest prefix to S3's rate (`copy_schedule.copy_concurrency`),
+    within what a task's process can send. Returns the threads per task."""
+    _, share = plan.copies.prefix_spread()
+    wanted = copy_concurrency(share)
+    cores = max(1, int(runner.sc.defaultParallelism))
+    per_task = -(-wanted // cores)
+    runner.copy_threads = max(MIN_COPY_THREADS_PER_TASK, min(MAX_COPY_THREADS_PER_TASK, per_task))
+    return runner.copy_threads

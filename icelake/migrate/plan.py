@@ -34,7 +34,7 @@ from icelake.migrate.avro_files import DELETED, POSITION_DELETES, ManifestRef, n
 from icelake.migrate.avro_patch import PlannedManifest, refs_walker
 from icelake.migrate.collisions import refuse_duplicate_targets, refuse_overlapping_targets
 from icelake.migrate.copy import is_same_copy
-from icelake.migrate.copy_schedule import spread_by_prefix
+from icelake.migrate.copy_schedule import hot_share, spread_by_prefix
 from icelake.migrate.cpu_pool import CpuPools
 from icelake.migrate.delete_files import check_delete_file
 from icelake.migrate.history import History, LoggedPaths, OlderHistory
@@ -97,6 +97,10 @@ class Copies(Sequence[CopyTask]):
         """The same copies in the order that keeps every prefix busy for the whole copy
         (`copy_schedule.spread_by_prefix`: the order S3's per-prefix limits want)."""
         return Copies(spread_by_prefix(self._paths), self._infos, self._prefix_map)
+
+    def prefix_spread(self) -> tuple[int, float]:
+        """(how many prefixes the copies read from, the busiest one's share of them)."""
+        return hot_share(self._paths)
 
     def pairs(self) -> Iterator[tuple[str, str]]:
         """(source, target) of every copy, without making its task (a file list, a journal)."""

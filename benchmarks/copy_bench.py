@@ -1,0 +1,343 @@
+"""Copy at S3's limits: both engines against a model of S3's request rates and latency.
+
+    .venv/bin/python -m benchmarks.copy_bench                      # make bench-copy (50,000 files)
+    .venv/bin/python -m benchmarks.copy_bench --files 5000 --writes-per-s 400   # a quick look
+
+A table of `--files` data files over `--prefixes` partition prefixes, `--hot-share` of them in one
+(built through the Iceberg Java API, `benchmarks.synthetic_table`), is published to the model's
+source bucket (`benchmarks/s3_model.py`, its own process; limits and latency off while it is
+seeded), then migrated to the model's target bucket twice, each run with the model's limits and
+latency on and its counts reset:
+- the Lambda engine: `migrate_table` as the copy step calls it (one process, its threads);
+- the Glue engine: `run_migration` with `SparkRunner` on local Spark, as the Glue job runs it.
+Both use icelake's own clients (`icelake.aws.clients`: retries, per-prefix pacing).
+
+Per engine, `measured_s` is the copy phase (first copy started to last copy done) and `ideal_s`
+the model's lower bound for it: the larger of the copy's requests x the model's mean latency /
+the engine's concurrency (Lambda threads; local Spark cores x threads per task), and the hottest
+prefix's requests / its limit (writes: COPY per target prefix; reads: HEAD per source prefix).
+`efficiency` = ideal_s / measured_s. Costs come from `icelake.assess.prices` (us-east-1): the
+engine's S3 requests as the model counted them, plus compute for measured_s (the copy Lambda's
+deployed memory; the Glue job's smallest run, 2 G.1X workers, since local Spark's 2 cores are
+less than one G.1X executor), per million objects; the floor is one CopyObject per object.
+
+The last line is one JSON object (objects, prefixes, hot_prefix_share, model, engines.lambda and
+engines.glue, failed_tables, cost_usd_per_million_objects, copy_floor_usd_per_million_objects);
+`--record` adds it to benchmarks/results/ and a row to benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import subprocess
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from benchmarks.s3_model import ModelConfig, ModelProcess, start_model
+from benchmarks.synthetic_table import build_in_own_process
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+SOURCE_BUCKET, TARGET_BUCKET = "bench-source", "bench-target"
+SOURCE = f"s3://{SOURCE_BUCKET}/lake/db/t"
+GLUE_BILLED_WORKERS, GLUE_WORKER_TYPE = 2, "G.1X"  # the smallest Glue Spark job
+REGION = "us-east-1"
+GOALS = {"efficiency": 0.85, "cost_ratio": 1.15}
+console = Console(stderr=True)
+
+
+class PhaseClock:
+    """A ProgressSink that remembers when the copy phase started and when its last file finished."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+        self.finished: float | None = None
+
+    def start(self, phase: str, total: int) -> None:
+        if phase == "copy files":
+            self.started = self.finished = time.monotonic()
+
+    def advance(self, phase: str, amount: int = 1) -> None:
+        if phase == "copy files":
+            self.finished = time.monotonic()
+
+    @property
+    def seconds(self) -> float:
+        return (self.finished or 0.0) - (self.started or 0.0)
+
+
+def _client() -> Any:
+    from icelake.aws.clients import new_session
+
+    return new_session(region_name=REGION).client("s3")
+
+
+def build_and_publish(work: Path, files: int, prefixes: int, hot_share: float, model: ModelProcess) -> str:
+    """The table, built in its own JVM and process, then seeded into the model's source bucket."""
+    from icelake.aws.fileio import LocalFileIO, S3FileIO
+    from icelake.migrate import migrate_table
+
+    built = build_in_own_process(
+        work / "warehouse",
+        files,
+        max(1, files // 5000),
+        64,  # bytes: the model keeps sizes only, but the table is seeded through PutObject
+        f"--skewed-prefixes={prefixes}",
+        f"--hot-share={hot_share}",
+    )
+    console.print(f"built {built['data_files']:,} files in {built['snapshots']} snapshots; publishing ...")
+    model.configure(per_prefix_writes_per_s=0, per_prefix_reads_per_s=0, latency=False)
+    s3 = _client()
+    for bucket in (SOURCE_BUCKET, TARGET_BUCKET):
+        s3.create_bucket(Bucket=bucket)
+    started = time.monotonic()
+    published = migrate_table(
+        built["current_metadata"], SOURCE, src_io=LocalFileIO(), dst_io=S3FileIO(s3), workers=32
+    )
+    console.print(f"  published in {time.monotonic() - started:.1f} s")
+    return published.target_metadata_location
+
+
+def run_lambda(source: str, target: str) -> tuple[Any, PhaseClock, int]:
+    """The copy step's call (icelake/workflow/steps/copying.py): one process, its default threads."""
+    from icelake.aws.fileio import S3FileIO
+    from icelake.migrate import migrate_table
+
+    clock = PhaseClock()
+    threads = int(inspect.signature(migrate_table).parameters["workers"].default)
+    result = migrate_table(
+        source,
+        target,
+        src_io=S3FileIO(_client()),
+        dst_io=S3FileIO(_client()),
+        processes=1,
+        lock_target=False,
+        progress=clock,
+    )
+    return result, clock, threads
+
+
+def run_glue(source: str, target: str, spark: Any) -> tuple[Any, PhaseClock, int]:
+    """The Glue job's call (glue_jobs/migrate_table.py) on local Spark."""
+    from icelake.migrate.cpu_pool import CpuPools
+    from icelake.migrate.distributed import SparkRunner, executor_spec, size_copies
+    from icelake.migrate.engine import run_migration
+
+    clock = PhaseClock()
+    runner = SparkRunner(spark.sparkContext, clock)
+
+    def sized(plan: Any) -> None:  # as the Glue job's on_planned does
+        size_copies(runner, plan)
+
+    with CpuPools(os.cpu_count() or 1) as cpus:
+        result = run_migration(
+            source,
+            target,
+            [],
+            src=executor_spec(source),
+            dst=executor_spec(target),
+            runner=runner,
+            lock_target=False,
+            on_planned=sized,
+            processes=os.cpu_count() or 1,
+            cpus=cpus,
+        )
+    return result, clock, int(spark.sparkContext.defaultParallelism) * runner.copy_threads
+
+
+def engine_figures(
+    result: Any, clock: PhaseClock, concurrency: int, stats: dict[str, Any], config: ModelConfig, prices: Any
+) -> dict[str, Any]:
+    from icelake.migrate.copy import REQUESTS_PER_COPY
+
+    copies = int(result.files_copied)
+    needed = copies * sum(REQUESTS_PER_COPY.values())
+    by_latency = needed * config.latency_mean_ms / 1000 / concurrency
+    writes = stats["requests"].get("COPY", {})
+    reads = stats["requests"].get("HEAD", {})
+    target_writes = {p: n for p, n in writes.items() if p.startswith(TARGET_BUCKET)}
+    source_reads = {p: n for p, n in reads.items() if p.startswith(SOURCE_BUCKET)}
+    hottest = max(
+        max(target_writes.values(), default=0) / config.per_prefix_writes_per_s,
+        max(source_reads.values(), default=0) / config.per_prefix_reads_per_s,
+    )
+    ideal = max(by_latency, hottest)
+    measured = clock.seconds
+    kinds = stats["requests_by_kind"]
+    slowdowns = sum(stats["slowdowns_by_kind"].values())
+    priced = {
+        "copy": kinds.get("COPY", 0) + kinds.get("UPLOAD_PART_COPY", 0),
+        "put": kinds.get("PUT", 0) + kinds.get("MULTIPART", 0),
+        "list": kinds.get("LIST", 0),
+        "head": kinds.get("HEAD", 0),
+        "get": kinds.get("GET", 0),
+        "delete": kinds.get("DELETE", 0),
+    }
+    return {
+        "concurrency": concurrency,
+        "ideal_s": round(ideal, 1),
+        "ideal_by_latency_s": round(by_latency, 1),
+        "ideal_by_hot_prefix_s": round(hottest, 1),
+        "measured_s": round(measured, 1),
+        "run_s": result.elapsed_seconds,
+        "efficiency": round(ideal / measured, 3) if measured else 0.0,
+        "files_copied": copies,
+        "files_verified": int(result.files_verified),
+        "slowdowns": slowdowns,
+        # every SlowDown was answered to a request that was then sent again (nothing else failed)
+        "retries": slowdowns,
+        "requests": kinds,
+        "_priced_requests": priced,
+    }
+
+
+def cost_per_million(engine: str, fig: dict[str, Any], prices: Any) -> float:
+    from icelake.constants import STEP_LIMITS
+
+    requests = prices.s3_requests_usd(fig.pop("_priced_requests"))
+    if engine == "lambda":
+        compute = prices.lambda_usd(STEP_LIMITS["copy"][0], fig["measured_s"], 1)
+    else:
+        compute = prices.glue_usd(GLUE_BILLED_WORKERS, GLUE_WORKER_TYPE, fig["measured_s"])
+    fig["request_usd"], fig["compute_usd"] = round(requests, 6), round(compute, 6)
+    return float((requests + compute) / fig["files_copied"] * 1e6)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from icelake.assess.prices import load_prices
+
+    prices = load_prices(REGION)
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    model_args = ["--seed", str(args.seed), "--writes-per-s", str(args.writes_per_s)]
+    model_args += ["--reads-per-s", str(args.reads_per_s)]
+    with start_model(*model_args) as model:
+        config = ModelConfig(**{k: v for k, v in model.config.items() if k != "latency_mean_ms"})
+        os.environ.update(
+            AWS_ENDPOINT_URL=model.endpoint,
+            AWS_ACCESS_KEY_ID="model",
+            AWS_SECRET_ACCESS_KEY="model",
+            AWS_DEFAULT_REGION=REGION,
+        )
+        os.environ.pop("AWS_SESSION_TOKEN", None)
+        source = build_and_publish(work, args.files, args.prefixes, args.hot_share, model)
+        counts = {p: n for p, n in model.stats()["requests"].get("PUT", {}).items() if "/data/" in p}
+        out: dict[str, Any] = {
+            "objects": sum(counts.values()),
+            "prefixes": len(counts),
+            "hot_prefix_share": round(max(counts.values()) / sum(counts.values()), 3),
+            "model": config.summary(),
+            "engines": {},
+            "failed_tables": 0,
+        }
+        spark = None
+        for engine in args.engines:
+            model.configure(
+                reset=True,
+                per_prefix_writes_per_s=config.per_prefix_writes_per_s,
+                per_prefix_reads_per_s=config.per_prefix_reads_per_s,
+                latency=True,
+            )
+            target = f"s3://{TARGET_BUCKET}/{engine}/db/t"
+            console.print(f"{engine}: migrating {out['objects']:,} files ...")
+            try:
+                if engine == "lambda":
+                    result, clock, concurrency = run_lambda(source, target)
+                else:
+                    if spark is None:
+                        from icelake.local.spark import local_spark
+
+                        spark = local_spark({}, app_name="icelake-copy-bench")
+                    result, clock, concurrency = run_glue(source, target, spark)
+            except Exception as exc:  # a failed table is a result of this bench, reported as such
+                console.print(f"  [red]{engine} failed: {type(exc).__name__}: {exc}[/red]")
+                out["failed_tables"] += 1
+                continue
+            fig = engine_figures(result, clock, concurrency, model.stats(), config, prices)
+            fig["cost_usd_per_million_objects"] = round(cost_per_million(engine, fig, prices), 4)
+            out["engines"][engine] = fig
+            console.print(
+                f"  copy {fig['measured_s']} s (ideal {fig['ideal_s']} s at concurrency {concurrency}: "
+                f"efficiency {fig['efficiency']}), {fig['slowdowns']} slowdowns, "
+                f"${fig['cost_usd_per_million_objects']} per million objects"
+            )
+        if spark is not None:
+            spark.stop()
+    floor = prices.s3_requests_usd({"copy": 1_000_000})
+    out["copy_floor_usd_per_million_objects"] = round(floor, 4)
+    out["cost_usd_per_million_objects"] = {
+        e: f["cost_usd_per_million_objects"] for e, f in out["engines"].items()
+    }
+    out["prices"] = {"region": REGION, "as_of": str(prices.as_of)}
+    out["goals"] = {
+        e: {
+            "efficiency": f["efficiency"] >= GOALS["efficiency"],
+            "cost": f["cost_usd_per_million_objects"] <= GOALS["cost_ratio"] * floor,
+        }
+        for e, f in out["engines"].items()
+    }
+    return out
+
+
+def record(res: dict[str, Any]) -> Path:
+    """benchmarks/results/copy-<files>-<date>-<commit>.json and a row of RESULTS.md's copy table."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    day = datetime.now(UTC).date().isoformat()
+    path = BENCH_DIR / "results" / f"copy-{res['objects']}-{day}-{commit}.json"
+    path.write_text(json.dumps(res, indent=2) + "\n")
+    rows = []
+    for engine, f in res["engines"].items():
+        rows.append(
+            f"| {day} | {commit} | {engine} | {res['objects']:,} | {res['prefixes']} | "
+            f"{res['hot_prefix_share']} | {res['model']['per_prefix_writes_per_s']:g}/"
+            f"{res['model']['per_prefix_reads_per_s']:g} | {f['concurrency']} | {f['ideal_s']} | "
+            f"{f['measured_s']} | {f['efficiency']} | {f['slowdowns']} | "
+            f"{f['cost_usd_per_million_objects']} / {res['copy_floor_usd_per_million_objects']} | "
+            f"{res['failed_tables']} | {res.get('load', '')} |"
+        )
+    results = BENCH_DIR / "RESULTS.md"
+    text = results.read_text()
+    marker = "<!-- copy-bench rows -->"
+    if marker in text:
+        text = text.replace(marker, marker + "\n" + "\n".join(rows), 1)
+        results.write_text(text)
+    return path
+
+
+def main(argv: list[str] | None = None) -> None:
+    d = ModelConfig()
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.copy_bench", description=__doc__.split("\n")[0])
+    ap.add_argument("--files", type=int, default=50_000)
+    ap.add_argument("--prefixes", type=int, default=8)
+    ap.add_argument("--hot-share", type=float, default=0.3)
+    ap.add_argument("--writes-per-s", type=float, default=d.per_prefix_writes_per_s)
+    ap.add_argument("--reads-per-s", type=float, default=d.per_prefix_reads_per_s)
+    ap.add_argument("--seed", type=int, default=d.seed)
+    ap.add_argument("--engines", default="lambda,glue", type=lambda s: s.split(","))
+    ap.add_argument("--work", default=str(BENCH_DIR / ".work" / "copy"))
+    ap.add_argument("--record", action="store_true", help="write results/ and a row of RESULTS.md")
+    args = ap.parse_args(argv)
+    started = time.monotonic()
+    res = run(args)
+    res["bench_s"] = round(time.monotonic() - started, 1)
+    res["load"] = round(os.getloadavg()[0], 1)
+    if args.record:
+        console.print(f"recorded in {record(res)}")
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()
