@@ -303,6 +303,9 @@ def _http_date(ts: float) -> str:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: boto3 reuses its pooled connections
+    # Headers and body go out in two writes: with Nagle's algorithm the body waits for the
+    # client's delayed ACK of the headers, tens of milliseconds of latency the model never drew.
+    disable_nagle_algorithm = True
     model: Model  # set on the subclass the server is made with
 
     def log_message(self, format: str, *args: Any) -> None:
