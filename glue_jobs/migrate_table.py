@@ -91,6 +91,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if raw["work_item"]:
         for key, value in _work_item_args(str(raw["work_item"])).items():
             args[key] = args[key] or value  # explicit arguments win
+    args["history"] = history_of(args["history"])
     return argparse.Namespace(**args)
 
 
@@ -181,7 +182,7 @@ def main(argv: list[str] | None = None) -> MigrationResult:
             on_planned=partial(on_planned, runner, args.journal_uri, dst),
             processes=processes,
             cpus=cpus,
-            history=history_of(args.history),
+            history=args.history,
         )
     if args.validation == "rows":
         rows = rows_validation(args.source_metadata, result.target_metadata_location, src, dst, runner)

@@ -59,10 +59,15 @@ class Lake:
         return body
 
     def publish(self, database: str, name: str, local_metadata: str) -> str:
-        """Copy a local table's state to the source bucket and point the source Glue table at it."""
+        """Copy a local table's state to the source bucket and point the source Glue table at it:
+        its whole history, what older logged versions alone reach too (history all)."""
         location = f"s3://{SOURCE_BUCKET}/lake/{database}/{name}"
         result = migrate_table(
-            local_metadata, location, src_io=LocalFileIO(), dst_io=S3FileIO(self.source.client("s3"))
+            local_metadata,
+            location,
+            src_io=LocalFileIO(),
+            dst_io=S3FileIO(self.source.client("s3")),
+            history="all",
         )
         glue = self.source.client("glue")
         catalog.ensure_database(glue, database)

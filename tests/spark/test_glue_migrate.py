@@ -307,5 +307,6 @@ def test_glue_job_takes_what_the_state_machine_passes() -> None:
     # and journals into the run's journal, and validates at the request's tier
     assert args.journal_uri == "s3://artifacts/journal.json.gz"
     assert args.validation == request.options.validation
+    assert args.history == request.options.history == "live"
     # and an argument given explicitly wins over the work item
     assert glue_job.parse_args([*argv, "--target-kms-key", "other"]).target_kms_key == "other"

@@ -180,3 +180,28 @@ def test_all_keeps_every_logged_version_readable_and_a_pruned_sync_keeps_it(
     assert kept_by_history & set(written) and not kept_by_history & {canonical(k) for k in deleted}
     assert assert_every_version_reads_alike(newest, second.target_metadata_location, spark) >= 4
     assert dangling_versions(IO, IO, second.target_metadata_location, to_source) == []
+
+
+def test_the_glue_job_keeps_history_all_and_checks_the_rule_next_to_the_copy(
+    source_tables: dict[str, SourceTable], spark: Any, tmp_path: Path
+) -> None:
+    from glue_jobs import migrate_table as glue_job
+
+    # Given the table expired without deletion, and what the engine makes of it under history all
+    table = source_tables["py_expired"]
+    engine = migrate_table(table.metadata, str(tmp_path / "engine"), src_io=IO, dst_io=IO, history="all")
+
+    # When the Glue job migrates it with --history all on Spark executors
+    argv = ["--source-metadata", table.metadata, "--target-location", str(tmp_path / "t"), "--run-id", "h1"]
+    result = glue_job.main([*argv, "--history", "all"])
+
+    # Then it copied the orphans the engine copies, its file check next to the copy walked the
+    # logged versions and found none dangling, and every version reads like the source's
+    assert (result.history, result.orphans) == ("all", engine.orphans)
+    assert (result.files_copied, result.files_rewritten) == (engine.files_copied, engine.files_rewritten)
+    checked = result.files_check
+    assert checked is not None and checked.problems == [] and checked.error is None
+    assert assert_every_version_reads_alike(table.metadata, result.target_metadata_location, spark) >= 3
+    # and a history it does not know is refused before any work
+    with pytest.raises(SystemExit, match="--history must be one of live, all"):
+        glue_job.main([*argv, "--history", "everything"])
