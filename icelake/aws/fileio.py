@@ -343,14 +343,48 @@ def is_absent(exc: BaseException) -> bool:
     return code in ("404", "NoSuchKey", "NotFound")
 
 
+def bucket_region(client: Any, bucket: str) -> str:
+    """The bucket's region (GetBucketLocation: its IAM action is granted on the bucket alone,
+    where HeadBucket's is s3:ListBucket, which icelake's roles hold only for their prefixes)."""
+    constraint = client.get_bucket_location(Bucket=bucket).get("LocationConstraint")
+    # us-east-1 answers no constraint; the oldest eu-west-1 buckets answer "EU"
+    return str({None: "us-east-1", "": "us-east-1", "EU": "eu-west-1"}.get(constraint, constraint))
+
+
 class S3FileIO(FileIO):
-    """S3 through one boto3 client. `kms_key_id` encrypts every object this IO writes."""
+    """S3 through boto3. `kms_key_id` encrypts every object this IO writes.
+
+    With `regions` (a session), each bucket's requests go to a client of that session made for the
+    bucket's own region (a CopyObject to the target bucket's, whatever region its source is in);
+    without, everything goes through `client`."""
 
     listing_waits = True
 
-    def __init__(self, client: Any, kms_key_id: str | None = None) -> None:
+    def __init__(
+        self, client: Any, kms_key_id: str | None = None, *, regions: boto3.Session | None = None
+    ) -> None:
         self.client = client
         self.kms_key_id = kms_key_id
+        self.regions = regions
+        self._by_bucket: dict[str, Any] = {}  # bucket -> the client of its region
+        self._by_region: dict[str, Any] = {}
+        self._clients_lock = threading.Lock()
+
+    def client_for(self, bucket: str) -> Any:
+        """The client that serves `bucket`: its region asked once per bucket, one client per region."""
+        if self.regions is None:
+            return self.client
+        with self._clients_lock:
+            known = self._by_bucket.get(bucket)
+        if known is not None:
+            return known
+        region = bucket_region(self.client, bucket)
+        with self._clients_lock:
+            if region == self.client.meta.region_name:
+                self._by_region.setdefault(region, self.client)
+            elif region not in self._by_region:
+                self._by_region[region] = self.regions.client("s3", region_name=region)
+            return self._by_bucket.setdefault(bucket, self._by_region[region])
 
     def encryption_args(self) -> dict[str, str]:
         if not self.kms_key_id:
@@ -361,7 +395,7 @@ class S3FileIO(FileIO):
     def stat(self, uri: str) -> ObjectInfo | None:
         bucket, key = split_s3(uri)
         try:
-            head = self.client.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
+            head = self.client_for(bucket).head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
         except ClientError as exc:
             if is_absent(exc):
                 return None
@@ -377,20 +411,24 @@ class S3FileIO(FileIO):
     @_names_uri
     def read(self, uri: str) -> bytes:
         bucket, key = split_s3(uri)
-        body: bytes = self.client.get_object(Bucket=bucket, Key=key)["Body"].read()
+        body: bytes = self.client_for(bucket).get_object(Bucket=bucket, Key=key)["Body"].read()
         return body
 
     @_names_uri
     def read_tail(self, uri: str, nbytes: int) -> bytes:
         bucket, key = split_s3(uri)
-        body: bytes = self.client.get_object(Bucket=bucket, Key=key, Range=f"bytes=-{nbytes}")["Body"].read()
+        body: bytes = (
+            self.client_for(bucket)
+            .get_object(Bucket=bucket, Key=key, Range=f"bytes=-{nbytes}")["Body"]
+            .read()
+        )
         return body
 
     @_names_uri
     def write(self, uri: str, data: bytes) -> None:
         bucket, key = split_s3(uri)
         # S3 verifies the SHA-256 on arrival and keeps it, which later makes identity checks cheap.
-        self.client.put_object(
+        self.client_for(bucket).put_object(
             Bucket=bucket,
             Key=key,
             Body=data,
@@ -403,7 +441,7 @@ class S3FileIO(FileIO):
     def create_exclusive(self, uri: str, data: bytes) -> bool:
         bucket, key = split_s3(uri)
         try:  # S3 conditional write: If-None-Match "*" fails when the key exists
-            self.client.put_object(
+            self.client_for(bucket).put_object(
                 Bucket=bucket, Key=key, Body=data, IfNoneMatch="*", **self.encryption_args()
             )
         except ClientError as exc:
@@ -421,7 +459,11 @@ class S3FileIO(FileIO):
         try:
             # The key as written after the bucket: not made canonical, which drops a trailing '/'.
             after = {"StartAfter": start_after.split("://", 1)[1].partition("/")[2]} if start_after else {}
-            pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key, **after)
+            pages = (
+                self.client_for(bucket)
+                .get_paginator("list_objects_v2")
+                .paginate(Bucket=bucket, Prefix=key, **after)
+            )
             for page in pages:
                 for obj in page.get("Contents", []):
                     yield (
@@ -435,7 +477,7 @@ class S3FileIO(FileIO):
     @_names_uri
     def delete(self, uri: str) -> None:
         bucket, key = split_s3(uri)
-        self.client.delete_object(Bucket=bucket, Key=key)
+        self.client_for(bucket).delete_object(Bucket=bucket, Key=key)
 
     def delete_many(self, uris: Sequence[str]) -> int:
         """DeleteObjects, 1,000 keys a request (S3's maximum); any key S3 could not delete fails."""
@@ -446,7 +488,9 @@ class S3FileIO(FileIO):
         for bucket, keys in by_bucket.items():
             for start in range(0, len(keys), DELETE_BATCH):
                 batch = [{"Key": k} for k in keys[start : start + DELETE_BATCH]]
-                answer = self.client.delete_objects(Bucket=bucket, Delete={"Objects": batch, "Quiet": True})
+                answer = self.client_for(bucket).delete_objects(
+                    Bucket=bucket, Delete={"Objects": batch, "Quiet": True}
+                )
                 errors = answer.get("Errors") or []
                 if errors:
                     shown = ", ".join(f"s3://{bucket}/{e.get('Key')} ({e.get('Code')})" for e in errors[:5])
@@ -485,6 +529,7 @@ class FileIOSpec:
     endpoint_url: str | None = None
     region: str | None = None
     role: AssumedRole | None = None
+    regional: bool = False  # each bucket's requests to its own region (S3FileIO's `regions`)
 
     @classmethod
     def for_uri(
@@ -494,6 +539,7 @@ class FileIOSpec:
         kms_key_id: str | None = None,
         *,
         role: AssumedRole | None = None,
+        regional: bool = False,
     ) -> FileIOSpec:
         """The spec for a URI's scheme. Pass `role` to have each process assume it, or `session`
         only when it is an assumed role's (its current credentials are shipped, and expire)."""
@@ -516,6 +562,7 @@ class FileIOSpec:
             endpoint_url=endpoint_url,
             region=(session or new_session()).region_name,
             role=role,
+            regional=regional,
         )
 
     def open(self) -> FileIO:
@@ -535,8 +582,9 @@ class FileIOSpec:
             return LocalFileIO()
         if self.scheme != "s3":
             raise ValueError(f"unsupported FileIO scheme {self.scheme!r}: use s3 or file")
-        client = self.session().client("s3", endpoint_url=self.endpoint_url)
-        return S3FileIO(client, kms_key_id=self.kms_key_id)
+        session = self.session()
+        client = session.client("s3", endpoint_url=self.endpoint_url)
+        return S3FileIO(client, kms_key_id=self.kms_key_id, regions=session if self.regional else None)
 
 
 def _session_kwargs(session: boto3.Session) -> dict[str, str] | None:

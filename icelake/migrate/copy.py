@@ -125,7 +125,7 @@ def _s3_copy(src: str, src_info: ObjectInfo, dst_io: S3FileIO, dst: str) -> bool
     sb, sk = split_s3(src)
     db, dk = split_s3(dst)
     algorithm = src_info.checksum[0] if src_info.checksum else DEFAULT_CHECKSUM
-    out = dst_io.client.copy_object(
+    out = dst_io.client_for(db).copy_object(  # sent to the target bucket's region
         CopySource={"Bucket": sb, "Key": sk},
         Bucket=db,
         Key=dk,
@@ -159,7 +159,7 @@ def _s3_multipart_copy(
     multipart object are only composite, so such a source is checked by size."""
     sb, sk = split_s3(src)
     db, dk = split_s3(dst)
-    client = dst_io.client
+    client = dst_io.client_for(db)  # the target bucket's region
     part_size = max(settings.part_size, -(-src_info.size // 10_000))  # S3 allows 10,000 parts
     source_algorithm = src_info.checksum[0] if src_info.checksum else None
     algorithm = source_algorithm if source_algorithm in CRC_ALGORITHMS else DEFAULT_CHECKSUM

@@ -50,9 +50,10 @@ def executor_spec(uri: str, role: AssumedRole | None = None, *, kms_key_id: str 
     Each process that opens the spec (the driver and every executor) assumes the role itself and
     refreshes its credentials before they expire, so a copy may outlast any one STS session; the
     Glue job's role must be allowed to assume it. Without a role, each process uses its own
-    default credential chain (the Glue job's role).
+    default credential chain (the Glue job's role). Each bucket's requests go to its own region
+    (a copy to the target bucket's), so source and target may be in different regions.
     """
-    return FileIOSpec.for_uri(uri, kms_key_id=kms_key_id, role=role)
+    return FileIOSpec.for_uri(uri, kms_key_id=kms_key_id, role=role, regional=True)
 
 
 def _run_slice(fn: Callable[[T], R], threads: int, items: Iterable[T]) -> Iterator[R]:

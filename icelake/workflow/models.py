@@ -14,6 +14,7 @@ from icelake.workflow.names import Naming, split_name, template_fields
 _ACCOUNT = re.compile(r"^\d{12}$")
 _ROLE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 
 
 class _Frozen(BaseModel):
@@ -24,6 +25,16 @@ class SourceSpec(_Frozen):
     account_id: str
     role_arn: str | None = None  # None: the orchestrator's own credentials (same account)
     external_id: str | None = None  # when the role's trust policy requires sts:ExternalId
+    # The region of this side's Glue catalog, Lake Formation and KMS key (None: the workflow's own).
+    # S3 requests go to each bucket's own region, which icelake asks once per bucket.
+    region: str | None = None
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, v: str | None) -> str | None:
+        if v is not None and not _REGION.match(v):
+            raise ValueError(f"region must be an AWS region name such as eu-west-1, got {v!r}")
+        return v
 
     @field_validator("account_id")
     @classmethod

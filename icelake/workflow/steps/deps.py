@@ -12,7 +12,7 @@ from typing import Any, Literal
 import boto3
 
 from icelake.aws.clients import new_session
-from icelake.aws.fileio import FileIO, S3FileIO, io_for
+from icelake.aws.fileio import FileIO, S3FileIO
 from icelake.aws.ledger import Ledger
 from icelake.aws.session import AssumedRole
 from icelake.workflow.models import MigrationRequest
@@ -39,9 +39,17 @@ class Sessions:
             duration_seconds=self.request.options.session_duration_seconds,
         )
 
+    def region(self, side: Literal["src", "dst"]) -> str | None:
+        """The side's region: the request's, else the workflow's own."""
+        spec = self.request.source if side == "src" else self.request.target
+        return spec.region or self.orchestrator.region_name
+
     def _session(self, side: Literal["src", "dst"]) -> boto3.Session:
-        role = self.role(side)
-        return role.session() if role else self.orchestrator
+        role, region = self.role(side), self.region(side)
+        base = self.orchestrator
+        if region != base.region_name:  # same credentials, clients made for the side's region
+            base = new_session(region_name=region)
+        return role.session(base) if role else base
 
     @cached_property
     def source(self) -> boto3.Session:
@@ -52,10 +60,12 @@ class Sessions:
         return self._session("dst")
 
     def source_io(self) -> FileIO:
-        return io_for("s3://x", self.source)
+        """S3 as the source role, each bucket's requests sent to that bucket's region."""
+        return S3FileIO(self.source.client("s3"), regions=self.source)
 
     def target_io(self) -> FileIO:
-        return io_for("s3://x", self.target, self.request.target.kms_key_id)
+        """S3 as the target role, each bucket's requests (copies too) sent to its region."""
+        return S3FileIO(self.target.client("s3"), self.request.target.kms_key_id, regions=self.target)
 
 
 @dataclass
