@@ -22,11 +22,26 @@ from cdk.config import SOURCE_ROLE_NAME, TARGET_ROLE_NAME, BucketPrefix, Setting
 SOURCE_READ_ACTIONS = (
     "s3:GetObject",
     "s3:ListBucket",
+    "s3:GetBucketLocation",
     "glue:GetDatabase",
     "glue:GetDatabases",
     "glue:GetTable",
     "glue:GetTables",
     "kms:Decrypt",
+    *("lakeformation:ListPermissions", "lakeformation:ListDataCellsFilter"),
+    *("lakeformation:GetResourceLFTags", "lakeformation:GetLFTag"),
+)
+# What Register does in the target's Lake Formation (target.lake_formation, lake_formation_principals):
+# read what the target grants, grant what is missing, create missing LF-tags and tag the table.
+TARGET_LAKE_FORMATION_ACTIONS = (
+    "lakeformation:GetDataAccess",
+    "lakeformation:ListPermissions",
+    "lakeformation:GrantPermissions",
+    "lakeformation:GetLFTag",
+    "lakeformation:CreateLFTag",
+    "lakeformation:UpdateLFTag",
+    "lakeformation:GetResourceLFTags",
+    "lakeformation:AddLFTagsToResource",
 )
 
 
@@ -37,6 +52,15 @@ def orchestrator_principal(settings: Settings) -> iam.IPrincipal:
     if settings.source_external_id:
         conditions["StringEquals"] = {"sts:ExternalId": settings.source_external_id}
     return iam.AccountPrincipal(settings.orchestrator_account).with_conditions(conditions)
+
+
+def _bucket_location(sid: str, buckets: list[str]) -> iam.PolicyStatement:
+    """GetBucketLocation: S3 requests go to each bucket's own region, asked once per bucket."""
+    return iam.PolicyStatement(
+        sid=sid,
+        actions=["s3:GetBucketLocation"],
+        resources=[f"arn:aws:s3:::{b}" for b in dict.fromkeys(buckets)],
+    )
 
 
 def _s3_read(locations: tuple[BucketPrefix, ...], sid: str) -> list[iam.PolicyStatement]:
@@ -68,6 +92,7 @@ class SourceAccessStack(IcelakeStack):
         )
         statements = [
             *_s3_read(s.source_locations, "SourceData"),
+            _bucket_location("SourceBucketRegions", [loc.bucket for loc in s.source_locations]),
             iam.PolicyStatement(
                 sid="Catalog",
                 actions=["glue:GetDatabase", "glue:GetDatabases", "glue:GetTable", "glue:GetTables"],
@@ -78,6 +103,14 @@ class SourceAccessStack(IcelakeStack):
             statements.append(
                 iam.PolicyStatement(
                     sid="Decrypt", actions=["kms:Decrypt"], resources=list(s.source_kms_key_arns)
+                )
+            )
+        if s.lake_formation_enabled:  # target.lake_formation: the source's grants and tags, read only
+            statements.append(
+                iam.PolicyStatement(
+                    sid="LakeFormationRead",
+                    actions=[a for a in SOURCE_READ_ACTIONS if a.startswith("lakeformation:")],
+                    resources=["*"],  # Lake Formation actions have no resource-level permissions
                 )
             )
         if s.source_allow_mark:  # cutover's options.mark_source: a parameter on the source table
@@ -95,8 +128,8 @@ class SourceAccessStack(IcelakeStack):
                 {
                     "id": "AwsSolutions-IAM5",
                     "reason": "Read-only: every object under the named source prefixes and every table of "
-                    "the "
-                    "named source databases is part of a migration.",
+                    "the named source databases is part of a migration; Lake Formation's read actions "
+                    "have no resource-level permissions.",
                     "appliesTo": [
                         *(
                             f"Resource::arn:aws:s3:::{loc.bucket}/{loc.object_pattern}"
@@ -106,6 +139,7 @@ class SourceAccessStack(IcelakeStack):
                             f"Resource::arn:<AWS::Partition>:glue:{s.source_region}:{s.source_account}:table/{db}/*"
                             for db in s.source_databases
                         ),
+                        *(["Resource::*"] if s.lake_formation_enabled else []),
                     ],
                 }
             ],
@@ -192,6 +226,9 @@ class TargetAccessStack(IcelakeStack):
                 resources=[objects],
             ),
             list_prefix_statement("TargetList", self.bucket.bucket_arn, location.prefix),
+            iam.PolicyStatement(
+                sid="TargetBucketRegion", actions=["s3:GetBucketLocation"], resources=[self.bucket.bucket_arn]
+            ),
             # Server-side copies are signed by this role: it reads the source prefixes (read only).
             *_s3_read(s.source_locations, "SourceCopy"),
             iam.PolicyStatement(
@@ -225,7 +262,7 @@ class TargetAccessStack(IcelakeStack):
             statements.append(
                 iam.PolicyStatement(
                     sid="LakeFormation",
-                    actions=["lakeformation:GrantPermissions", "lakeformation:GetDataAccess"],
+                    actions=list(TARGET_LAKE_FORMATION_ACTIONS),
                     resources=["*"],
                 )
             )

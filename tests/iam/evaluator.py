@@ -68,6 +68,11 @@ def _bucket(action: str) -> Callable[..., list[Need]]:
     return lambda p, a: [(action, f"arn:aws:s3:::{p['Bucket']}")]
 
 
+def _anywhere(action: str) -> Callable[..., list[Need]]:
+    """An action without resource-level permissions: IAM sees "*"."""
+    return lambda p, a: [(action, "*")]
+
+
 def _list(p: dict[str, Any], a: str) -> list[Need]:
     return [("s3:ListBucket", f"arn:aws:s3:::{p['Bucket']}", {"s3:prefix": p.get("Prefix", "")})]
 
@@ -190,7 +195,21 @@ OPERATIONS: dict[tuple[str, str], Callable[[dict[str, Any], str], list[Need]]] =
         (action, f"arn:aws:glue:{REGION}:{a}:job/{p['JobName']}")
         for action in ("glue:StartJobRun", "glue:GetJobRun", "glue:GetJobRuns", "glue:BatchStopJobRun")
     ],
-    ("lakeformation", "GrantPermissions"): lambda p, a: [("lakeformation:GrantPermissions", "*")],
+    # Lake Formation's IAM actions have no resource-level permissions: Lake Formation itself decides
+    # on which resources a principal may grant (it must hold the grant option there).
+    **{
+        ("lakeformation", op): _anywhere(f"lakeformation:{op}")
+        for op in (
+            "GrantPermissions",
+            "ListPermissions",
+            "ListDataCellsFilter",
+            "GetResourceLFTags",
+            "GetLFTag",
+            "CreateLFTag",
+            "UpdateLFTag",
+            "AddLFTagsToResource",
+        )
+    },
 }
 
 

@@ -47,11 +47,17 @@ def test_source_role_is_read_only(synth: Synth) -> None:
     assert found <= {
         "s3:GetObject",
         "s3:ListBucket",
+        "s3:GetBucketLocation",  # requests go to each bucket's region
         "glue:GetDatabase",
         "glue:GetDatabases",
         "glue:GetTable",
         "glue:GetTables",
         "kms:Decrypt",
+        # with lake_formation_enabled: the source's grants and tags, read
+        "lakeformation:ListPermissions",
+        "lakeformation:ListDataCellsFilter",
+        "lakeformation:GetResourceLFTags",
+        "lakeformation:GetLFTag",
     }
     # S3 only on the named prefixes
     for s in statements:
@@ -154,6 +160,8 @@ def test_target_role_writes_only_under_its_prefix_and_databases(synth: Synth) ->
             text = flat(r)
             if text == target_objects:
                 continue
+            if text == f"<{bucket_id}.Arn>" and s3_actions == ["s3:GetBucketLocation"]:
+                continue  # the bucket's region, asked once
             if text == f"<{bucket_id}.Arn>":  # listing, limited to the prefix by condition
                 assert set(s3_actions) <= {"s3:ListBucket"}
                 assert s["Condition"]["StringLike"]["s3:prefix"] == ["warehouse/*", "warehouse"]

@@ -186,3 +186,127 @@ def test_what_must_never_happen_is_denied(stacks: tuple[Stack, Stack]) -> None:
     allowed = [c.why for c, d in zip(calls, decisions, strict=True) if d == "Allowed"]
     print(f"IAM: {len(calls)} must-deny cases, {len(calls) - len(allowed)} denied")
     assert not allowed, "\n".join(allowed)
+
+
+@pytest.fixture(scope="module")
+def cross_region() -> tuple[Stack, Stack]:
+    """The access stacks of a source in us-east-1 and a target in eu-west-1, with Lake Formation
+    carried (synthesized alone: no cdk-nag, fast)."""
+    from aws_cdk import App, Environment
+    from aws_cdk.assertions import Template
+
+    from cdk.access import SourceAccessStack, TargetAccessStack
+    from cdk.config import Settings
+
+    settings = Settings(source_region="us-east-1", target_region="eu-west-1", lake_formation_enabled=True)
+    source = SourceAccessStack(
+        App(), "Source", settings=settings, env=Environment(account=SOURCE_ACCOUNT, region="us-east-1")
+    )
+    target = TargetAccessStack(
+        App(), "Target", settings=settings, env=Environment(account=TARGET_ACCOUNT, region="eu-west-1")
+    )
+    return (
+        Stack(Template.from_stack(source).to_json(), SOURCE_ACCOUNT, "us-east-1"),
+        Stack(Template.from_stack(target).to_json(), TARGET_ACCOUNT, "eu-west-1"),
+    )
+
+
+def _glue_in(region: str, account: str, database: str, table: str) -> list[str]:
+    return [
+        f"arn:aws:glue:{region}:{account}:catalog",
+        f"arn:aws:glue:{region}:{account}:database/{database}",
+        f"arn:aws:glue:{region}:{account}:table/{database}/{table}",
+    ]
+
+
+def test_cross_region_and_lake_formation_calls_are_allowed_and_nothing_more(
+    cross_region: tuple[Stack, Stack],
+) -> None:
+    source, target = cross_region
+    (key,) = [r for r, v in target.template["Resources"].items() if v["Type"] == "AWS::KMS::Key"]
+    src_obj = "arn:aws:s3:::source-lake/warehouse/sales/orders/data/part-0.parquet"
+    dst_obj = "arn:aws:s3:::target-lake/warehouse/sales_eu/orders/data/part-0.parquet"
+    lf_read = ["ListPermissions", "ListDataCellsFilter", "GetResourceLFTags", "GetLFTag"]
+    lf_write = ["GrantPermissions", "CreateLFTag", "UpdateLFTag", "AddLFTagsToResource", "ListPermissions"]
+    needed = [
+        # each side finds its buckets' regions once; the source role reads its catalog in us-east-1
+        *_calls(
+            source,
+            SOURCE_ROLE,
+            "source bucket region",
+            ["s3:GetBucketLocation"],
+            ["arn:aws:s3:::source-lake"],
+        ),
+        *_calls(
+            target,
+            TARGET_ROLE,
+            "target bucket region",
+            ["s3:GetBucketLocation"],
+            ["arn:aws:s3:::target-lake"],
+        ),
+        *_calls(
+            source,
+            SOURCE_ROLE,
+            "source catalog",
+            ["glue:GetTable"],
+            _glue_in("us-east-1", SOURCE_ACCOUNT, "sales", "orders"),
+        ),
+        # Register reads the source's grants and tags, and carries them in the target
+        *_calls(source, SOURCE_ROLE, "read grants and tags", [f"lakeformation:{a}" for a in lf_read], ["*"]),
+        *_calls(target, TARGET_ROLE, "grant and tag", [f"lakeformation:{a}" for a in lf_write], ["*"]),
+        # the copy, sent to eu-west-1, reads the us-east-1 source and writes under the target's key
+        *_calls(target, TARGET_ROLE, "cross-region copy", ["s3:GetObject"], [src_obj]),
+        *_calls(target, TARGET_ROLE, "cross-region copy", ["s3:PutObject"], [dst_obj]),
+        *_calls(
+            target,
+            TARGET_ROLE,
+            "key in eu-west-1",
+            ["kms:GenerateDataKey", "kms:Decrypt"],
+            [target.arn(key)],
+            resource_policy=target.key_policy(key),
+        ),
+        *_calls(
+            target,
+            TARGET_ROLE,
+            "register in eu-west-1",
+            ["glue:GetTable", "glue:CreateTable", "glue:UpdateTable"],
+            _glue_in("eu-west-1", TARGET_ACCOUNT, "sales", "orders"),
+        ),
+    ]
+    must_deny = [
+        # the source role grants, tags and creates nothing, in Lake Formation as anywhere
+        *_calls(
+            source,
+            SOURCE_ROLE,
+            "source grants",
+            [
+                f"lakeformation:{a}"
+                for a in ("GrantPermissions", "CreateLFTag", "AddLFTagsToResource", "UpdateLFTag")
+            ],
+            ["*"],
+        ),
+        # the target role registers nothing in the target account's other region
+        *_calls(
+            target,
+            TARGET_ROLE,
+            "other region",
+            ["glue:CreateTable", "glue:UpdateTable"],
+            _glue_in("us-east-1", TARGET_ACCOUNT, "sales", "orders")[1:],
+        ),
+        # nor asks where buckets other than its own are
+        *_calls(target, TARGET_ROLE, "other bucket", ["s3:GetBucketLocation"], ["arn:aws:s3:::payroll"]),
+    ]
+    assert "kms" in target.arn(key) and ":eu-west-1:" in target.arn(key)
+    decisions = decide(needed + must_deny)
+    wrong = [
+        f"{c.why}: {d}"
+        for c, d, want in zip(
+            needed + must_deny,
+            decisions,
+            ["Allowed"] * len(needed) + ["denied"] * len(must_deny),
+            strict=True,
+        )
+        if (d == "Allowed") != (want == "Allowed")
+    ]
+    print(f"IAM cross-region: {len(needed)} calls allowed, {len(must_deny)} must-deny cases")
+    assert not wrong, "\n".join(wrong)
