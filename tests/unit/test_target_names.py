@@ -94,3 +94,20 @@ def test_two_names_on_one_location_are_refused() -> None:
         InvalidRequestError, match=r"a\.t1 and b\.t1 would both go to target location s3://dst/t"
     ):
         check_targets(naming, targets)
+
+
+def test_the_readmes_request_reference_examples_are_valid_requests() -> None:
+    import json
+    import re
+    from pathlib import Path
+
+    from icelake.workflow.models import MigrationRequest
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("#### Where each table goes", 1)[1].split("\n#### ", 1)[0].split("\n### ", 1)[0]
+    examples = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", section, re.S)]
+    assert len(examples) == 4  # region, names, renames, lake_formation
+    for example in examples:
+        target = {"account_id": "222222222222", "bucket": "target-lake", **example["target"]}
+        request = {"run_id": "r", "source": {"account_id": "111111111111"}, "target": target}
+        MigrationRequest.model_validate({**request, "selection": {"databases": ["sales"]}})
