@@ -38,8 +38,9 @@ def _run(lake: Lake, request: dict[str, Any]) -> dict[str, Any]:
     state = PlannedInput.model_validate(
         {"plan": steps.plan(PlanInput.model_validate({"item": item}), lake.deps).model_dump(mode="json")}
     )
-    steps.copy(state, lake.deps)
-    steps.register(state, lake.deps)
+    if state.plan.engine == "lambda":
+        steps.copy(state, lake.deps)
+        steps.register(state, lake.deps)
     return steps.validate(state, lake.deps).model_dump(mode="json")
 
 
@@ -134,14 +135,29 @@ def test_grants_and_tags_of_the_source_are_carried_to_mapped_principals_once(lak
         for c in by_column["LFTagsOnColumns"]
     ] == [("v", [("pii", ["yes"])])]
 
-    # When the migration runs again, nothing is granted or created twice
+    # When the migration runs again, in full and then incrementally, nothing is granted or created twice
+    ledger = Ledger(boto3.client("dynamodb"), lake.env.ledger_table)
     _run(lake, {**request, "run_id": "run-2"})
-    row = Ledger(boto3.client("dynamodb"), lake.env.ledger_table).get_table("run-2", "sales.orders")
-    assert row is not None and (row["lf_grants"], row["lf_tags_created"]) == (0, 0)
-    first = Ledger(boto3.client("dynamodb"), lake.env.ledger_table).get_table("run-1", "sales.orders")
+    assert _run(lake, {**request, "run_id": "run-3", "mode": "incremental"})["status"] == "in_sync"
+    for run in ("run-2", "run-3"):
+        row = ledger.get_table(run, "sales.orders")
+        assert row is not None and (row["lf_grants"], row["lf_tags_created"]) == (0, 0)
+    first = ledger.get_table("run-1", "sales.orders")
     assert first is not None and (first["lf_grants"], first["lf_tags_created"]) == (2, 2)
 
-    # And the source's grants are as they were
+    # When the source grants the analyst more after the sync, an incremental run with nothing to
+    # copy still carries the new grant
+    source_lf.grant_permissions(
+        Principal={"DataLakePrincipalIdentifier": ANALYST}, Resource=resource, Permissions=["ALTER"]
+    )
+    assert _run(lake, {**request, "run_id": "run-4", "mode": "incremental"})["status"] == "in_sync"
+    assert _permissions(lake.target, "sales_eu", "orders")[TARGET_ANALYST] == (
+        ["ALTER", "DESCRIBE", "SELECT"],
+        ["SELECT"],
+    )
+
+    # And the source's grants are as they were, but for the one this test added
+    source_grants[ANALYST] = (["ALTER", *source_grants[ANALYST][0]], source_grants[ANALYST][1])
     assert _permissions(lake.source, "sales", "orders") == source_grants
 
 

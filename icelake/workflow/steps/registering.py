@@ -10,7 +10,7 @@ from typing import Any
 from icelake.aws import catalog
 from icelake.aws import lake_formation as lf
 from icelake.workflow.inputs import PlannedInput, RegisterResult
-from icelake.workflow.models import WorkItem
+from icelake.workflow.models import PlanResult, WorkItem
 from icelake.workflow.steps.deps import Deps, Sessions
 from icelake.workflow.steps.shared import owner_of
 
@@ -18,7 +18,16 @@ from icelake.workflow.steps.shared import owner_of
 def register(given: PlannedInput, deps: Deps) -> RegisterResult:
     planned = given.plan
     item = planned.item
-    sessions = deps.sessions(item.request)
+    access = register_and_carry(planned, deps.sessions(item.request))
+    record_access(deps, item, "REGISTERED", access)
+    return RegisterResult(table=item.target_name, metadata_location=planned.target_metadata_location)
+
+
+def register_and_carry(planned: PlanResult, sessions: Sessions) -> lf.Carried:
+    """Point the target table at the planned metadata with the source's Glue metadata, and carry
+    its Lake Formation access. A table already in sync is registered again only when its carried
+    metadata changed, and gets only the grants and tags it lacks."""
+    item = planned.item
     source_table = catalog.get_table(sessions.source.client("glue"), item.source_database, item.source_table)
     catalog.register_table(
         sessions.target.client("glue"),
@@ -30,16 +39,19 @@ def register(given: PlannedInput, deps: Deps) -> RegisterResult:
         owner_of(item),
         catalog.carried_metadata(source_table),
     )
-    access = carry_access(item, sessions, source_table)
+    return carry_access(item, sessions, source_table)
+
+
+def record_access(deps: Deps, item: WorkItem, state: str, access: lf.Carried) -> None:
+    """What the run granted and tagged, and its warnings (Validate puts them in the outcome)."""
     deps.ledger.record_table(
         item.run_id,
         item.name,
-        "REGISTERED",
+        state,
         lf_grants=access.grants,
         lf_tags_created=access.tags,
         register_warnings=access.warnings or None,
     )
-    return RegisterResult(table=item.target_name, metadata_location=planned.target_metadata_location)
 
 
 def carry_access(item: WorkItem, sessions: Sessions, source_table: dict[str, Any] | None) -> lf.Carried:

@@ -18,6 +18,7 @@ from icelake.workflow.models import PlanResult, TableOutcome
 from icelake.workflow.prune import prune_target
 from icelake.workflow.steps.cutover import cutover
 from icelake.workflow.steps.deps import Deps, Sessions
+from icelake.workflow.steps.registering import record_access, register_and_carry
 from icelake.workflow.steps.shared import item_facts, record_outcome, source_prefixes
 
 
@@ -27,6 +28,10 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
     ledger = deps.ledger
     if planned.engine == "none":  # dry run, in sync, or left alone: nothing was written to check
         outcome = skipped(planned)
+        if outcome.status == "in_sync":  # the data is; the source's Glue metadata and access may not be
+            access = register_and_carry(planned, deps.sessions(item.request))
+            record_access(deps, item, "IN_SYNC", access)
+            outcome = outcome.model_copy(update={"warnings": [*outcome.warnings, *access.warnings]})
         if outcome.status == "in_sync" and item.request.mode == "cutover":
             outcome = cutover(planned, deps, outcome)
         record_outcome(ledger, outcome, _ledger_state(outcome))
