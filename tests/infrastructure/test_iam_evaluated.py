@@ -196,9 +196,20 @@ def cross_region() -> tuple[Stack, Stack]:
     from aws_cdk.assertions import Template
 
     from cdk.access import SourceAccessStack, TargetAccessStack
-    from cdk.config import Settings
+    from tests.infrastructure.helpers import example_settings
 
-    settings = Settings(source_region="us-east-1", target_region="eu-west-1", lake_formation_enabled=True)
+    settings = example_settings(
+        source_account=SOURCE_ACCOUNT,
+        target_account=TARGET_ACCOUNT,
+        source_region="us-east-1",
+        target_region="eu-west-1",
+        source_locations=[{"bucket": "source-lake", "prefix": "warehouse"}],
+        target_bucket="target-lake",
+        target_prefix="warehouse",
+        source_databases=["sales"],
+        target_databases=["sales"],
+        lake_formation_enabled=True,
+    )
     source = SourceAccessStack(
         App(), "Source", settings=settings, env=Environment(account=SOURCE_ACCOUNT, region="us-east-1")
     )
