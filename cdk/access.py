@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import CfnOutput, Duration, RemovalPolicy
+from aws_cdk import CfnOutput, CfnResource, Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lakeformation as lakeformation
@@ -292,21 +292,68 @@ class TargetAccessStack(IcelakeStack):
             apply_to_children=True,
         )
         if s.lake_formation_enabled:
-            lakeformation.CfnDataLakeSettings(
-                self,
-                "LakeFormationSettings",
-                admins=[
-                    lakeformation.CfnDataLakeSettings.DataLakePrincipalProperty(
-                        data_lake_principal_identifier=a
-                    )
-                    for a in (*s.lake_formation_admins, self.role.role_arn)
-                ],
-            )
-            lakeformation.CfnResource(
-                self,
-                "LakeFormationLocation",
-                resource_arn=self.bucket.arn_for_objects(prefix) if prefix else self.bucket.bucket_arn,
-                use_service_linked_role=True,
-            )
+            self._lake_formation(s, prefix)
         CfnOutput(self, "TargetRoleArn", value=self.role.role_arn)
         CfnOutput(self, "TargetKeyArn", value=self.key.key_arn)
+
+    def _lake_formation(self, s: Settings, prefix: str) -> None:
+        """The target prefix registered, and what the target role holds in Lake Formation: CREATE_TABLE
+        and DESCRIBE on its databases and access to its location, none of it grantable. The role is
+        no data lake admin, so by Lake Formation's rule it grants only what it holds with the grant
+        option: on the tables it creates (a table's creator holds all of it, grantable to principals
+        of its account), never on a table it did not register."""
+        principal = lakeformation.CfnPrincipalPermissions.DataLakePrincipalProperty(
+            data_lake_principal_identifier=self.role.role_arn
+        )
+        held: list[CfnResource] = []
+        if s.lake_formation_admins:  # else the account's admins are left as they are
+            held.append(
+                lakeformation.CfnDataLakeSettings(
+                    self,
+                    "LakeFormationSettings",
+                    admins=[
+                        lakeformation.CfnDataLakeSettings.DataLakePrincipalProperty(
+                            data_lake_principal_identifier=a
+                        )
+                        for a in s.lake_formation_admins
+                    ],
+                )
+            )
+        location = lakeformation.CfnResource(
+            self,
+            "LakeFormationLocation",
+            resource_arn=self.bucket.arn_for_objects(prefix) if prefix else self.bucket.bucket_arn,
+            use_service_linked_role=True,
+        )
+        grants = [
+            lakeformation.CfnPrincipalPermissions(
+                self,
+                f"TargetRoleDatabase{i}",
+                principal=principal,
+                resource=lakeformation.CfnPrincipalPermissions.ResourceProperty(
+                    database=lakeformation.CfnPrincipalPermissions.DatabaseResourceProperty(
+                        catalog_id=s.target_account, name=db
+                    )
+                ),
+                permissions=["CREATE_TABLE", "DESCRIBE"],
+                permissions_with_grant_option=[],
+            )
+            for i, db in enumerate(s.target_databases)
+        ]
+        grants.append(
+            lakeformation.CfnPrincipalPermissions(
+                self,
+                "TargetRoleLocation",
+                principal=principal,
+                resource=lakeformation.CfnPrincipalPermissions.ResourceProperty(
+                    data_location=lakeformation.CfnPrincipalPermissions.DataLocationResourceProperty(
+                        catalog_id=s.target_account, resource_arn=location.resource_arn
+                    )
+                ),
+                permissions=["DATA_LOCATION_ACCESS"],
+                permissions_with_grant_option=[],
+            )
+        )
+        for grant in grants:
+            for needed in (*held, location, *self.databases):
+                grant.add_resource_dependency(needed)

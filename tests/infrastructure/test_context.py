@@ -95,6 +95,47 @@ def test_lake_formation_settings_when_enabled() -> None:
     assert {"lakeformation:GrantPermissions", "lakeformation:GetDataAccess"} <= actions(statements)
 
 
+def test_the_target_role_can_grant_only_on_the_tables_it_registers() -> None:
+    """Lake Formation's rule, which IAM cannot express (GrantPermissions has no resource-level
+    permissions): a principal that is not a data lake admin grants only what it holds with the
+    grant option, and a table's creator holds all of that table. So the target role must be no
+    admin and hold nothing grantable: then it grants on the tables it created, and nowhere else."""
+    settings = example_settings(
+        lake_formation_enabled=True, lake_formation_admins=["arn:aws:iam::222222222222:role/Admin"]
+    )
+    stack = TargetAccessStack(
+        App(), "Target", settings=settings, env=Environment(account="222222222222", region="us-east-1")
+    )
+    template = Template.from_stack(stack).to_json()
+    role = role_logical_id(template, "icelake-target-write")
+    resources = template["Resources"].values()
+    (admins,) = [
+        r["Properties"]["Admins"] for r in resources if r["Type"] == "AWS::LakeFormation::DataLakeSettings"
+    ]
+    assert admins == [{"DataLakePrincipalIdentifier": "arn:aws:iam::222222222222:role/Admin"}]
+    held = [
+        r["Properties"]
+        for r in resources
+        if r["Type"] in ("AWS::LakeFormation::PrincipalPermissions", "AWS::LakeFormation::Permissions")
+    ]
+    assert all(p["Principal"]["DataLakePrincipalIdentifier"] == {"Fn::GetAtt": [role, "Arn"]} for p in held)
+    assert all(p["PermissionsWithGrantOption"] == [] for p in held)
+    on = sorted((p["Resource"].get("Database", {}).get("Name", ""), tuple(p["Permissions"])) for p in held)
+    assert on == [("", ("DATA_LOCATION_ACCESS",)), ("sales", ("CREATE_TABLE", "DESCRIBE"))]
+
+
+def test_without_admins_named_the_accounts_lake_formation_admins_are_left_alone() -> None:
+    stack = TargetAccessStack(
+        App(),
+        "Target",
+        settings=example_settings(lake_formation_enabled=True),
+        env=Environment(account="222222222222", region="us-east-1"),
+    )
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::LakeFormation::DataLakeSettings", 0)
+    template.resource_count_is("AWS::LakeFormation::PrincipalPermissions", 2)
+
+
 def test_no_lake_formation_resources_by_default() -> None:
     stack = TargetAccessStack(
         App(),
