@@ -143,8 +143,16 @@ def test_eventbridge_rules_start_migrations_and_notify(synth: Synth) -> None:
     assert schedule["ScheduleExpression"] == "rate(1 day)"
     request = json.loads(schedule["Targets"][0]["Input"])
     assert request["mode"] == "incremental" and request["selection"]["databases"] == ["sales"]
+    assert schedule["State"] == "DISABLED"  # the example's sync_enabled: false
     start = by_name["icelake-start-migration"]
     assert start["EventPattern"] == {"source": ["icelake.request"]}
+    # on the default event bus (no EventBusName) of the orchestrator's account and region, as
+    # docs/deploy.md tells a user who puts a request event
+    assert "EventBusName" not in start
+    env = synth.manifest["artifacts"][ORCH]["environment"]
+    assert env == "aws://123456789012/us-east-1"  # examples/context.json's orchestrator
+    docs = " ".join((REPO / "docs" / "deploy.md").read_text().split())
+    assert "on the orchestrator account's default event bus, in the orchestrator's region" in docs
     assert start["Targets"][0]["InputPath"] == "$.detail"
     assert by_name["icelake-run-reports"]["EventPattern"] == {"source": ["icelake"]}
     assert by_name["icelake-execution-failures"]["EventPattern"]["source"] == ["aws.states"]
