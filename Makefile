@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast lint bench bench-large bench-scd2 bench-copy clean synth announce-synth
+.PHONY: setup browser demo test test-fast lint bench bench-large bench-scd2 bench-copy clean synth announce-synth
 
 setup: $(STAMP)
 
@@ -14,7 +14,15 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml package-lock.json
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	$(BIN)/pip install --quiet --no-deps -e .
 	npm ci --no-audit --no-fund --loglevel=error
+	$(MAKE) browser
 	touch $(STAMP)
+
+# A headless Chromium for the browser tests of the HTML pages: Debian's package when none is
+# installed (as root, or through sudo). Playwright's own browser builds are never downloaded.
+browser:
+	@command -v chromium-headless-shell >/dev/null || command -v chromium >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell; }
 
 demo: setup
 	$(BIN)/python -m icelake.demo

@@ -36,6 +36,7 @@ LOCAL_ONLY = (
     "demo.py",
     "cli.py",
     "console.py",
+    "assess/cli.py",
     "ingest/cli.py",
     "ingest/deploy.py",
     "ingest/local_api.py",

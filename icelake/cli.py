@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from icelake.assess.cli import assess_app
 from icelake.aws.clients import client as aws_client
 from icelake.aws.fileio import io_for
 from icelake.aws.session import (
@@ -45,6 +46,7 @@ app = typer.Typer(
     help="Move Apache Iceberg tables with their history.",
 )
 migrate_app = typer.Typer(no_args_is_help=True, help="Migrate Iceberg tables.")
+app.add_typer(assess_app, name="assess")  # first: an estate is assessed before it moves
 app.add_typer(migrate_app, name="migrate")
 app.add_typer(ingest_app, name="ingest")
 
@@ -354,6 +356,8 @@ def _print_outcome(status: RunStatus, as_json: bool) -> None:
         sys.stdout.write(json.dumps(report or {"run_id": status.run_id, "error": status.error}) + "\n")
     elif report:
         stdout_console().print(_report_table(report))
+        if report.get("report_html_uri"):
+            err.print(f"report: {report['report_html_uri']}", highlight=False, markup=False, soft_wrap=True)
     else:
         stdout_console().print(_run_table(status))
     if status.execution_status != "SUCCEEDED":

@@ -18,12 +18,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from icelake.aws.request_count import REQUEST_KINDS
 from icelake.errors import PriceTableError
 
-# The S3 request kinds icelake counts (a run's outcome and an estimate alike), and the price class
-# S3 bills each in: COPY (CopyObject, UploadPartCopy), PUT/POST and LIST are tier 1; GET and HEAD
+__all__ = ["REQUEST_KINDS", "PriceTable", "load_prices", "shipped_regions"]
+
+# The price class S3 bills each request kind icelake counts (`REQUEST_KINDS`, a run's outcome and an
+# estimate alike) in: COPY (CopyObject, UploadPartCopy), PUT/POST and LIST are tier 1; GET and HEAD
 # tier 2; DELETE (DeleteObject, DeleteObjects) is free.
-REQUEST_KINDS: tuple[str, ...] = ("copy", "list", "head", "get", "put", "delete")
 _TIER: dict[str, Literal["tier1", "tier2", "delete"]] = {
     "copy": "tier1",
     "list": "tier1",

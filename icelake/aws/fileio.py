@@ -365,6 +365,12 @@ class S3FileIO(FileIO):
     ) -> None:
         self.client = client
         self.kms_key_id = kms_key_id
+        # Told (uri, storage class, whether it has a full-object checksum) of every object a
+        # listing or a HEAD describes: an assessment finds GLACIER objects and unchecksummed ones
+        # from the requests the plan sends anyway.
+        self.observe: Callable[[str, str, bool], None] | None = None
+        # Given every client made for another region (a run's request count follows them too).
+        self.on_new_client: Callable[[Any], None] | None = None
         self.regions = regions
         self._by_bucket: dict[str, Any] = {}  # bucket -> the client of its region
         self._by_region: dict[str, Any] = {}
@@ -384,6 +390,8 @@ class S3FileIO(FileIO):
                 self._by_region.setdefault(region, self.client)
             elif region not in self._by_region:
                 self._by_region[region] = self.regions.client("s3", region_name=region)
+                if self.on_new_client is not None:
+                    self.on_new_client(self._by_region[region])
             return self._by_bucket.setdefault(bucket, self._by_region[region])
 
     def encryption_args(self) -> dict[str, str]:
@@ -400,12 +408,15 @@ class S3FileIO(FileIO):
             if is_absent(exc):
                 return None
             raise
+        checksum = full_checksum(head)
+        if self.observe is not None:
+            self.observe(uri, head.get("StorageClass") or "STANDARD", checksum is not None)
         return ObjectInfo(
             size=head["ContentLength"],
             etag=head.get("ETag", "").strip('"') or None,
             sha256=head.get("ChecksumSHA256"),
             source_etag=head.get("Metadata", {}).get(SOURCE_ETAG_KEY),
-            checksum=full_checksum(head),
+            checksum=checksum,
         )
 
     @_names_uri
@@ -465,6 +476,8 @@ class S3FileIO(FileIO):
                 .paginate(Bucket=bucket, Prefix=key, **after)
             )
             for page in pages:
+                if self.observe is not None:
+                    self._observe_listed(bucket, page.get("Contents", []))
                 for obj in page.get("Contents", []):
                     yield (
                         f"s3://{bucket}/{obj['Key']}",
@@ -473,6 +486,14 @@ class S3FileIO(FileIO):
         except (BotoCoreError, ClientError) as exc:
             about(exc, prefix)
             raise
+
+    def _observe_listed(self, bucket: str, contents: Sequence[dict[str, Any]]) -> None:
+        assert self.observe is not None
+        for obj in contents:
+            # A listing names the checksum's algorithm (and, on S3 since 2025, its type): a
+            # composite one (a multipart upload's) cannot verify a copy.
+            full = bool(obj.get("ChecksumAlgorithm")) and obj.get("ChecksumType") != "COMPOSITE"
+            self.observe(f"s3://{bucket}/{obj['Key']}", obj.get("StorageClass") or "STANDARD", full)
 
     @_names_uri
     def delete(self, uri: str) -> None:

@@ -131,6 +131,14 @@ class Ledger:
             return _plain(out["Item"]) if "Item" in out else {"run_id": "unknown"}
         return None
 
+    def holder(self, target_location: str) -> dict[str, Any] | None:
+        """Who holds the table's lock now (a lease not yet over), without taking it."""
+        out = self.db.get_item(TableName=self.table, Key=_lock_key(target_location), ConsistentRead=True)
+        held = _plain(out["Item"]) if "Item" in out else None
+        if held is None or int(held.get("expires_at", 0)) < int(time.time()):
+            return None
+        return held
+
     def take_over_table(
         self, target_location: str, run_id: str, execution_arn: str | None, lease_seconds: int, holder: str
     ) -> bool:

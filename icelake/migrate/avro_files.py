@@ -35,6 +35,7 @@ DELETE_FILE_PATH_FIELD_ID = 2147483546
 
 DATA = 0
 POSITION_DELETES = 1
+EQUALITY_DELETES = 2  # a manifest entry's content
 DELETED = 2  # manifest entry status: the file left the table in that entry's snapshot
 
 

@@ -25,6 +25,7 @@ from icelake.aws.fileio import (
     S3FileIO,
     split_s3,
 )
+from icelake.aws.request_count import kind_of
 from icelake.errors import CopyVerificationError
 from icelake.uris import local_path
 
@@ -44,6 +45,24 @@ class CopySettings:
 # can only be verified against it), then the CopyObject. The one place this count is kept: cost
 # estimates and the copy scheduler read it here.
 REQUESTS_PER_COPY = {"HeadObject": 1, "CopyObject": 1}
+
+
+def copy_requests(
+    size: int, settings: CopySettings | None = None, *, checksum_known: bool = False
+) -> dict[str, int]:
+    """The S3 requests `copy_file` sends for one S3-to-S3 copy: a HEAD for the source's checksum
+    unless the plan already has it (`checksum_known`: planned from a HEAD, not a listing), then
+    CopyObject; above the multipart threshold, CreateMultipartUpload, an UploadPartCopy per part,
+    CompleteMultipartUpload and a HEAD of the result. Estimates take their per-copy requests from
+    here (`REQUESTS_PER_COPY` below the threshold): keep it in step with `copy_file`."""
+    settings = settings or CopySettings()
+    one = {kind_of(operation): n for operation, n in REQUESTS_PER_COPY.items()}
+    head = 0 if checksum_known else one["head"]
+    if size <= settings.multipart_threshold:
+        return {**one, "head": head}
+    part_size = max(settings.part_size, -(-size // 10_000))
+    return {"head": head + 1, "put": 2, "copy": -(-size // part_size)}
+
 
 DEFAULT_CHECKSUM = "CRC64NVME"  # S3's default for new objects: what a copy of an unchecksummed source gets
 CRC_ALGORITHMS = ("CRC64NVME", "CRC32C", "CRC32")  # the ones S3 can combine into a full-object checksum

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
@@ -31,7 +32,7 @@ from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import DATA, DeleteRewrite, ManifestRef
 from icelake.migrate.avro_patch import ListHeads, PlannedManifest
 from icelake.migrate.collisions import target_lock
-from icelake.migrate.copy import CopySettings, copy_file
+from icelake.migrate.copy import CopySettings, copy_file, copy_requests
 from icelake.migrate.cpu_pool import (
     LISTS_PER_JOB,
     CpuPools,
@@ -336,6 +337,35 @@ def run_migration(
         history=plan.history,
         orphans=plan.orphans,
     )
+
+
+# A rewritten file (delete file, manifest, manifest list, metadata.json): its source read, the
+# target key asked (`FileJobs.put`: absent on a first run) and the new bytes put.
+WRITE_REQUESTS: dict[str, int] = {"get": 1, "head": 1, "put": 1}
+
+
+def migration_requests(plan: TablePlan, settings: CopySettings | None = None) -> dict[str, int]:
+    """The S3 requests `run_migration` sends after its plan, for a target that holds none of the
+    table's new files yet: the target's metadata directory listed again before writing, each
+    rewritten file (`WRITE_REQUESTS`) and each copy (`copy.copy_requests`). Estimates use it: keep
+    it in step with `_execute`."""
+    settings = settings or CopySettings()
+    rewritten = len(plan.delete_files) + len(plan.manifests)
+    rewritten += len(plan.manifest_lists) + len(plan.metadata_files)
+    counts: Counter[str] = Counter({"list": 1})
+    for kind, n in WRITE_REQUESTS.items():
+        counts[kind] += n * rewritten
+    small: Counter[bool] = Counter()  # small copies, by whether the plan knows their checksum
+    for task in plan.copies:
+        known = task.info.checksum is not None
+        if task.info.size <= settings.multipart_threshold:
+            small[known] += 1
+        else:
+            counts.update(copy_requests(task.info.size, settings, checksum_known=known))
+    for known, copies in small.items():
+        for kind, n in copy_requests(0, settings, checksum_known=known).items():
+            counts[kind] += n * copies
+    return dict(counts)
 
 
 @dataclass

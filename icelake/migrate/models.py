@@ -77,3 +77,6 @@ class MigrationResult(BaseModel):
     files_check: FilesCheck | None = None  # when the Glue job checked the target's files itself
     history: Literal["live", "all"] = "live"  # what the target keeps (icelake.migrate.history)
     orphans: Orphans = Orphans()
+    # S3 requests by kind (icelake.aws.request_count) the copy's clients sent, where they were
+    # counted (the workflow's Copy Lambda; not yet the Glue job's executors)
+    requests: dict[str, int] | None = None

@@ -30,7 +30,13 @@ from icelake.errors import (
 )
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_entries import EntryFields
-from icelake.migrate.avro_files import DELETED, POSITION_DELETES, ManifestRef, new_manifest_refs
+from icelake.migrate.avro_files import (
+    DELETED,
+    EQUALITY_DELETES,
+    POSITION_DELETES,
+    ManifestRef,
+    new_manifest_refs,
+)
 from icelake.migrate.avro_patch import PlannedManifest, refs_walker
 from icelake.migrate.collisions import refuse_duplicate_targets, refuse_overlapping_targets
 from icelake.migrate.copy import is_same_copy
@@ -136,6 +142,22 @@ class DeleteFileTask:
     file_format: str
 
 
+@dataclass(frozen=True)
+class FileTally:
+    """Every file the retained snapshots reference (what a migration carries over), by kind, with
+    the bytes the source holds: what an assessment reports of a table."""
+
+    data_files: int = 0
+    data_bytes: int = 0
+    position_delete_files: int = 0
+    equality_delete_files: int = 0
+    deletion_vectors: int = 0  # Puffin files of deletion vectors (v3)
+    delete_bytes: int = 0
+    statistics_files: int = 0
+    statistics_bytes: int = 0
+    orc_delete_files: int = 0  # position deletes in ORC, which icelake cannot rewrite
+
+
 @dataclass
 class TablePlan:
     source_metadata: str
@@ -160,6 +182,8 @@ class TablePlan:
     # Manifests that carried lists name and the source no longer has (their lists keep the
     # recorded length: the target's version dangles where the source's does).
     absent_manifests: dict[str, int] = field(default_factory=dict)
+    # What the table's files are, counted when the plan is asked to (`build_plan(tally=True)`).
+    tally: FileTally | None = None
 
     def map_path(self, uri: str) -> str:
         return self.prefix_map.require(uri)
@@ -249,6 +273,7 @@ def build_plan(
     processes: int = 1,
     cpus: CpuPools | None = None,
     history: History = "live",
+    tally: bool = False,
 ) -> TablePlan:
     """`source`: the source metadata already read with `read_metadata` (not read again).
     `processes`: worker processes that parse manifests when the table has many (1: threads only).
@@ -271,7 +296,10 @@ def build_plan(
         for uri in mj.inline_manifests(meta):
             manifests.setdefault(uri, ManifestRef(uri, -1, 0))
         refs.update(manifests)
-        files, delete_formats, planned = _files(src_io, manifests, refs, reads, progress, cpus)
+        equality: set[str] = set()  # equality delete files, which the tally counts apart
+        files, delete_formats, planned = _files(
+            src_io, manifests, refs, reads, progress, cpus, equality=equality
+        )
         for path, size in mj.statistics_files(meta):
             files.setdefault(canonical(path), _recorded(size if size is not None else -1, live=True))
         roots = [m.source for m in prefix_map.mappings]
@@ -299,6 +327,7 @@ def build_plan(
         # A local walk of many files is CPU (a stat each): in ranges, in the worker processes.
         cpu = None if src_io.listing_waits else cpus.for_jobs(len(files) // LOCAL_FILES_PER_JOB)
         src_info = _check_sources(src_io, files, delete_formats, prefix_map, reads, workers, progress, cpu)
+        counted = _tally(files, delete_formats, equality, meta, src_info) if tally else None
         if history == "all":
             orphans = older.orphans(src_info)
         else:  # only counted: their files are asked about here, not with the live ones
@@ -339,6 +368,44 @@ def build_plan(
         history=history,
         orphans=orphans,
         absent_manifests=older.absent_manifests if history == "all" else {},
+        tally=counted,
+    )
+
+
+def _tally(
+    files: dict[str, int],
+    delete_formats: dict[str, str],
+    equality: set[str],
+    meta: mj.Metadata,
+    src_info: dict[str, ObjectInfo | None],
+) -> FileTally:
+    """The files by kind; a file's bytes are what the source holds (its recorded size if absent)."""
+    statistics = {canonical(path) for path, _ in mj.statistics_files(meta)}
+    counts: Counter[str] = Counter()
+    for path, recorded in files.items():
+        info = src_info.get(path)
+        size = info.size if info is not None else max(_size(recorded), 0)
+        if path in statistics:
+            kind = "statistics"
+        elif path in equality:
+            kind = "equality"
+        elif (fmt := delete_formats.get(path)) is not None:
+            kind = "dv" if fmt.upper() == "PUFFIN" else "position"
+            counts["orc"] += fmt.upper() == "ORC"
+        else:
+            kind = "data"
+        counts[kind] += 1
+        counts[kind + "_bytes"] += size
+    return FileTally(
+        data_files=counts["data"],
+        data_bytes=counts["data_bytes"],
+        position_delete_files=counts["position"],
+        equality_delete_files=counts["equality"],
+        deletion_vectors=counts["dv"],
+        delete_bytes=counts["position_bytes"] + counts["equality_bytes"] + counts["dv_bytes"],
+        statistics_files=counts["statistics"],
+        statistics_bytes=counts["statistics_bytes"],
+        orc_delete_files=counts["orc"],
     )
 
 
@@ -455,6 +522,7 @@ def _files(
     progress: ProgressSink,
     cpus: CpuPools,
     phase: str = "scan manifests",
+    equality: set[str] | None = None,
 ) -> tuple[dict[str, int], dict[str, str], dict[str, PlannedManifest]]:
     """Every data and delete file: canonical path -> `_recorded(size, live)`, the position
     delete files' formats, and the data manifests as read (`PlannedManifest`). Live files must
@@ -480,7 +548,7 @@ def _files(
             # raised as icelake explains it.
             data = _read_required(src_io, uri) if fetched is None else fetched
             parsed, read = manifest_files(reads.entries, uri, data)
-        _add_entries(parsed, files, delete_formats, refs)
+        _add_entries(parsed, files, delete_formats, refs, equality)
         if read is not None:
             planned[uri] = read
         progress.advance(phase)
@@ -550,6 +618,7 @@ def _add_entries(
     files: dict[str, int],
     delete_formats: dict[str, str],
     refs: set[str],
+    equality: set[str] | None = None,  # given: equality delete files are added to it
 ) -> None:
     paths = parsed.paths
     # `_recorded(size, live=...)`, inlined: a million entries. A live entry's file is live.
@@ -563,6 +632,8 @@ def _add_entries(
             refs.add(reference)
         if content == POSITION_DELETES:
             delete_formats[paths[i]] = file_format  # type: ignore[assignment]
+        elif content == EQUALITY_DELETES and equality is not None:
+            equality.add(paths[i])
 
 
 def _check_sources(

@@ -257,3 +257,12 @@ def checked_target_files(io: FileIO, target_metadata: str, source_prefixes: Iter
         elif recorded is not None and recorded >= 0 and size != recorded:
             problems.append(f"{what} {path}: metadata says {recorded} bytes, the file has {size}")
     return FilesCheck(files=checked, problems=problems, seconds=round(time.monotonic() - started, 3))
+
+
+def files_check_requests(
+    objects_at_location: int, lists: int, manifests: int, elsewhere: int
+) -> dict[str, int]:
+    """The S3 requests `checked_target_files` sends: the metadata.json read, the table location
+    listed (1,000 keys a page), each manifest list and manifest read, and a HEAD for each file
+    outside the table location. Estimates use it: keep it in step with `checked_target_files`."""
+    return {"get": 1 + lists + manifests, "list": max(1, -(-objects_at_location // 1000)), "head": elsewhere}

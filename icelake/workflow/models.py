@@ -7,6 +7,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from icelake.assess.estimate import TableEstimate
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, check_session_duration
 from icelake.migrate.models import Orphans
 from icelake.workflow.names import Naming, split_name, template_fields
@@ -249,6 +250,12 @@ class PlanResult(_Frozen):
     # is planned by the Glue job (files_* and bytes_* are then the summaries' upper bounds).
     planned_in: Literal["lambda", "glue"] = "lambda"
     copy_result_uri: str  # where the copy step (Lambda or Glue) writes its MigrationResult
+    # The Plan step's own account: the S3 requests its clients sent, by kind, and its seconds.
+    requests: dict[str, int] = {}
+    seconds: float = 0.0
+    # What the plan predicts the copy and Validate will send ("copy", "validate" -> requests by
+    # kind): with `requests`, the table's estimate in its outcome (empty when the Glue job plans).
+    expected_requests: dict[str, dict[str, int]] = {}
     # Set when the table is left alone (engine "none"): its outcome and why.
     stopped: Literal["diverged", "source_dropped", "busy", "promoted"] | None = None
     stop_reason: str | None = None
@@ -311,6 +318,15 @@ class TableOutcome(_Frozen):
     warnings: list[str] = []
     error: str | None = None
     seconds: float = 0.0
+    # The table's own account: S3 requests by kind (copy, list, head, get, put, delete) that the
+    # steps' clients sent, each phase's seconds (plan, copy, validate, rollback), and what those
+    # cost by the target region's price table (icelake/assess/cost.py; empty where none ships).
+    requests: dict[str, int] = {}
+    duration_s: dict[str, float] = {}
+    cost_usd: dict[str, float] = {}
+    # The estimate model applied to this run's own plan (icelake/assess/estimate.py): what
+    # report.html sets beside the account above. None when the Glue job planned the table.
+    estimate: TableEstimate | None = None
 
 
 RunState = Literal["succeeded", "partial", "failed"]
@@ -323,6 +339,7 @@ class RunReport(_Frozen):
     status: RunState
     tables: list[TableOutcome]
     report_uri: str
+    report_html_uri: str = ""  # report.html beside it: the same run for people to read
 
 
 class RunSummary(_Frozen):
@@ -334,6 +351,7 @@ class RunSummary(_Frozen):
     counts: dict[str, int]  # TableOutcome.status -> number of tables
     files_pruned: int = 0
     report_uri: str  # the RunReport with every table
+    report_html_uri: str = ""
 
     def metrics(self) -> dict[str, int]:
         """CloudWatch metric -> value for this run: every outcome (zeros too, so graphs show them)."""

@@ -22,6 +22,12 @@ from icelake.uris import canonical, is_under
 from icelake.workflow.journal import read_journal
 
 
+def prune_requests(manifest_lists: int, manifests: int) -> dict[str, int]:
+    """The S3 requests `prune_target` sends after a first sync (no key of an earlier run to ask
+    about): the target's metadata.json, manifest lists and manifests read. Estimates use it."""
+    return {"get": 1 + manifest_lists + manifests}
+
+
 def prune_target(
     dst_io: FileIO,
     artifacts_io: FileIO,

@@ -92,6 +92,7 @@ def test_a_real_run_exports_results_to_s3_and_returns_a_summary(real: RealRun) -
         "counts": {"migrated": 1},
         "files_pruned": 0,
         "report_uri": f"s3://{details['Bucket']}/runs/real-1/report.json",
+        "report_html_uri": f"s3://{details['Bucket']}/runs/real-1/report.html",
     }
     (table,) = real.report["tables"]
     assert table["table"] == "sales.orders" and table["status"] == "migrated" and table["files_copied"] == 2

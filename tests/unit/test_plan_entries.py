@@ -9,15 +9,18 @@ from hypothesis import strategies as st
 from icelake.migrate.avro_entries import EntryFields
 from icelake.migrate.plan import _add_entries, manifest_files
 
-DELETED, POSITION_DELETES = 2, 1
+DELETED, POSITION_DELETES, EQUALITY_DELETES = 2, 1, 2
 
 
-def _entry_by_entry(manifests: list[list[EntryFields]]) -> tuple[dict[str, int], dict[str, str], set[str]]:
+def _entry_by_entry(
+    manifests: list[list[EntryFields]],
+) -> tuple[dict[str, int], dict[str, str], set[str], set[str]]:
     """The rule, one entry at a time: a file's recorded size is `size * 2 + live`, and a deleted
     entry leaves it as live as an earlier entry made it."""
     files: dict[str, int] = {}
     delete_formats: dict[str, str] = {}
     refs: set[str] = set()
+    equality: set[str] = set()
     for entries in manifests:
         for status, content, path, size, reference, file_format in entries:
             live = status != DELETED or bool(files.get(path, 0) & 1)
@@ -27,7 +30,9 @@ def _entry_by_entry(manifests: list[list[EntryFields]]) -> tuple[dict[str, int],
             if content == POSITION_DELETES:
                 assert file_format is not None
                 delete_formats[path] = file_format
-    return files, delete_formats, refs
+            elif content == EQUALITY_DELETES:
+                equality.add(path)
+    return files, delete_formats, refs, equality
 
 
 @st.composite
@@ -56,13 +61,16 @@ def test_manifests_taken_in_columns_record_each_file_as_entry_by_entry(
     files: dict[str, int] = {}
     delete_formats: dict[str, str] = {}
     refs: set[str] = set()
+    equality: set[str] = set()
     # When each is taken as the plan takes it
     for i, listed in enumerate(manifests):
         parsed, read = manifest_files(lambda _uri, _data, listed=listed: (listed, None), f"m{i}.avro", b"")
         assert read is None
-        _add_entries(parsed, files, delete_formats, refs)
-    # Then every file, delete format and reference is what the rule entry by entry gives, in order
-    expected_files, expected_formats, expected_refs = _entry_by_entry(manifests)
+        _add_entries(parsed, files, delete_formats, refs, equality)
+    # Then every file, delete format, reference and equality delete file is what the rule entry by
+    # entry gives, in order
+    expected_files, expected_formats, expected_refs, expected_equality = _entry_by_entry(manifests)
     assert list(files.items()) == list(expected_files.items())
     assert list(delete_formats.items()) == list(expected_formats.items())
     assert refs == expected_refs
+    assert equality == expected_equality

@@ -25,7 +25,7 @@ def copy(given: PlannedInput, deps: Deps) -> MigrationResult:
         processes=1,  # Lambda cannot start worker processes
         lock_target=False,  # the table's lock is in the ledger: a timed-out Lambda leaves none behind
         history=item.request.options.history,
-    )
+    ).model_copy(update={"requests": sessions.requests.counts()})
     io_for(planned.copy_result_uri, deps.orchestrator).write(
         planned.copy_result_uri, result.model_dump_json().encode()
     )

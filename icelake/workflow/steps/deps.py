@@ -14,6 +14,7 @@ import boto3
 from icelake.aws.clients import new_session
 from icelake.aws.fileio import FileIO, S3FileIO
 from icelake.aws.ledger import Ledger
+from icelake.aws.request_count import RequestCount
 from icelake.aws.session import AssumedRole
 from icelake.workflow.models import MigrationRequest
 from icelake.workflow.wiring import WorkflowEnv
@@ -26,6 +27,8 @@ class Sessions:
 
     request: MigrationRequest
     orchestrator: boto3.Session = field(default_factory=new_session)
+    # The S3 requests of both sides' clients (the step's own account of what it sent).
+    requests: RequestCount = field(default_factory=RequestCount)
 
     def role(self, side: Literal["src", "dst"]) -> AssumedRole | None:
         """The source (read) or target (write) role as this request assumes it, if it names one."""
@@ -61,11 +64,17 @@ class Sessions:
 
     def source_io(self) -> FileIO:
         """S3 as the source role, each bucket's requests sent to that bucket's region."""
-        return S3FileIO(self.source.client("s3"), regions=self.source)
+        return self._counted(S3FileIO(self.source.client("s3"), regions=self.source))
 
     def target_io(self) -> FileIO:
         """S3 as the target role, each bucket's requests (copies too) sent to its region."""
-        return S3FileIO(self.target.client("s3"), self.request.target.kms_key_id, regions=self.target)
+        return self._counted(
+            S3FileIO(self.target.client("s3"), self.request.target.kms_key_id, regions=self.target)
+        )
+
+    def _counted(self, io: S3FileIO) -> S3FileIO:
+        self.requests.attach_io(io)
+        return io
 
 
 @dataclass

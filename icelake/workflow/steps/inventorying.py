@@ -24,10 +24,10 @@ def parse_request(raw: dict[str, Any]) -> MigrationRequest:
         raise InvalidRequestError(f"malformed migration request: {problems}") from None
 
 
-def inventory(given: InventoryInput, deps: Deps) -> InventoryResult:
-    """The execution name is the run id unless the request names one. Every table's target name
-    is decided here, and a request whose names collide is refused before anything runs."""
-    request = parse_request({"run_id": given.execution_name, **given.request})
+def work_items(request: MigrationRequest, deps: Deps, execution_arn: str | None = None) -> list[WorkItem]:
+    """The request's tables, each pinned at its current metadata (commits after this moment wait
+    for the next run) under its target name, and the selected tables icelake migrated before whose
+    source is gone; names that collide are refused. `icelake assess` selects with this too."""
     naming = request.target.naming
     marked = _MarkedTargets(request, deps)
     chosen, dropped = _selected(request, deps, marked)
@@ -39,8 +39,15 @@ def inventory(given: InventoryInput, deps: Deps) -> InventoryResult:
         location = catalog.metadata_location(table)
         if not location:
             raise InvalidRequestError(f"{key[0]}.{key[1]} has no metadata_location parameter")
-        # pinned: commits after this moment wait for the next run
-        items.append(_item(request, key, targets[key], marked, location, given.execution_arn))
+        items.append(_item(request, key, targets[key], marked, location, execution_arn))
+    return items
+
+
+def inventory(given: InventoryInput, deps: Deps) -> InventoryResult:
+    """The execution name is the run id unless the request names one. Every table's target name
+    is decided here, and a request whose names collide is refused before anything runs."""
+    request = parse_request({"run_id": given.execution_name, **given.request})
+    items = work_items(request, deps, given.execution_arn)
     worklist = f"runs/{request.run_id}/worklist.json"
     deps.artifacts.put_json(worklist, [item.model_dump(mode="json") for item in items])
     return InventoryResult(

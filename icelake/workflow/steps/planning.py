@@ -5,12 +5,15 @@ engine (Lambda, Glue, or none)."""
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from icelake.assess.assessment import expected_requests
 from icelake.aws import catalog
 from icelake.aws.fileio import FileIO
+from icelake.aws.request_count import RequestCount, subtracted
 from icelake.migrate.models import Orphans
 from icelake.migrate.plan import build_plan, read_metadata, table_prefix_map
 from icelake.migrate.progress import NoProgress
@@ -25,8 +28,15 @@ LOCK_LEASE_SECONDS = 24 * 3600  # longer than any table's copy; only a dead run'
 
 
 def plan(given: PlanInput, deps: Deps) -> PlanResult:
-    item = given.item
-    sessions = deps.sessions(item.request)
+    """The plan, with the step's own account: its S3 requests and seconds."""
+    started = time.monotonic()
+    sessions = deps.sessions(given.item.request)
+    planned = _plan(given.item, deps, sessions)
+    seconds = round(time.monotonic() - started, 3)
+    return planned.model_copy(update={"requests": sessions.requests.counts(), "seconds": seconds})
+
+
+def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
     if item.request.mode == "cutover" and not item.source_dropped:
         item = _with_current_source(item, sessions)
     ledger = deps.ledger
@@ -51,11 +61,12 @@ def plan(given: PlanInput, deps: Deps) -> PlanResult:
             f"{target_name} was left as it is. Drop the target table, or keep it as the table's new home"
         )
         return _stopped(item, deps, "source_dropped", why, previous, existing is not None)
-    diverged = _foreign_commit(dst_io, synced, previous)
+    diverged = foreign_commit(dst_io, synced, previous)
     if diverged:
         return _stopped(item, deps, "diverged", diverged, previous, existing is not None)
     src_io = sessions.source_io()
     options = item.request.options
+    before = sessions.requests.counts()
     source = read_metadata(src_io, item.source_metadata_location)
     meta = source[0]
     size = estimate_size(meta)
@@ -74,7 +85,7 @@ def plan(given: PlanInput, deps: Deps) -> PlanResult:
         write_journal(deps.artifacts.io, journal_uri, [])
         figures = Figures("glue", size.files, size.bytes, size.files, size.bytes, target_metadata)
     else:
-        figures = _plan_here(item, src_io, dst_io, source, journal_uri, deps)
+        figures = _plan_here(item, src_io, dst_io, source, journal_uri, deps, sessions.requests, before)
     in_sync = (
         item.request.mode in ("incremental", "cutover")
         and synced is not None
@@ -114,6 +125,7 @@ def plan(given: PlanInput, deps: Deps) -> PlanResult:
         journal_uri=journal_uri,
         copy_result_uri=deps.artifacts.uri(Artifacts.key(item.run_id, item.name, "copy-result.json")),
         orphans=figures.orphans,
+        expected_requests=figures.expected_requests or {},
     )
 
 
@@ -128,6 +140,8 @@ class Figures:
     bytes_to_copy: int
     target_metadata: str
     orphans: Orphans = field(default_factory=Orphans)  # known when planned here
+    # The requests the copy and Validate's file check will send (`assess.assessment.expected_requests`)
+    expected_requests: dict[str, dict[str, int]] | None = None
 
 
 def _plan_here(
@@ -137,9 +151,13 @@ def _plan_here(
     source: tuple[dict[str, Any], bool],
     journal_uri: str,
     deps: Deps,
+    requests: RequestCount,
+    before: dict[str, int],
 ) -> Figures:
     """The whole plan, in this Lambda, from the source metadata Plan has read; the journal is
-    written before the copy starts: what rollback may delete, should anything fail later."""
+    written before the copy starts: what rollback may delete, should anything fail later.
+    `before`: the step's requests before it read the source metadata (the Copy step reads it and
+    plans again: what this sent since is what that will send first)."""
     table_plan = build_plan(
         item.source_metadata_location,
         item.target_location,
@@ -152,6 +170,7 @@ def _plan_here(
         source=source,
         history=item.request.options.history,
     )
+    replanned = subtracted(requests.counts(), before)
     write_journal(deps.artifacts.io, journal_uri, new_target_keys(table_plan, dst_io))
     return Figures(
         "lambda",
@@ -161,6 +180,12 @@ def _plan_here(
         sum(t.info.size for t in table_plan.copies),
         table_plan.target_metadata,
         table_plan.orphans,
+        expected_requests(
+            table_plan,
+            item.target_location,
+            replanned,
+            prune=item.request.options.prune,
+        ),
     )
 
 
@@ -195,7 +220,7 @@ def _claim(item: WorkItem, deps: Deps) -> str | None:
     )
 
 
-def _foreign_commit(dst_io: FileIO, synced: dict[str, Any] | None, current: str | None) -> str | None:
+def foreign_commit(dst_io: FileIO, synced: dict[str, Any] | None, current: str | None) -> str | None:
     """Why the target table is no longer what icelake last registered, or None if it still is.
 
     A later commit by anyone else (an engine writing to the migrated table) moves the Glue

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from icelake.assess.pages import render_report
 from icelake.constants import EVENT_SOURCE
 from icelake.workflow.inputs import ReportInput, WriterDetails
 from icelake.workflow.models import RunReport, RunState, RunSummary, TableOutcome
@@ -27,9 +28,13 @@ def report(given: ReportInput, deps: Deps) -> RunSummary:
     status: RunState = "succeeded" if failed == 0 else ("failed" if failed == len(outcomes) else "partial")
     key = f"runs/{run_id}/report.json"
     uri = deps.artifacts.uri(key)
-    deps.artifacts.put_json(
-        key, RunReport(run_id=run_id, status=status, tables=outcomes, report_uri=uri).model_dump(mode="json")
+    html_uri = deps.artifacts.uri(f"runs/{run_id}/report.html")
+    written = RunReport(
+        run_id=run_id, status=status, tables=outcomes, report_uri=uri, report_html_uri=html_uri
     )
+    deps.artifacts.put_json(key, written.model_dump(mode="json"))
+    # The same run for people: estimated against actual, states, errors and timings.
+    deps.artifacts.io.write(html_uri, render_report(written.model_dump(mode="json")).encode())
     deps.client("events").put_events(
         Entries=[
             {
@@ -49,6 +54,7 @@ def report(given: ReportInput, deps: Deps) -> RunSummary:
         counts=dict(sorted(counts.items())),
         files_pruned=sum(o.files_pruned for o in outcomes),
         report_uri=uri,
+        report_html_uri=html_uri,
     )
 
 

@@ -3,8 +3,11 @@ under the source) and restore the table's Glue entry. Never writes the source.""
 
 from __future__ import annotations
 
+import time
+
 from icelake.aws import catalog
 from icelake.uris import PrefixMap
+from icelake.workflow.accounting import accounted
 from icelake.workflow.inputs import CaughtError, RollbackInput
 from icelake.workflow.journal import read_journal
 from icelake.workflow.models import TableOutcome
@@ -13,6 +16,7 @@ from icelake.workflow.steps.shared import item_facts, owner_of, record_outcome, 
 
 
 def rollback(given: RollbackInput, deps: Deps) -> TableOutcome:
+    started = time.monotonic()
     item = given.item
     error = given.error or CaughtError()
     cause = error.cause or error.error or "unknown error"
@@ -23,8 +27,8 @@ def rollback(given: RollbackInput, deps: Deps) -> TableOutcome:
         )
     planned = given.plan
     removed = 0
+    sessions = deps.sessions(item.request)
     if planned is not None:
-        sessions = deps.sessions(item.request)
         journaled = read_journal(deps.artifacts.io, deps.artifacts.uri(planned.journal_key))
         source = PrefixMap([(p, "s3://never/written") for p in source_prefixes(item)])
         removed = sessions.target_io().delete_many([k for k in journaled if not source.under_any_source(k)])
@@ -38,6 +42,9 @@ def rollback(given: RollbackInput, deps: Deps) -> TableOutcome:
     outcome = TableOutcome(
         run_id=item.run_id, table=item.name, status="rolled_back", error=cause[:2000], **item_facts(item)
     )
+    # The copy's own account is not read back: a failed copy may have written none.
+    seconds = time.monotonic() - started
+    outcome = accounted(outcome, item.request, planned, None, "rollback", sessions.requests.counts(), seconds)
     record_outcome(deps.ledger, outcome, "ROLLED_BACK", error=outcome.error, files_removed=removed)
     deps.ledger.release_table(item.target_location, item.run_id)
     return outcome

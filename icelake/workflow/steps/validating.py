@@ -4,6 +4,7 @@ promote the target. A table that Plan left alone gets its outcome here too."""
 
 from __future__ import annotations
 
+import time
 from typing import Literal
 
 from icelake.aws import catalog
@@ -13,6 +14,7 @@ from icelake.errors import ValidationFailedError
 from icelake.migrate.history import dangling_versions, orphans_note, to_source_map
 from icelake.migrate.models import MigrationResult, RowsValidation
 from icelake.migrate.validate import Tier, check_target_files, validate_tables
+from icelake.workflow.accounting import accounted
 from icelake.workflow.inputs import PlannedInput
 from icelake.workflow.models import PlanResult, TableOutcome
 from icelake.workflow.prune import prune_target
@@ -23,6 +25,7 @@ from icelake.workflow.steps.shared import item_facts, record_outcome, source_pre
 
 
 def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
+    started = time.monotonic()
     planned = given.plan
     item = planned.item
     ledger = deps.ledger
@@ -32,6 +35,7 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
             access = register_and_carry(planned, deps.sessions(item.request))
             record_access(deps, item, "IN_SYNC", access)
             outcome = outcome.model_copy(update={"warnings": [*outcome.warnings, *access.warnings]})
+        outcome = accounted(outcome, item.request, planned, None, "validate", {}, time.monotonic() - started)
         if outcome.status == "in_sync" and item.request.mode == "cutover":
             outcome = cutover(planned, deps, outcome)
         record_outcome(ledger, outcome, _ledger_state(outcome))
@@ -88,6 +92,8 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
         seconds=copied.elapsed_seconds,
         **item_facts(item, ledger.get_table(item.run_id, item.name)),
     )
+    own = sessions.requests.counts()
+    outcome = accounted(outcome, item.request, planned, copied, "validate", own, time.monotonic() - started)
     if item.request.mode == "cutover":
         outcome = cutover(planned, deps, outcome)
     record_outcome(ledger, outcome, _ledger_state(outcome), snapshots_validated=len(report.snapshots))

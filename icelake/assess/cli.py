@@ -1,0 +1,228 @@
+"""`icelake assess`: what a migration would move, what would block it, how long it takes and what
+it costs, in assessment.json and assessment.html under --out. Reads AWS (or AWS_ENDPOINT_URL);
+writes nothing outside --out."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from icelake.assess.assessment import Assessment, Settings, TableAssessment, assemble, assess_table
+from icelake.assess.cost import DEFAULT_REGION, SYNC_DAYS, regions_of
+from icelake.assess.estate import assess_request, settings_for
+from icelake.assess.estimate import ThroughputModel
+from icelake.assess.pages import render_assessment
+from icelake.assess.prices import load_prices
+from icelake.aws.fileio import io_for
+from icelake.aws.session import assume_role_session
+from icelake.errors import IcelakeError
+from icelake.uris import parse_map_option
+
+assess_app = typer.Typer(add_completion=False, help="Assess tables before moving them.")
+
+
+@assess_app.callback(invoke_without_command=True)
+def assess(
+    request: Annotated[
+        Path | None, typer.Option("--request", help="Migration request JSON: assess what it would move.")
+    ] = None,
+    metadata: Annotated[
+        str | None, typer.Option("--metadata", help="One table's current metadata.json (as migrate path).")
+    ] = None,
+    target_location: Annotated[
+        str | None, typer.Option("--target-location", help="With --metadata: where the table would go.")
+    ] = None,
+    map_: Annotated[
+        list[str] | None, typer.Option("--map", help="With --metadata: SRC=DST for a prefix (repeatable).")
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="Directory for assessment.json and .html.")] = Path(
+        "assessment"
+    ),
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    prices: Annotated[
+        Path | None, typer.Option("--prices", help="A price table (same schema as the shipped ones).")
+    ] = None,
+    region: Annotated[
+        str | None, typer.Option(help="Region whose prices apply (default: the target's, else AWS_REGION).")
+    ] = None,
+    sync_days: Annotated[
+        float, typer.Option("--sync-days", min=0, help="Days both copies are kept while syncing.")
+    ] = SYNC_DAYS,
+    concurrency: Annotated[
+        int, typer.Option(min=1, max=1000, help="With --metadata: the Map's concurrency.")
+    ] = 4,
+    source_role: Annotated[str | None, typer.Option(help="With --metadata: role ARN to read with.")] = None,
+    target_role: Annotated[
+        str | None, typer.Option(help="With --metadata: role ARN the target is read with.")
+    ] = None,
+) -> None:
+    """Assess an estate (--request) or one table (--metadata, --target-location) before moving it."""
+    from icelake.cli import err, one_line_errors
+
+    with one_line_errors():
+        if (request is None) == (metadata is None):
+            raise IcelakeError("give either --request FILE or --metadata URI --target-location URI")
+
+        def shown(done: TableAssessment, count: int, total: int) -> None:
+            state = f"{len(done.blockers)} blocker(s)" if done.blockers else "ok"
+            err.print(
+                f"[icelake] assessed {done.table} ({count}/{total}): {state}", highlight=False, markup=False
+            )
+
+        if request is not None:
+            assessment = _of_request(request, prices, region, sync_days, shown)
+        else:
+            if not target_location:
+                raise IcelakeError("--metadata needs --target-location URI: where the table would go")
+            assert metadata is not None
+            assessment = _of_table(
+                metadata,
+                target_location,
+                map_ or [],
+                prices,
+                region,
+                sync_days,
+                concurrency,
+                source_role,
+                target_role,
+                shown,
+            )
+        paths = write_assessment(assessment, out)
+    summary = {
+        "assessment_uri": paths[0].resolve().as_uri(),
+        "assessment_html_uri": paths[1].resolve().as_uri(),
+        "tables": assessment.totals.tables,
+        "blocked_tables": assessment.totals.blocked_tables,
+        "duration_s": assessment.run.duration_s,
+        "totals": assessment.totals.model_dump(mode="json"),
+    }
+    if as_json:
+        sys.stdout.write(json.dumps(summary) + "\n")
+    else:
+        from icelake.console import stdout_console
+
+        stdout_console().print(_table(assessment))
+        err.print(f"assessment: {summary['assessment_html_uri']}", highlight=False, markup=False)
+
+
+def _of_request(
+    path: Path, prices: Path | None, region: str | None, sync_days: float, shown: Any
+) -> Assessment:
+    from icelake.constants import ARTIFACTS_BUCKET, LEDGER_TABLE
+    from icelake.workflow.models import MigrationRequest
+    from icelake.workflow.steps.deps import Deps
+    from icelake.workflow.steps.inventorying import parse_request
+    from icelake.workflow.wiring import WorkflowEnv
+
+    try:
+        body = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise IcelakeError(f"{path} is not a readable JSON request ({exc}): fix the request file") from exc
+    if not isinstance(body, dict):
+        raise IcelakeError(f"{path} must be one JSON object (a migration request)")
+    parsed: MigrationRequest = parse_request({"run_id": "assessment", **body})
+    table = load_prices(_price_region(region, regions_of(parsed)[1]), prices)
+    deps = Deps(WorkflowEnv(ledger_table=LEDGER_TABLE, artifacts_bucket=ARTIFACTS_BUCKET))
+    return assess_request(parsed, deps, settings_for(parsed, table, sync_days=sync_days), shown)
+
+
+def _of_table(
+    metadata: str,
+    target_location: str,
+    maps: list[str],
+    prices: Path | None,
+    region: str | None,
+    sync_days: float,
+    concurrency: int,
+    source_role: str | None,
+    target_role: str | None,
+    shown: Any,
+) -> Assessment:
+    pairs = [parse_map_option(m) for m in maps]
+    table_prices = load_prices(_price_region(region, None), prices)
+    settings = Settings(
+        prices=table_prices, model=ThroughputModel(), concurrency=concurrency, sync_days=sync_days
+    )
+    src_io = io_for(metadata, assume_role_session(source_role, session_name="icelake-assess-source"))
+    dst_io = io_for(target_location, assume_role_session(target_role, session_name="icelake-assess-target"))
+    name = metadata.rstrip("/").rsplit("/", 3)[-3] if metadata.count("/") >= 3 else metadata
+    assessed = assess_table(name, metadata, target_location, pairs, src_io, dst_io, settings)
+    shown(assessed, 1, 1)
+    scope = {"source_metadata_location": metadata, "target_location": target_location, "maps": maps}
+    return assemble([assessed], settings, scope)
+
+
+def _price_region(asked: str | None, target_region: str | None) -> str:
+    return (
+        asked
+        or target_region
+        or os.environ.get("AWS_REGION")
+        or os.environ.get("AWS_DEFAULT_REGION")
+        or DEFAULT_REGION
+    )
+
+
+def write_assessment(assessment: Assessment, out: Path) -> tuple[Path, Path]:
+    """assessment.json and assessment.html in `out` (made if absent)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        data = assessment.model_dump(mode="json")
+        json_path, html_path = out / "assessment.json", out / "assessment.html"
+        json_path.write_text(json.dumps(data, indent=1) + "\n")
+        html_path.write_text(render_assessment(data))
+    except OSError as exc:
+        raise IcelakeError(
+            f"cannot write the assessment to {out} ({exc.strerror or exc}): pass another --out"
+        ) from exc
+    return json_path, html_path
+
+
+def _table(assessment: Assessment) -> Table:
+    from icelake.assess.html import duration, size, usd
+
+    table = Table(
+        title=f"Assessment: {assessment.totals.tables} table(s), {assessment.totals.blocked_tables} blocked"
+    )
+    for column in (
+        "table",
+        "engine",
+        "data",
+        "files",
+        "to copy",
+        "blockers",
+        "warnings",
+        "est. time",
+        "est. cost",
+    ):
+        table.add_column(column)
+    for t in assessment.tables:
+        estimate = t.estimate
+        table.add_row(
+            t.table,
+            t.engine,
+            size(t.data_bytes),
+            f"{t.data_files:,}",
+            size(t.bytes_to_copy),
+            str(len(t.blockers)),
+            str(len(t.warnings)),
+            duration(estimate.duration_s) if estimate else "n/a",
+            usd(estimate.cost_usd["total"]) if estimate else "n/a",
+        )
+    table.add_row(
+        "all (Map)",
+        "",
+        size(assessment.totals.data_bytes),
+        f"{assessment.totals.data_files:,}",
+        size(assessment.totals.bytes_to_copy),
+        str(assessment.totals.blockers),
+        str(assessment.totals.warnings),
+        duration(assessment.run.duration_s),
+        usd(assessment.totals.cost_usd.get("total", 0.0)),
+    )
+    return table

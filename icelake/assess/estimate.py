@@ -1,0 +1,164 @@
+"""The estimate model: S3 requests, time and cost of migrating a table, from the plan a real run
+makes (`build_plan`, counted by the assessment's own clients) and the requests the run's steps
+send after it (`engine.migration_requests`, `copy.copy_requests`, `validate.files_check_requests`).
+
+Time: each phase is its requests at a per-request latency, spread over the concurrency the step
+really has (the plan fetches 4 metadata files ahead; a copy Lambda runs 16 copies at once, the Glue
+job its workers' cores), plus the bytes of server-side copies at a per-copy speed, bounded below by
+S3's request rates per prefix, plus the step's start (a Lambda invocation, a Glue job run). Tables
+run side by side in the Map's lanes (`options.concurrency`): the run lasts as long as its longest
+lane. Cost: the same work priced by icelake/assess/cost.py, as a run's own account is.
+Every figure here is a model parameter (`ThroughputModel`), written into assessment.json.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from icelake.assess.cost import TABLE_TRANSITIONS, Work, cost_usd
+from icelake.assess.prices import PriceTable
+from icelake.aws.request_count import REQUEST_KINDS, added
+
+PHASES = ("plan", "copy", "validate")
+
+
+class ThroughputModel(BaseModel):
+    """How fast S3, Lambda and Glue do the work (defaults: S3's published request rates, typical
+    same-region latencies; override any of them with `--model FILE`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Seconds from request to answer of a small object, by request kind (same region).
+    latency_s: dict[str, float] = Field(
+        default_factory=lambda: {
+            "list": 0.08,
+            "head": 0.02,
+            "get": 0.03,
+            "put": 0.05,
+            "copy": 0.06,
+            "delete": 0.03,
+        }
+    )
+    copy_mib_per_s: float = Field(default=100.0, gt=0)  # one server-side copy's speed past its latency
+    plan_parallel: int = Field(default=4, ge=1)  # metadata files the plan fetches ahead
+    lambda_parallel: int = Field(default=16, ge=1)  # copies and rewrites a Copy Lambda runs at once
+    glue_workers: int = Field(default=10, ge=2)  # the deployed job's (cdk context glue_workers)
+    glue_worker_type: str = "G.1X"
+    glue_threads_per_worker: int = Field(default=16, ge=1)  # copies in flight per worker
+    glue_startup_s: float = Field(default=60.0, ge=0)  # a job run's start (Glue 4/5: under a minute)
+    lambda_start_s: float = Field(default=1.0, ge=0)  # an invocation's start, each step
+    # S3's request rates per prefix: 3,500 PUT/COPY/POST/DELETE and 5,500 GET/HEAD per second.
+    prefix_write_per_s: float = Field(default=3500.0, gt=0)
+    prefix_read_per_s: float = Field(default=5500.0, gt=0)
+    map_overhead_s: float = Field(default=2.0, ge=0)  # Inventory and Report, once per run
+
+
+@dataclass(frozen=True)
+class PlannedWork:
+    """What the plan says a table's migration does (the estimate's inputs)."""
+
+    plan_requests: Mapping[str, int]  # the Plan step's requests, as the assessment's clients counted them
+    run_requests: Mapping[str, int]  # what the copy sends: its own plan (counted alike), then its writes
+    validate_requests: Mapping[str, int]
+    bytes_to_copy: int
+    files_to_copy: int
+    engine: str  # lambda | glue
+
+
+class TableEstimate(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    requests: dict[str, int]
+    requests_by_phase: dict[str, dict[str, int]]
+    duration_s: float
+    duration_by_phase: dict[str, float]
+    cost_usd: dict[str, float]
+
+
+def estimate_table(
+    work: PlannedWork,
+    model: ThroughputModel,
+    prices: PriceTable,
+    *,
+    cross_region: bool,
+    stored_bytes: int,
+    sync_days: float,
+) -> TableEstimate:
+    by_phase = {
+        "plan": added(work.plan_requests),
+        # The copy step plans again (its own plan, from the same metadata), then writes.
+        "copy": added(work.run_requests),
+        "validate": added(work.validate_requests),
+    }
+    glue = work.engine == "glue"
+    seconds = {
+        "plan": model.lambda_start_s + _requests_time(by_phase["plan"], model, model.plan_parallel),
+        "copy": _copy_time(work, by_phase["copy"], model, glue),
+        "validate": model.lambda_start_s + _requests_time(by_phase["validate"], model, model.plan_parallel),
+    }
+    total = added(*by_phase.values())
+    priced = Work(
+        requests=total,
+        lambda_seconds={k: v for k, v in seconds.items() if not (glue and k == "copy")},
+        glue_seconds=seconds["copy"] if glue else 0.0,
+        glue_workers=model.glue_workers,
+        glue_worker_type=model.glue_worker_type,
+        transitions=TABLE_TRANSITIONS,
+        transfer_bytes=work.bytes_to_copy if cross_region else 0,
+        stored_bytes=stored_bytes,
+        storage_days=sync_days,
+    )
+    return TableEstimate(
+        requests=total,
+        requests_by_phase=by_phase,
+        duration_s=round(sum(seconds.values()), 3),
+        duration_by_phase={k: round(v, 3) for k, v in seconds.items()},
+        cost_usd=cost_usd(prices, priced),
+    )
+
+
+def _requests_time(requests: Mapping[str, int], model: ThroughputModel, parallel: int) -> float:
+    """Requests at their latency, `parallel` at a time, and no faster than one prefix's rates."""
+    latency = sum(n * model.latency_s.get(kind, 0.05) for kind, n in requests.items()) / parallel
+    writes = sum(requests.get(k, 0) for k in ("put", "copy", "delete", "list"))
+    reads = sum(requests.get(k, 0) for k in ("get", "head"))
+    return max(latency, writes / model.prefix_write_per_s, reads / model.prefix_read_per_s)
+
+
+def _copy_time(work: PlannedWork, requests: Mapping[str, int], model: ThroughputModel, glue: bool) -> float:
+    parallel = model.glue_workers * model.glue_threads_per_worker if glue else model.lambda_parallel
+    start = model.glue_startup_s if glue else model.lambda_start_s
+    writing = _requests_time(work.run_requests, model, parallel)
+    streaming = work.bytes_to_copy / (model.copy_mib_per_s * 1024**2) / parallel
+    return start + writing + streaming
+
+
+class Lane(BaseModel):
+    """A table's place in the Map: which lane runs it, from when to when (seconds from the start)."""
+
+    model_config = ConfigDict(frozen=True)
+    table: str
+    lane: int
+    start_s: float
+    end_s: float
+
+
+def lay_out(durations: Mapping[str, float], concurrency: int) -> list[Lane]:
+    """Tables on the Map's `concurrency` lanes, each started on the first lane free, longest first
+    (the Map takes items in worklist order; longest-first is the layout to aim the order at)."""
+    lanes = [(0.0, lane) for lane in range(max(1, concurrency))]
+    heapq.heapify(lanes)
+    placed = []
+    for table, seconds in sorted(durations.items(), key=lambda kv: (-kv[1], kv[0])):
+        free_at, lane = heapq.heappop(lanes)
+        placed.append(
+            Lane(table=table, lane=lane, start_s=round(free_at, 3), end_s=round(free_at + seconds, 3))
+        )
+        heapq.heappush(lanes, (free_at + seconds, lane))
+    return placed
+
+
+def zero_requests() -> dict[str, int]:
+    return dict.fromkeys(REQUEST_KINDS, 0)

@@ -1,0 +1,245 @@
+"""assessment.html and report.html, rendered from the JSON they sit beside (so either can be made
+again from its JSON alone: `render_assessment(json.load(...))`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from html import escape
+from typing import Any
+
+from icelake.assess import html as h
+
+_FAILED = ("failed", "rolled_back", "diverged", "source_dropped", "busy")
+
+
+def render_assessment(data: Mapping[str, Any]) -> str:
+    tables: list[Mapping[str, Any]] = list(data.get("tables", []))
+    totals = data.get("totals", {})
+    run = data.get("run", {})
+    prices = data.get("model", {}).get("prices", {})
+    cost = totals.get("cost_usd", {})
+    blockers = [(t["table"], f) for t in tables for f in t.get("blockers", [])]
+    warnings = [(t["table"], f) for t in tables for f in t.get("warnings", [])]
+    scope = data.get("scope", {})
+    subtitle = (
+        f"{escape(str(scope.get('source_account') or scope.get('source_metadata_location') or ''))} &rarr; "
+        f"{escape(str(scope.get('target') or scope.get('target_location') or ''))} &middot; generated "
+        f"{escape(str(data.get('generated_at', '')))} &middot; prices "
+        f"{escape(str(prices.get('region', '')))} as of {escape(str(prices.get('as_of', '')))}"
+    )
+    body = [
+        h.cards(
+            [
+                ("tables", f"{totals.get('tables', 0):,}", ""),
+                ("blocked tables", f"{totals.get('blocked_tables', 0):,}", "bad" if blockers else "ok"),
+                ("warnings", f"{totals.get('warnings', 0):,}", "warn" if warnings else "ok"),
+                ("data", h.size(totals.get("data_bytes", 0)), ""),
+                ("files", f"{totals.get('data_files', 0) + totals.get('delete_files', 0):,}", ""),
+                ("estimated time", h.duration(run.get("duration_s", 0.0)), ""),
+                ("estimated cost", h.usd(cost.get("total", 0.0)), ""),
+                ("S3 requests", f"{h.requests_total(totals.get('requests')):,}", ""),
+            ]
+        ),
+        f'<h2 id="blockers">Blockers ({len(blockers)})</h2>',
+        '<p class="meta">What would fail: fix each before migrating.</p>',
+        h.findings(blockers, "bad"),
+        f'<h2 id="warnings">Warnings ({len(warnings)})</h2>',
+        h.findings(warnings, "warn"),
+        "<h2>Tables</h2>",
+        '<p class="meta">Counts over every retained snapshot (what a migration copies). Click a column '
+        "to sort.</p>",
+        h.table(
+            [
+                "table",
+                "engine",
+                "snapshots",
+                "data files",
+                "data",
+                "delete files",
+                "metadata files",
+                "to copy",
+                "blockers",
+                "est. time",
+                "est. cost",
+            ],
+            (_assessed_row(t) for t in tables),
+            numeric=range(2, 11),
+            tid="tables",
+        ),
+        f"<h2>Estimated time on the Map's {run.get('concurrency', 1)} lane(s)</h2>",
+        h.lanes_chart(
+            run.get("lanes", []), int(run.get("concurrency", 1)), float(run.get("duration_s", 0.0))
+        ),
+        "<h2>Cost</h2>",
+        h.bars_chart("cost-chart", h.cost_rows(cost)),
+        _cost_notes(data),
+        _commit_rates(tables),
+    ]
+    title = "icelake assessment"
+    return h.page(title, subtitle, "".join(body))
+
+
+def _assessed_row(t: Mapping[str, Any]) -> str:
+    estimate = t.get("estimate") or {}
+    deletes = sum((t.get("delete_files") or {}).values())
+    seconds = float(estimate.get("duration_s", 0.0))
+    total = float((estimate.get("cost_usd") or {}).get("total", 0.0))
+    blockers = len(t.get("blockers", []))
+    return "".join(
+        [
+            h.cell(t["table"]),
+            h.cell(t.get("engine", "")),
+            h.cell(f"{t.get('snapshots', 0):,}", number=t.get("snapshots", 0)),
+            h.cell(f"{t.get('data_files', 0):,}", number=t.get("data_files", 0)),
+            h.cell(h.size(t.get("data_bytes", 0)), number=t.get("data_bytes", 0)),
+            h.cell(f"{deletes:,}", number=deletes),
+            h.cell(f"{t.get('metadata_files', 0):,}", number=t.get("metadata_files", 0)),
+            h.cell(h.size(t.get("bytes_to_copy", 0)), number=t.get("bytes_to_copy", 0)),
+            h.cell(blockers, number=blockers, cls="bad" if blockers else ""),
+            h.cell(h.duration(seconds) if estimate else "n/a", number=seconds),
+            h.cell(h.usd(total) if estimate else "n/a", number=total),
+        ]
+    )
+
+
+def _cost_notes(data: Mapping[str, Any]) -> str:
+    model = data.get("model", {})
+    prices = model.get("prices", {})
+    return (
+        f'<p class="meta">Priced by the {escape(str(prices.get("region", "")))} table of '
+        f"{escape(str(prices.get('as_of', '')))} (icelake/assess/price_tables, or --prices); "
+        "storage_month is the target copy held beside the source for "
+        f"{escape(str(model.get('sync_days', '')))} day(s) "
+        f"(--sync-days); transfer is counted when the regions differ "
+        f"({'they do' if model.get('cross_region') else 'they do not'}).</p>"
+    )
+
+
+def _commit_rates(tables: list[Mapping[str, Any]]) -> str:
+    syncing = [t for t in tables if any(f.get("kind") == "commit_rate" for f in t.get("warnings", []))]
+    charts = "".join(
+        h.commits_chart(f"commits-{i}", t["table"], t.get("daily_commits", [])) for i, t in enumerate(syncing)
+    )
+    return f"<h2>Commit rate of tables that need syncs ({len(syncing)})</h2>" + (
+        charts or '<p class="ok">No table commits often enough to need a sync before cutover.</p>'
+    )
+
+
+def render_report(report: Mapping[str, Any]) -> str:
+    """report.html: every table's state, errors and timings, estimated against actual."""
+    tables: list[Mapping[str, Any]] = list(report.get("tables", []))
+    failed = [t for t in tables if t.get("status") in _FAILED]
+    estimated = [t for t in tables if t.get("estimate")]
+    actual_cost = sum(float((t.get("cost_usd") or {}).get("total", 0.0)) for t in tables)
+    estimated_cost = sum(float(t["estimate"]["cost_usd"].get("total", 0.0)) for t in estimated)
+    subtitle = (
+        f"run {escape(str(report.get('run_id', '')))} &middot; "
+        f'<span class="{"bad" if failed else "ok"}">{escape(str(report.get("status", "")))}</span>'
+    )
+    body = [
+        h.cards(
+            [
+                ("tables", f"{len(tables):,}", ""),
+                ("not migrated", f"{len(failed):,}", "bad" if failed else "ok"),
+                ("files copied", f"{sum(t.get('files_copied', 0) for t in tables):,}", ""),
+                ("bytes copied", h.size(sum(t.get("bytes_copied", 0) for t in tables)), ""),
+                ("S3 requests", f"{sum(h.requests_total(t.get('requests')) for t in tables):,}", ""),
+                ("cost", h.usd(actual_cost), ""),
+                ("estimated cost", h.usd(estimated_cost) if estimated else "n/a", ""),
+            ]
+        ),
+        f'<h2 id="errors">Errors ({len(failed)})</h2>',
+        h.findings(
+            [(t["table"], {"kind": t["status"], "message": t.get("error") or ""}) for t in failed], "bad"
+        ),
+        "<h2>Tables</h2>",
+        h.table(
+            [
+                "table",
+                "state",
+                "files copied",
+                "verified",
+                "bytes copied",
+                "requests",
+                "est. requests",
+                "plan",
+                "copy",
+                "validate",
+                "est. time",
+                "cost",
+                "est. cost",
+                "error",
+            ],
+            (_outcome_row(t) for t in tables),
+            numeric=range(2, 13),
+            tid="tables",
+        ),
+        "<h2>S3 requests: estimated against actual</h2>",
+        h.paired_bars_chart(
+            "requests-chart",
+            [
+                (
+                    t["table"],
+                    float(h.requests_total(t["estimate"]["requests"])),
+                    float(h.requests_total(t.get("requests"))),
+                )
+                for t in estimated
+            ],
+            lambda v: f"{v:,.0f}",
+        )
+        or '<p class="meta">No table has an estimate (each was planned by the Glue job, or not at all).</p>',
+        "<h2>Cost: estimated against actual</h2>",
+        h.paired_bars_chart(
+            "cost-chart",
+            [
+                (
+                    t["table"],
+                    float(t["estimate"]["cost_usd"].get("total", 0.0)),
+                    float((t.get("cost_usd") or {}).get("total", 0.0)),
+                )
+                for t in estimated
+            ],
+            h.usd,
+        ),
+        _request_kinds(tables),
+    ]
+    return h.page(f"icelake run {report.get('run_id', '')}", subtitle, "".join(body))
+
+
+def _outcome_row(t: Mapping[str, Any]) -> str:
+    estimate = t.get("estimate") or {}
+    phases = t.get("duration_s") or {}
+    requests = h.requests_total(t.get("requests"))
+    est_requests = h.requests_total(estimate.get("requests")) if estimate else 0
+    cost = float((t.get("cost_usd") or {}).get("total", 0.0))
+    est_cost = float((estimate.get("cost_usd") or {}).get("total", 0.0))
+    est_time = float(estimate.get("duration_s", 0.0))
+    status = str(t.get("status", ""))
+    return "".join(
+        [
+            h.cell(t["table"]),
+            h.cell(status, cls=f"state-{status}"),
+            h.cell(f"{t.get('files_copied', 0):,}", number=t.get("files_copied", 0)),
+            h.cell(f"{t.get('files_verified', 0):,}", number=t.get("files_verified", 0)),
+            h.cell(h.size(t.get("bytes_copied", 0)), number=t.get("bytes_copied", 0)),
+            h.cell(f"{requests:,}", number=requests),
+            h.cell(f"{est_requests:,}" if estimate else "n/a", number=est_requests),
+            *(
+                h.cell(h.duration(float(phases[p])) if p in phases else "", number=float(phases.get(p, 0.0)))
+                for p in ("plan", "copy", "validate")
+            ),
+            h.cell(h.duration(est_time) if estimate else "n/a", number=est_time),
+            h.cell(h.usd(cost) if t.get("cost_usd") else "n/a", number=cost),
+            h.cell(h.usd(est_cost) if estimate else "n/a", number=est_cost),
+            h.cell((t.get("error") or "")[:300]),
+        ]
+    )
+
+
+def _request_kinds(tables: list[Mapping[str, Any]]) -> str:
+    kinds: dict[str, int] = {}
+    for t in tables:
+        for kind, n in (t.get("requests") or {}).items():
+            kinds[kind] = kinds.get(kind, 0) + int(n)
+    chart = h.bars_chart("kinds-chart", [(k, float(v)) for k, v in kinds.items()], lambda v: f"{v:,.0f}")
+    return "<h2>S3 requests by kind (the run's own clients)</h2>" + chart

@@ -1,0 +1,80 @@
+"""Every run accounts for itself: a table's outcome gets the S3 requests its steps' clients sent
+(by kind), each phase's seconds, and what that work costs by the target region's price table,
+priced as an estimate is (icelake/assess/cost.py), so report.html sets one beside the other."""
+
+from __future__ import annotations
+
+import os
+
+from icelake.assess.cost import SYNC_DAYS, Work, cost_usd, prices_for_region, regions_of
+from icelake.assess.estimate import PlannedWork, TableEstimate, ThroughputModel, estimate_table
+from icelake.assess.prices import PriceTable
+from icelake.aws.request_count import added
+from icelake.migrate.models import MigrationResult
+from icelake.workflow.models import MigrationRequest, PlanResult, TableOutcome
+
+
+def accounted(
+    outcome: TableOutcome,
+    request: MigrationRequest,
+    planned: PlanResult | None,
+    copied: MigrationResult | None,
+    step: str,
+    requests: dict[str, int],
+    seconds: float,
+) -> TableOutcome:
+    """`outcome` with the table's account: Plan's (carried in `planned`), the copy's (its result),
+    and the work of `step`, the step that ends the table (validate or rollback)."""
+    phases: dict[str, float] = {}
+    counted = [requests]
+    if planned is not None:
+        phases["plan"] = planned.seconds
+        counted.append(planned.requests)
+    if copied is not None:
+        phases["copy"] = copied.elapsed_seconds
+        counted.append(copied.requests or {})
+    phases[step] = round(seconds, 3)
+    engine = planned.engine if planned is not None else "none"
+    source_region, target_region = regions_of(request)
+    cross_region = bool(source_region and target_region and source_region != target_region)
+    prices = prices_for_region(target_region or os.environ.get("AWS_REGION"))
+    total = added(*counted)
+    cost: dict[str, float] = {}
+    if prices is not None:
+        glue = engine == "glue" and copied is not None
+        copied_bytes = copied.bytes_copied if copied is not None else 0
+        work = Work(
+            requests=total,
+            lambda_seconds={k: v for k, v in phases.items() if not (glue and k == "copy")},
+            glue_seconds=copied.elapsed_seconds if glue and copied is not None else 0.0,
+            transfer_bytes=copied_bytes if cross_region else 0,
+            stored_bytes=copied_bytes,
+        )
+        cost = cost_usd(prices, work)
+    estimate = plan_estimate(planned, prices, cross_region) if planned is not None and prices else None
+    update = {"requests": total, "duration_s": phases, "cost_usd": cost, "estimate": estimate}
+    return outcome.model_copy(update=update)
+
+
+def plan_estimate(planned: PlanResult, prices: PriceTable, cross_region: bool) -> TableEstimate | None:
+    """The estimate model applied to the run's own plan (its measured requests and what it predicts
+    the copy and Validate send), with the model's default parameters: what the run is held to."""
+    expected = planned.expected_requests
+    if not expected:
+        return None
+    work = PlannedWork(
+        plan_requests=planned.requests,
+        run_requests=expected.get("copy", {}),
+        validate_requests=expected.get("validate", {}),
+        bytes_to_copy=planned.bytes_to_copy,
+        files_to_copy=planned.files_to_copy,
+        engine="glue" if planned.engine == "glue" else "lambda",
+    )
+    return estimate_table(
+        work,
+        ThroughputModel(),
+        prices,
+        cross_region=cross_region,
+        stored_bytes=planned.bytes_to_copy,
+        sync_days=SYNC_DAYS,
+    )

@@ -1,0 +1,67 @@
+"""Pages people read, checked in a real browser: Debian's headless Chromium (`make setup` installs
+it) driven by Playwright. A page must load from its file with no console error and no request
+besides itself, show a row per table and its charts, sort a table by a clicked column, and leave a
+screenshot in build/test-artifacts/ (kept by CI as the test's artifact)."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+REPO = Path(__file__).resolve().parents[1]
+ARTIFACTS = REPO / "build" / "test-artifacts"
+
+
+def chromium() -> str:
+    found = shutil.which("chromium-headless-shell") or shutil.which("chromium")
+    assert found, "no headless Chromium on PATH: run `make setup` (it installs chromium-headless-shell)"
+    return found
+
+
+@dataclass
+class Loaded:
+    console_errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    rows: list[str] = field(default_factory=list)  # the first cell of each row of #tables
+    sorted_rows: list[str] = field(default_factory=list)  # ... after a click on `sort_by`
+    charts: dict[str, int] = field(default_factory=dict)  # selector -> bars drawn in it
+    text: str = ""
+    screenshot: Path | None = None
+
+
+def load(page_file: Path, charts: list[str], sort_by: str, name: str) -> Loaded:
+    """Open `page_file` as a user would and record what the browser saw."""
+    seen = Loaded()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: seen.console_errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: seen.console_errors.append(str(e)))
+            page.on("request", lambda r: seen.requests.append(r.url))
+            page.goto(page_file.resolve().as_uri(), wait_until="load")
+            seen.text = page.inner_text("body")
+            seen.rows = page.locator("#tables tbody tr td:first-child").all_inner_texts()
+            for selector in charts:
+                seen.charts[selector] = page.locator(f"{selector} rect.bar").count()
+            page.locator("#tables th", has_text=sort_by).first.click()
+            seen.sorted_rows = page.locator("#tables tbody tr td:first-child").all_inner_texts()
+            seen.screenshot = ARTIFACTS / f"{name}.png"
+            page.screenshot(path=str(seen.screenshot), full_page=True)
+        finally:
+            browser.close()
+    return seen
+
+
+def assert_readable(seen: Loaded, page_file: Path, tables: list[str], charts: list[str]) -> None:
+    assert seen.console_errors == [], seen.console_errors
+    assert seen.requests == [page_file.resolve().as_uri()], seen.requests  # the page itself, nothing else
+    assert sorted(seen.rows) == sorted(tables), seen.rows  # a row per table
+    assert sorted(seen.sorted_rows) == sorted(tables)
+    for selector in charts:
+        assert seen.charts.get(selector, 0) > 0, f"no bars in {selector}: {seen.charts}"
+    assert seen.screenshot is not None and seen.screenshot.stat().st_size > 10_000
