@@ -152,8 +152,9 @@ def test_executor_spec_in_aws_carries_the_role_and_no_credentials(monkeypatch: p
     # When it builds the spec it ships to executors
     spec = executor_spec("s3://target-lake/db/t", role, kms_key_id="k")
 
-    # Then the executors get what they need to assume the role with their own credentials, and no secret
-    assert spec == FileIOSpec("s3", kms_key_id="k", region="us-east-1", role=role)
+    # Then the executors get what they need to assume the role with their own credentials, and no
+    # secret; each bucket's requests go to that bucket's own region (source and target may differ)
+    assert spec == FileIOSpec("s3", kms_key_id="k", region="us-east-1", role=role, regional=True)
     assert spec.credentials is None
     with pytest.raises(ValueError, match="not both"):
         FileIOSpec.for_uri("s3://target-lake/db/t", Sessions(_request()).orchestrator, role=role)
