@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from icelake.assess.cli import assess_app
+from icelake.assess.assessment import Assessment
+from icelake.assess.cli import assess_app, assessment_table
 from icelake.aws.clients import client as aws_client
 from icelake.aws.fileio import io_for
 from icelake.aws.session import (
@@ -354,6 +355,10 @@ def _print_outcome(status: RunStatus, as_json: bool) -> None:
     report = status.report or status.output  # the whole report (from S3), else what the run returned
     if as_json:
         sys.stdout.write(json.dumps(report or {"run_id": status.run_id, "error": status.error}) + "\n")
+    elif report and "totals" in report:  # mode assess: the run's assessment
+        stdout_console().print(assessment_table(Assessment.model_validate(report)))
+        summary = status.output or {}
+        err.print(f"assessment: {summary.get('report_html_uri', '')}", highlight=False, markup=False)
     elif report:
         stdout_console().print(_report_table(report))
         if report.get("report_html_uri"):

@@ -21,6 +21,7 @@ EVENT_SOURCE = "icelake"
 LAMBDA_STEPS: dict[str, tuple[str, str, str]] = {
     "inventory": ("icelake-inventory", "lambdas/inventory/handler.py", "InventoryFunctionArn"),
     "plan": ("icelake-plan", "lambdas/plan/handler.py", "PlanFunctionArn"),
+    "assess": ("icelake-assess", "lambdas/assess/handler.py", "AssessFunctionArn"),
     "copy": ("icelake-copy", "lambdas/copy/handler.py", "CopyFunctionArn"),
     "register": ("icelake-register", "lambdas/register/handler.py", "RegisterFunctionArn"),
     "validate": ("icelake-validate", "lambdas/validate/handler.py", "ValidateFunctionArn"),
@@ -34,6 +35,7 @@ LAMBDA_STEPS: dict[str, tuple[str, str, str]] = {
 STEP_LIMITS: dict[str, tuple[int, int]] = {
     "inventory": (1024, 300),
     "plan": (1024, 300),
+    "assess": (3008, 900),  # the plan of a table (mode assess), and the sets that find its blockers
     "copy": (3008, 900),
     "register": (1024, 300),
     "validate": (3008, 900),

@@ -107,7 +107,7 @@ def assess(
     else:
         from icelake.console import stdout_console
 
-        stdout_console().print(_table(assessment))
+        stdout_console().print(assessment_table(assessment))
         err.print(f"assessment: {summary['assessment_html_uri']}", highlight=False, markup=False)
 
 
@@ -183,7 +183,7 @@ def write_assessment(assessment: Assessment, out: Path) -> tuple[Path, Path]:
     return json_path, html_path
 
 
-def _table(assessment: Assessment) -> Table:
+def assessment_table(assessment: Assessment) -> Table:
     from icelake.assess.html import duration, size, usd
 
     table = Table(

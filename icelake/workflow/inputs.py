@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from icelake.migrate.models import MigrationResult
 from icelake.workflow.models import (
+    AssessResult,
     InventoryResult,
     PlanResult,
     RunSummary,
@@ -93,6 +94,7 @@ class ReportInput(_StepInput):
     worklist_bucket: str | None = None
     worklist_key: str | None = None
     outcomes: list[TableOutcome] = []  # inline outcomes (tests and small runs)
+    assess: bool = False  # mode "assess": write the run's assessment from its tables' assessments
 
 
 class RegisterResult(BaseModel):
@@ -106,6 +108,7 @@ class RegisterResult(BaseModel):
 STEPS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     "inventory": (InventoryInput, InventoryResult),
     "plan": (PlanInput, PlanResult),
+    "assess": (PlanInput, AssessResult),
     "copy": (PlannedInput, MigrationResult),
     "register": (PlannedInput, RegisterResult),
     "validate": (PlannedInput, TableOutcome),

@@ -174,6 +174,8 @@ class Options(_Frozen):
     # mode "cutover": also set the source Glue table parameter icelake.promoted_to (the source stack
     # must grant it: source_allow_mark). Off by default: the source is never written.
     mark_source: bool = False
+    # mode "assess": days both copies are kept while syncing (the estimate's storage_month).
+    sync_days: float = Field(default=30, ge=0, le=3650)
 
     @field_validator("session_duration_seconds")
     @classmethod
@@ -188,7 +190,9 @@ class MigrationRequest(_Frozen):
     selection: Selection
     # cutover: a last incremental sync, a proof that the source did not move during it, and the
     # target promoted to the table's home (docs/runbook.md "Cutover").
-    mode: Literal["full", "incremental", "cutover"] = "full"
+    # assess: Inventory, an Assess step per table, then Report writes runs/<run_id>/assessment.json
+    # and assessment.html (icelake/assess); no target is touched.
+    mode: Literal["full", "incremental", "cutover", "assess"] = "full"
     options: Options = Field(default_factory=Options)
 
     @field_validator("run_id")
@@ -232,6 +236,16 @@ class InventoryResult(_Frozen):
     worklist_bucket: str
     worklist_key: str
     concurrency: int
+    mode: str = "full"  # the request's: "assess" takes the state machine's assessment branch
+
+
+class AssessResult(_Frozen):
+    """What the Assess step returns for a table (its assessment is kept in the artifacts bucket)."""
+
+    table: str
+    blockers: int
+    warnings: int
+    assessment_key: str
 
 
 class PlanResult(_Frozen):

@@ -175,8 +175,10 @@ def test_every_call_of_a_migration_is_allowed_by_the_synthesized_policies(
     recorder = Recorder(default_principal(_function_roles(templates), _glue_roles(templates)))
 
     machine_role = _state_machine_role(templates, "IcelakeOrchestrator")
-    # A full run and an incremental one in Lambda, then one with every table sent to the Glue job.
+    # An assessment, a full run and an incremental one in Lambda, then one with every table sent to
+    # the Glue job.
     runs: tuple[tuple[str, str, dict[str, Any]], ...] = (
+        ("iam-assess", "assess", {}),
         ("iam-full", "full", {}),
         ("iam-incr", "incremental", {}),
         ("iam-glue", "full", GLUE_SIZED),

@@ -21,6 +21,7 @@ from icelake.workflow.models import PlanResult, TableOutcome, WorkItem
 REPO = Path(__file__).resolve().parents[2]
 DEFINITION = json.loads((REPO / MIGRATE_ASL).read_text())
 ITEM_STATES = DEFINITION["States"]["MigrateTables"]["ItemProcessor"]["States"]
+ASSESS_STATES = DEFINITION["States"]["AssessTables"]["ItemProcessor"]["States"]  # mode assess
 # What the item processor's state holds at its top level, by key, after KeepPlan (and Validate).
 ITEM_STATE_SHAPE: dict[str, Any] = {
     "item": WorkItem,
@@ -33,9 +34,9 @@ ITEM_STATE_SHAPE: dict[str, Any] = {
 
 
 def _lambda_tasks() -> list[tuple[str, str, dict[str, Any]]]:
-    """(state, step, payload) of every Lambda Task, top level and in the item processor."""
+    """(state, step, payload) of every Lambda Task, top level and in the item processors."""
     found = []
-    for name, state in [*DEFINITION["States"].items(), *ITEM_STATES.items()]:
+    for name, state in [*DEFINITION["States"].items(), *ITEM_STATES.items(), *ASSESS_STATES.items()]:
         params = state.get("Parameters", {})
         function = re.fullmatch(r"\$\{(\w+)FunctionArn\}", str(params.get("FunctionName", "")))
         if state["Type"] == "Task" and function:

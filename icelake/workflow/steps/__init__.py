@@ -7,6 +7,7 @@ role (write) inside the step; the orchestrator's own credentials only touch the 
 the ledger, events and Step Functions.
 """
 
+from icelake.workflow.steps.assessing import assess
 from icelake.workflow.steps.copying import copy
 from icelake.workflow.steps.deps import Deps, Sessions
 from icelake.workflow.steps.inventorying import inventory, parse_request
@@ -19,6 +20,7 @@ from icelake.workflow.steps.validating import validate
 __all__ = [
     "Deps",
     "Sessions",
+    "assess",
     "copy",
     "inventory",
     "parse_request",

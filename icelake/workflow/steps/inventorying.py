@@ -56,6 +56,7 @@ def inventory(given: InventoryInput, deps: Deps) -> InventoryResult:
         worklist_bucket=deps.env.artifacts_bucket,
         worklist_key=worklist,
         concurrency=request.options.concurrency,
+        mode=request.mode,
     )
 
 

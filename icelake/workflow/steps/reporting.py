@@ -14,6 +14,7 @@ from icelake.assess.pages import render_report
 from icelake.constants import EVENT_SOURCE
 from icelake.workflow.inputs import ReportInput, WriterDetails
 from icelake.workflow.models import RunReport, RunState, RunSummary, TableOutcome
+from icelake.workflow.steps.assessing import report_assessment
 from icelake.workflow.steps.deps import Artifacts, Deps
 from icelake.workflow.steps.shared import FAILED_STATUSES
 
@@ -22,6 +23,10 @@ def report(given: ReportInput, deps: Deps) -> RunSummary:
     """Write every table's outcome to runs/<run_id>/report.json; return a summary of a few hundred
     bytes whatever the number of tables (Step Functions caps a state's payload at 256 KiB)."""
     run_id = given.run_id
+    if given.assess and given.worklist_key:
+        summary = report_assessment(run_id, given.worklist_key, given.worklist_bucket, deps)
+        _announce(deps, run_id, summary.status, summary.counts.get("failed", 0), summary.tables, "Assessment")
+        return summary
     outcomes = run_outcomes(given, deps)
     counts = Counter(o.status for o in outcomes)
     failed = sum(n for s, n in counts.items() if s in FAILED_STATUSES)
@@ -35,18 +40,7 @@ def report(given: ReportInput, deps: Deps) -> RunSummary:
     deps.artifacts.put_json(key, written.model_dump(mode="json"))
     # The same run for people: estimated against actual, states, errors and timings.
     deps.artifacts.io.write(html_uri, render_report(written.model_dump(mode="json")).encode())
-    deps.client("events").put_events(
-        Entries=[
-            {
-                "Source": EVENT_SOURCE,
-                "DetailType": f"Migration run {status}",
-                "Detail": json.dumps(
-                    {"run_id": run_id, "status": status, "failed": failed, "tables": len(outcomes)}
-                ),
-                "EventBusName": deps.env.event_bus,
-            }
-        ]
-    )
+    _announce(deps, run_id, status, failed, len(outcomes), "Migration run")
     return RunSummary(
         run_id=run_id,
         status=status,
@@ -55,6 +49,22 @@ def report(given: ReportInput, deps: Deps) -> RunSummary:
         files_pruned=sum(o.files_pruned for o in outcomes),
         report_uri=uri,
         report_html_uri=html_uri,
+    )
+
+
+def _announce(deps: Deps, run_id: str, status: str, failed: int, tables: int, what: str) -> None:
+    """The run's EventBridge event (source icelake): rules notify the topic and start nothing."""
+    deps.client("events").put_events(
+        Entries=[
+            {
+                "Source": EVENT_SOURCE,
+                "DetailType": f"{what} {status}",
+                "Detail": json.dumps(
+                    {"run_id": run_id, "status": status, "failed": failed, "tables": tables}
+                ),
+                "EventBusName": deps.env.event_bus,
+            }
+        ]
     )
 
 

@@ -1,0 +1,91 @@
+"""Assess (mode "assess"): one table's assessment, by the code `icelake assess --request` runs
+(`icelake.assess.estate.assess_item`), kept in the artifacts bucket for the Report step, which
+writes the run's assessment.json and assessment.html. Nothing is written to any target."""
+
+from __future__ import annotations
+
+import os
+
+from icelake.assess.assessment import Finding, Settings, TableAssessment, assemble
+from icelake.assess.cost import DEFAULT_REGION, regions_of
+from icelake.assess.estate import assess_item, scope_of, settings_for
+from icelake.assess.pages import render_assessment
+from icelake.assess.prices import load_prices
+from icelake.workflow.inputs import PlanInput
+from icelake.workflow.models import AssessResult, RunState, RunSummary, WorkItem
+from icelake.workflow.steps.deps import Artifacts, Deps
+
+ASSESSMENT_NAME = "assessment.json"
+
+
+def assess(given: PlanInput, deps: Deps) -> AssessResult:
+    item = given.item
+    region = regions_of(item.request)[1] or os.environ.get("AWS_REGION") or DEFAULT_REGION
+    settings = settings_for(item.request, load_prices(region), sync_days=item.request.options.sync_days)
+    assessed = assess_item(item, deps, settings)
+    key = Artifacts.key(item.run_id, item.name, ASSESSMENT_NAME)
+    deps.artifacts.put_json(key, assessed.model_dump(mode="json"))
+    deps.ledger.record_table(item.run_id, item.name, "ASSESSED", blockers=len(assessed.blockers))
+    return AssessResult(
+        table=item.name, blockers=len(assessed.blockers), warnings=len(assessed.warnings), assessment_key=key
+    )
+
+
+def table_assessment(deps: Deps, run_id: str, table: str) -> TableAssessment | None:
+    """The table's assessment this run's Assess step kept, or None if it did not finish."""
+    try:
+        return TableAssessment.model_validate(
+            deps.artifacts.read_json(Artifacts.key(run_id, table, ASSESSMENT_NAME))
+        )
+    except Exception:
+        return None
+
+
+def report_assessment(run_id: str, worklist_key: str, worklist_bucket: str | None, deps: Deps) -> RunSummary:
+    """The run's assessment (mode "assess"): every table's, as its Assess step kept it, assembled
+    into runs/<run_id>/assessment.json and assessment.html. A table whose Assess step did not
+    finish is in it too, blocked, with why."""
+    items = [WorkItem.model_validate(i) for i in deps.artifacts.read_json(worklist_key, worklist_bucket)]
+    items = [item for item in items if not item.source_dropped]
+    tables = []
+    failed = 0
+    for item in items:
+        assessed = table_assessment(deps, run_id, item.name)
+        if assessed is None:
+            failed += 1
+            assessed = TableAssessment(
+                table=item.name,
+                source_metadata_location=item.source_metadata_location,
+                target_location=item.target_location,
+                planned=False,
+                blockers=[
+                    Finding(
+                        kind="not_assessed",
+                        message="the Assess step did not finish for this table: its error is in the "
+                        "execution's history (icelake migrate status RUN_ID); assess it again",
+                    )
+                ],
+            )
+        tables.append(assessed)
+    request = items[0].request if items else None
+    region = (regions_of(request)[1] if request else None) or os.environ.get("AWS_REGION") or DEFAULT_REGION
+    prices = load_prices(region)
+    if request is not None:
+        settings = settings_for(request, prices, sync_days=request.options.sync_days)
+        scope = scope_of(request)
+    else:
+        settings, scope = Settings(prices=prices), {}
+    assessment = assemble(tables, settings, {**scope, "run_id": run_id})
+    data = assessment.model_dump(mode="json")
+    json_key, html_key = f"runs/{run_id}/assessment.json", f"runs/{run_id}/assessment.html"
+    deps.artifacts.put_json(json_key, data)
+    deps.artifacts.io.write(deps.artifacts.uri(html_key), render_assessment(data).encode())
+    status: RunState = "succeeded" if failed == 0 else ("failed" if failed == len(items) else "partial")
+    return RunSummary(
+        run_id=run_id,
+        status=status,
+        tables=len(items),
+        counts={k: v for k, v in {"assessed": len(items) - failed, "failed": failed}.items() if v},
+        report_uri=deps.artifacts.uri(json_key),
+        report_html_uri=deps.artifacts.uri(html_key),
+    )

@@ -1,0 +1,55 @@
+"""The workflow's mode "assess": Inventory, an Assess step per table, then Report writes
+runs/<run_id>/assessment.json and assessment.html, by the code `icelake assess` runs; no target is
+touched. A full migration of the same tables then sends the requests it estimated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import boto3
+import pytest
+
+from icelake.local.deploy import LocalDeployment
+from icelake.local.embedded import run_execution
+from icelake.workflow.client import read_report
+from tests.e2e.conftest import run_workflow
+from tests.lake import TARGET_BUCKET, Lake, add_source_table, bucket_state, catalog_state
+
+pytestmark = pytest.mark.slow
+
+
+def test_an_assessment_run_writes_both_files_and_touches_no_target(
+    world: tuple[Lake, LocalDeployment], tmp_path: Path
+) -> None:
+    # Given two source tables and an empty target
+    lake, deployment = world
+    add_source_table(lake, "orders", [[1, 2], [3], [4]])
+    add_source_table(lake, "customers", [[1]])
+    target_before = (bucket_state(lake.target, TARGET_BUCKET), catalog_state(lake.target))
+
+    # When the workflow runs the request in mode assess
+    request = lake.request("assess-1", mode="assess")
+    result = run_execution(deployment.state_machine_arn, request, timeout=300, name="assess-1")
+
+    # Then it wrote the run's assessment, both files, and nothing on the target
+    assert result.status == "SUCCEEDED", result.failure()
+    summary = dict(result.output)
+    assert summary["status"] == "succeeded" and summary["counts"] == {"assessed": 2}
+    assert summary["report_uri"].endswith("runs/assess-1/assessment.json")
+    assessment = read_report(summary["report_uri"])
+    tables = {t["table"]: t for t in assessment["tables"]}
+    assert set(tables) == {"sales.orders", "sales.customers"}
+    assert tables["sales.orders"]["data_files"] == 3 and tables["sales.orders"]["snapshots"] == 3
+    assert all(t["estimate"] and not t["blockers"] for t in tables.values())
+    bucket, _, key = summary["report_html_uri"].removeprefix("s3://").partition("/")
+    page = boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read().decode()
+    assert page.startswith("<!DOCTYPE html>") and "sales.orders" in page
+    assert (bucket_state(lake.target, TARGET_BUCKET), catalog_state(lake.target)) == target_before
+
+    # ... and a migration of the same tables sends what the assessment estimated
+    report = run_workflow(deployment, lake.request("full-1"))
+    for outcome in report["tables"]:
+        estimated = tables[outcome["table"]]["estimate"]["requests"]
+        counted = outcome["requests"]
+        assert abs(sum(estimated.values()) - sum(counted.values())) <= 0.2 * sum(counted.values())
+        assert estimated["copy"] == counted["copy"] == outcome["files_copied"]
