@@ -32,6 +32,7 @@ from icelake.ingest.local_run import (
 )
 from icelake.ingest.models import FetchConfig, Scd2Spec
 from icelake.ingest.resources import FETCH_FUNCTION
+from icelake.ingest.scd2 import merge as merge_module
 from icelake.local.embedded import start_embedded_aws
 from tests.ingest.reference import RefBatch, reference_history
 
@@ -214,7 +215,7 @@ def test_a_merge_that_dies_after_its_commit_is_retried_by_the_workflow_and_adds_
     world.record_served()
     world.source.advance()
 
-    real_commit = scd2.with_commit_properties
+    real_commit = merge_module.with_commit_properties
     crashes: list[str] = []
 
     def commit_then_die(spark: Any, properties: dict[str, str], action: Any) -> Any:
@@ -224,7 +225,7 @@ def test_a_merge_that_dies_after_its_commit_is_retried_by_the_workflow_and_adds_
             raise RuntimeError("simulated Glue worker loss after the Iceberg commit")
         return result
 
-    monkeypatch.setattr(scd2, "with_commit_properties", commit_then_die)
+    monkeypatch.setattr(merge_module, "with_commit_properties", commit_then_die)
     result = run_ingest(
         world.deployment.state_machine_arn, world.fetch, world.spec, name="crash", timeout=600
     )

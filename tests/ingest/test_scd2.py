@@ -24,6 +24,7 @@ from icelake.ingest import scd2
 from icelake.ingest.landing import land_batch, list_pending, mark_complete
 from icelake.ingest.models import MaintenanceConfig, PendingBatch, Scd2Spec
 from icelake.ingest.scd2 import maintain, merge_pending
+from icelake.ingest.scd2 import merge as merge_module
 
 pytestmark = pytest.mark.spark
 
@@ -149,21 +150,21 @@ def test_a_merge_that_fails_midway_is_retried_and_gives_the_uninterrupted_histor
         land(tmp_path, 2, [{"id": 1, "v": 2}, {"id": 3, "v": None}], full_load=True),
         land(tmp_path, 3, [{"id": 3, "v": 3}]),
     ]
-    real_commit = scd2.with_commit_properties
+    real_commit = merge_module.with_commit_properties
 
     def fail_batch_two(spark: Any, properties: dict[str, str], action: Any) -> Any:
         if properties[scd2.BATCH_ID_PROPERTY] == batches[1].manifest.batch_id:
             raise RuntimeError("simulated executor loss during the MERGE")
         return real_commit(spark, properties, action)
 
-    monkeypatch.setattr(scd2, "with_commit_properties", fail_batch_two)
+    monkeypatch.setattr(merge_module, "with_commit_properties", fail_batch_two)
     with pytest.raises(RuntimeError, match="executor loss"):
         merge_pending(spark, spec, io, batches)
     assert history(spark, spec.table, "id", "v") == [
         (1, 1, True, False, 1, None),
         (2, 1, True, False, 1, None),
     ]
-    monkeypatch.setattr(scd2, "with_commit_properties", real_commit)
+    monkeypatch.setattr(merge_module, "with_commit_properties", real_commit)
 
     retried = merge_pending(spark, spec, io, batches)
     assert [r.skipped for r in retried] == [True, False, False]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,26 +15,15 @@ from typer.testing import CliRunner
 from icelake.aws.fileio import LocalFileIO
 from icelake.cli import app
 from icelake.errors import OutOfOrderBatchError
-from icelake.ingest import scd2
-from icelake.ingest.landing import complete_or_report, land_batch, list_pending
-from icelake.ingest.models import PendingBatch, Scd2Spec
+from icelake.ingest.landing import complete_or_report, list_pending
+from icelake.ingest.models import Scd2Spec
+from icelake.ingest.scd2 import merge as merge_module
 from icelake.ingest.scd2 import merge_pending
+from tests.ingest.test_scd2_quarantine import land
 
 pytestmark = pytest.mark.spark
 
-T0 = datetime(2026, 5, 1, tzinfo=UTC)
 _n = itertools.count()
-
-
-def land(root: Path, hours: int, records: list[dict[str, Any]]) -> PendingBatch:
-    return land_batch(
-        LocalFileIO(),
-        str(root),
-        source="crm",
-        endpoint="people",
-        pages=[json.dumps({"data": records}).encode()],
-        fetched_at=T0 + timedelta(hours=hours),
-    )
 
 
 def table_state(spark: Any, table: str) -> dict[str, Any]:
@@ -114,20 +102,20 @@ def test_a_merge_that_fails_after_its_schema_change_restores_the_schema(
     before = table_state(spark, spec.table)
     wider = spec.model_copy(update={"types": {"n": "long"}}) if promote else spec
     batch = land(tmp_path, 2, [{"id": 1, "n": 3_000_000_000 if promote else 2, "region": "eu"}])
-    real_commit = scd2.with_commit_properties
+    real_commit = merge_module.with_commit_properties
     seen: list[list[str]] = []
 
     def fail_merge(spark: Any, properties: dict[str, str], action: Any) -> Any:
         seen.append([f"{f.name} {f.dataType.simpleString()}" for f in spark.table(spec.table).schema.fields])
         raise RuntimeError("injected: executor lost during the MERGE")
 
-    monkeypatch.setattr(scd2, "with_commit_properties", fail_merge)
+    monkeypatch.setattr(merge_module, "with_commit_properties", fail_merge)
     with pytest.raises(RuntimeError, match="injected"):
         merge_pending(spark, wider, io, [batch], quarantine=True)
     # the failure came after the schema change (so there was something to undo)
     assert "region string" in seen[0] and ("n bigint" in seen[0]) == promote
     assert table_state(spark, spec.table) == before
-    monkeypatch.setattr(scd2, "with_commit_properties", real_commit)
+    monkeypatch.setattr(merge_module, "with_commit_properties", real_commit)
     [merged] = merge_pending(spark, wider, io, [batch])
     assert merged.added_columns == ("region",)
     assert merged.promoted_columns == (("n",) if promote else ())
@@ -143,7 +131,7 @@ def test_a_first_batch_whose_merge_fails_leaves_no_table(
     def fail_merge(spark: Any, properties: dict[str, str], action: Any) -> Any:
         raise RuntimeError("injected: executor lost during the MERGE")
 
-    monkeypatch.setattr(scd2, "with_commit_properties", fail_merge)
+    monkeypatch.setattr(merge_module, "with_commit_properties", fail_merge)
     with pytest.raises(RuntimeError, match="injected"):
         merge_pending(spark, spec, io, [batch])
     assert not spark.catalog.tableExists(spec.table)
