@@ -14,6 +14,7 @@ from typing import Any
 import boto3
 import requests
 from botocore.exceptions import ClientError
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from icelake.aws.clients import new_session
 from icelake.aws.fileio import FileIO, io_for
@@ -100,6 +101,53 @@ class _Counters:
     bytes: int = 0
 
 
+class _Retryable(Exception):
+    """An attempt that may be retried: what failed, its HTTP status (None: no response) and the
+    server's Retry-After in seconds, capped by the policy."""
+
+    def __init__(self, failure: str, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(failure)
+        self.failure, self.status, self.retry_after = failure, status, retry_after
+
+
+def _get_once(
+    http: requests.Session, config: FetchConfig, params: dict[str, str], headers: dict[str, str]
+) -> requests.Response:
+    try:
+        response = http.get(
+            config.url,
+            params=params,
+            headers=headers,
+            timeout=(config.connect_timeout_s, config.read_timeout_s),
+        )
+    except requests.Timeout:
+        raise _Retryable(
+            f"timed out (connect {config.connect_timeout_s}s, read {config.read_timeout_s}s)"
+        ) from None
+    except requests.ConnectionError as exc:
+        raise _Retryable(f"connection failed ({type(exc).__name__})") from None
+    if response.status_code < 400:
+        return response
+    if response.status_code not in config.retry.retry_statuses:
+        raise HTTPStatusError(config.url, response.status_code, response.text[:200])
+    after = retry_after_seconds(response.headers.get("Retry-After"))
+    response.close()
+    capped = None if after is None else min(after, config.retry.max_retry_after_s)
+    raise _Retryable(f"HTTP {response.status_code}", response.status_code, capped)
+
+
+def _pause(policy: RetryPolicy) -> Callable[[RetryCallState], float]:
+    """The wait before the next attempt: the server's Retry-After when it sent one, else backoff."""
+
+    def pause(state: RetryCallState) -> float:
+        failed = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(failed, _Retryable) and failed.retry_after is not None:
+            return failed.retry_after
+        return backoff_seconds(policy, state.attempt_number)
+
+    return pause
+
+
 def get_with_retries(
     http: requests.Session,
     config: FetchConfig,
@@ -109,40 +157,25 @@ def get_with_retries(
     counters: _Counters,
     sleep: Sleep,
 ) -> requests.Response:
+    """GET with the policy's retries (tenacity): timeouts, failed connections and the retryable
+    statuses are tried again after the server's Retry-After or the backoff; another 4xx/5xx raises
+    at once; the last failure is reported once the attempts run out."""
     policy = config.retry
-    last_failure = "no attempt made"
-    last_status: int | None = None
-    for attempt in range(1, policy.max_attempts + 1):
-        counters.requests += 1
-        delay: float | None = None
-        try:
-            response = http.get(
-                config.url,
-                params=params,
-                headers=headers,
-                timeout=(config.connect_timeout_s, config.read_timeout_s),
-            )
-        except requests.Timeout:
-            last_failure, last_status = (
-                f"timed out (connect {config.connect_timeout_s}s, read {config.read_timeout_s}s)",
-                None,
-            )
-        except requests.ConnectionError as exc:
-            last_failure, last_status = f"connection failed ({type(exc).__name__})", None
-        else:
-            if response.status_code < 400:
-                return response
-            last_status = response.status_code
-            if response.status_code not in policy.retry_statuses:
-                raise HTTPStatusError(config.url, response.status_code, response.text[:200])
-            last_failure = f"HTTP {response.status_code}"
-            after = retry_after_seconds(response.headers.get("Retry-After"))
-            if after is not None:
-                delay = min(after, policy.max_retry_after_s)
-            response.close()
-        if attempt < policy.max_attempts:
-            sleep(delay if delay is not None else backoff_seconds(policy, attempt))
-    raise RetriesExhaustedError(config.url, policy.max_attempts, last_failure, last_status)
+    retrying = Retrying(
+        stop=stop_after_attempt(policy.max_attempts),
+        wait=_pause(policy),
+        retry=retry_if_exception_type(_Retryable),
+        sleep=sleep,
+        reraise=True,
+    )
+    try:
+        for attempt in retrying:
+            with attempt:
+                counters.requests += 1
+                return _get_once(http, config, params, headers)
+    except _Retryable as exc:
+        raise RetriesExhaustedError(config.url, policy.max_attempts, exc.failure, exc.status) from exc
+    raise AssertionError("tenacity ended without a result or an error")
 
 
 def _dig(doc: Any, path: str) -> Any:

@@ -40,7 +40,7 @@ def test_layer_pins_what_the_handlers_import_at_the_versions_of_requirements_txt
     layer, project = read_pins(), _pins(REPO / "requirements.txt")
     # Given what the handlers import that the python3.11 runtime lacks
     wanted = {"pyarrow", "pyiceberg", "fastavro", "pydantic", "pydantic-settings", "aws-lambda-powertools"}
-    wanted |= {"aws-xray-sdk", "requests"}
+    wanted |= {"aws-xray-sdk", "requests", "tenacity"}  # tenacity: the fetch's retries
     assert wanted <= set(layer)
     # Then each is pinned as in requirements.txt, but for pyarrow: 21+ has no manylinux2014 wheel,
     # and the python3.11 runtime (Amazon Linux 2, glibc 2.26) loads no manylinux_2_28 one
