@@ -4,6 +4,8 @@ the transitions a table's iteration costs (walked on the ASL), and costs priced 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,3 +107,12 @@ def test_an_estimate_is_priced_as_a_run_is() -> None:
         sync_days=30,
     )
     assert glue.cost_usd["glue"] > 0 and glue.duration_by_phase["copy"] >= model.glue_startup_s
+
+
+@pytest.mark.parametrize("module", ["icelake.cli", "icelake.assess.cli", "icelake.workflow.steps"])
+def test_each_entry_point_imports_first_in_a_fresh_interpreter(module: str) -> None:
+    # icelake.assess.estate and the workflow's steps import each other: any of them may come first
+    done = subprocess.run(
+        [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
