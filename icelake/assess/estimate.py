@@ -28,7 +28,7 @@ PHASES = ("plan", "copy", "validate")
 
 class ThroughputModel(BaseModel):
     """How fast S3, Lambda and Glue do the work (defaults: S3's published request rates, typical
-    same-region latencies; override any of them with `--model FILE`)."""
+    same-region latencies; every parameter is written into assessment.json)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     # Seconds from request to answer of a small object, by request kind (same region).
