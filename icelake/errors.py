@@ -261,3 +261,13 @@ class ScriptResolutionError(LookupError):
 
 class HandlerResolutionError(LookupError):
     """No repo file is known for a Lambda function."""
+
+
+class RetryableFetchError(Exception):
+    """An ingestion fetch attempt that may be retried (internal to the fetch's retry policy): what
+    failed, its HTTP status (None: no response) and the server's Retry-After in seconds, capped by
+    the policy."""
+
+    def __init__(self, failure: str, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(failure)
+        self.failure, self.status, self.retry_after = failure, status, retry_after

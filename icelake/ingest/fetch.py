@@ -23,6 +23,7 @@ from icelake.errors import (
     InvalidResponseError,
     PaginationError,
     RetriesExhaustedError,
+    RetryableFetchError,
     SecretLookupError,
 )
 from icelake.ingest.landing import (
@@ -101,15 +102,6 @@ class _Counters:
     bytes: int = 0
 
 
-class _Retryable(Exception):
-    """An attempt that may be retried: what failed, its HTTP status (None: no response) and the
-    server's Retry-After in seconds, capped by the policy."""
-
-    def __init__(self, failure: str, status: int | None = None, retry_after: float | None = None) -> None:
-        super().__init__(failure)
-        self.failure, self.status, self.retry_after = failure, status, retry_after
-
-
 def _get_once(
     http: requests.Session, config: FetchConfig, params: dict[str, str], headers: dict[str, str]
 ) -> requests.Response:
@@ -121,11 +113,11 @@ def _get_once(
             timeout=(config.connect_timeout_s, config.read_timeout_s),
         )
     except requests.Timeout:
-        raise _Retryable(
+        raise RetryableFetchError(
             f"timed out (connect {config.connect_timeout_s}s, read {config.read_timeout_s}s)"
         ) from None
     except requests.ConnectionError as exc:
-        raise _Retryable(f"connection failed ({type(exc).__name__})") from None
+        raise RetryableFetchError(f"connection failed ({type(exc).__name__})") from None
     if response.status_code < 400:
         return response
     if response.status_code not in config.retry.retry_statuses:
@@ -133,7 +125,7 @@ def _get_once(
     after = retry_after_seconds(response.headers.get("Retry-After"))
     response.close()
     capped = None if after is None else min(after, config.retry.max_retry_after_s)
-    raise _Retryable(f"HTTP {response.status_code}", response.status_code, capped)
+    raise RetryableFetchError(f"HTTP {response.status_code}", response.status_code, capped)
 
 
 def _pause(policy: RetryPolicy) -> Callable[[RetryCallState], float]:
@@ -141,7 +133,7 @@ def _pause(policy: RetryPolicy) -> Callable[[RetryCallState], float]:
 
     def pause(state: RetryCallState) -> float:
         failed = state.outcome.exception() if state.outcome is not None else None
-        if isinstance(failed, _Retryable) and failed.retry_after is not None:
+        if isinstance(failed, RetryableFetchError) and failed.retry_after is not None:
             return failed.retry_after
         return backoff_seconds(policy, state.attempt_number)
 
@@ -164,7 +156,7 @@ def get_with_retries(
     retrying = Retrying(
         stop=stop_after_attempt(policy.max_attempts),
         wait=_pause(policy),
-        retry=retry_if_exception_type(_Retryable),
+        retry=retry_if_exception_type(RetryableFetchError),
         sleep=sleep,
         reraise=True,
     )
@@ -173,7 +165,7 @@ def get_with_retries(
             with attempt:
                 counters.requests += 1
                 return _get_once(http, config, params, headers)
-    except _Retryable as exc:
+    except RetryableFetchError as exc:
         raise RetriesExhaustedError(config.url, policy.max_attempts, exc.failure, exc.status) from exc
     raise AssertionError("tenacity ended without a result or an error")
 
