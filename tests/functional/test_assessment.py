@@ -4,7 +4,6 @@ shows it, in a real browser."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,18 +15,11 @@ from icelake.assess.assessment import Settings, assemble, assess_table
 from icelake.assess.cli import write_assessment
 from icelake.assess.prices import load_prices
 from icelake.aws.fileio import S3FileIO
-from icelake.local.moto_server import embedded_aws
 from icelake.migrate import migrate_table
 from tests.browser import assert_readable, load
-from tests.lake import SOURCE_BUCKET, TARGET_BUCKET, Lake, add_source_table, bucket_state, build_lake
+from tests.lake import SOURCE_BUCKET, TARGET_BUCKET, Lake, add_source_table, bucket_state
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def lake(tmp_path: Path) -> Iterator[Lake]:
-    with embedded_aws():
-        yield build_lake(tmp_path / "local")
 
 
 def _ios(lake: Lake) -> tuple[S3FileIO, S3FileIO]:

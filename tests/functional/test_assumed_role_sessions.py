@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -19,19 +17,12 @@ from icelake.aws.fileio import FileIOSpec, S3FileIO
 from icelake.aws.session import AssumedRole, assume_role_session
 from icelake.errors import InvalidRequestError, SessionDurationError
 from icelake.local.lake import TARGET_ROLE
-from icelake.local.moto_server import embedded_aws
 from icelake.migrate.distributed import executor_spec
 from icelake.workflow import steps
 from icelake.workflow.inputs import InventoryInput
 from icelake.workflow.steps import Sessions
 from tests.functional.moto_sts import assumed_roles
-from tests.lake import TARGET_BUCKET, Lake, build_lake
-
-
-@pytest.fixture
-def lake(tmp_path: Path) -> Iterator[Lake]:
-    with embedded_aws():
-        yield build_lake(tmp_path / "local")
+from tests.lake import TARGET_BUCKET, Lake
 
 
 class Clock:

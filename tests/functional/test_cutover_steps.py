@@ -6,24 +6,15 @@ a good copy of an earlier version on the target."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import boto3
-import pytest
 
 from icelake.aws import catalog
-from icelake.local.moto_server import embedded_aws
 from icelake.workflow import steps
 from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput
-from tests.lake import SOURCE_BUCKET, Lake, add_source_table, bucket_state, build_lake, catalog_state, commit
-
-
-@pytest.fixture
-def lake(tmp_path: Path) -> Iterator[Lake]:
-    with embedded_aws():
-        yield build_lake(tmp_path / "local")
+from tests.lake import SOURCE_BUCKET, Lake, add_source_table, bucket_state, catalog_state, commit
 
 
 def _sync(

@@ -5,30 +5,20 @@ target table and its columns, lake_formation_principals still granted, nothing g
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import boto3
-import pytest
 
 from icelake.aws.lake_formation import TableRef, moved_resource
 from icelake.aws.ledger import Ledger
-from icelake.local.moto_server import embedded_aws
 from icelake.workflow import steps
 from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput
-from tests.lake import SOURCE_ACCOUNT, TARGET_ACCOUNT, Lake, add_source_table, build_lake
+from tests.lake import SOURCE_ACCOUNT, TARGET_ACCOUNT, Lake, add_source_table
 
 ANALYST = f"arn:aws:iam::{SOURCE_ACCOUNT}:role/analyst"
 AUDITOR = f"arn:aws:iam::{SOURCE_ACCOUNT}:role/auditor"  # not mapped: must get nothing
 TARGET_ANALYST = f"arn:aws:iam::{TARGET_ACCOUNT}:role/analyst-eu"
 READER = f"arn:aws:iam::{TARGET_ACCOUNT}:role/reader"
-
-
-@pytest.fixture
-def lake(tmp_path: Path) -> Iterator[Lake]:
-    with embedded_aws():
-        yield build_lake(tmp_path / "local")
 
 
 def _run(lake: Lake, request: dict[str, Any]) -> dict[str, Any]:

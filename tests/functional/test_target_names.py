@@ -5,15 +5,12 @@ the earlier one in place, reported."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 
 from icelake.errors import InvalidRequestError, ValidationFailedError
-from icelake.local.moto_server import embedded_aws
 from icelake.workflow import steps
 from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput
 from tests.lake import (
@@ -21,17 +18,10 @@ from tests.lake import (
     Lake,
     add_source_table,
     bucket_state,
-    build_lake,
     catalog_state,
     s3_props,
 )
 from tests.verify import assert_same_table
-
-
-@pytest.fixture
-def lake(tmp_path: Path) -> Iterator[Lake]:
-    with embedded_aws():
-        yield build_lake(tmp_path / "local")
 
 
 def _request(lake: Lake, run_id: str, **target: Any) -> dict[str, Any]:

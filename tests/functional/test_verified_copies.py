@@ -10,27 +10,18 @@ replaced between the plan and the copy."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from awscrt import checksums
 
 from icelake.aws.fileio import S3FileIO
 from icelake.errors import CopyVerificationError
-from icelake.local.moto_server import embedded_aws
 from icelake.migrate import migrate_table
 from icelake.migrate.copy import CopySettings, copy_file
-from tests.lake import SOURCE_BUCKET, TARGET_BUCKET, Lake, add_source_table, bucket_state, build_lake
+from tests.lake import SOURCE_BUCKET, TARGET_BUCKET, Lake, add_source_table, bucket_state
 from tests.moto_keys import damage_recorded_checksum
 
 MiB = 1024**2
-
-
-@pytest.fixture
-def lake(tmp_path: Path) -> Iterator[Lake]:
-    with embedded_aws():
-        yield build_lake(tmp_path / "local")
 
 
 def _ios(lake: Lake) -> tuple[S3FileIO, S3FileIO]:

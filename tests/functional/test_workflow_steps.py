@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -14,7 +12,6 @@ from icelake.aws import catalog
 from icelake.aws.fileio import io_for
 from icelake.aws.ledger import Ledger
 from icelake.errors import InvalidRequestError, TargetNotOursError, ValidationFailedError
-from icelake.local.moto_server import embedded_aws
 from icelake.migrate.models import RowsValidation
 from icelake.workflow import steps
 from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput, ReportInput, RollbackInput
@@ -26,18 +23,11 @@ from tests.lake import (
     Lake,
     add_source_table,
     bucket_state,
-    build_lake,
     catalog_state,
     commit,
     s3_props,
 )
 from tests.verify import assert_same_table
-
-
-@pytest.fixture
-def lake(tmp_path: Path) -> Iterator[Lake]:
-    with embedded_aws():
-        yield build_lake(tmp_path / "local")
 
 
 def _run_table(lake: Lake, item: dict[str, Any]) -> dict[str, Any]:
