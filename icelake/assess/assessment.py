@@ -32,6 +32,7 @@ from icelake.aws.fileio import FileIO, S3FileIO
 from icelake.aws.request_count import RequestCount, added
 from icelake.errors import IcelakeError, UnmappedPrefixesError
 from icelake.migrate import metadata_json as mj
+from icelake.migrate.copy import etag_verifies
 from icelake.migrate.engine import migration_requests
 from icelake.migrate.history import History
 from icelake.migrate.plan import FileTally, TablePlan, build_plan, read_metadata, table_prefix_map
@@ -241,7 +242,10 @@ def assess_table(
     engine = _engine(meta, files_to_copy, bytes_to_copy, settings)
     metadata_paths = [*plan.metadata_files, *plan.manifest_lists, *plan.manifests]
     metadata_bytes = _metadata_bytes(src_io, plan, metadata_paths)
-    expected = expected_requests(plan, target_location, replanned, prune=settings.prune)
+    target_kms = bool(getattr(dst_io, "kms_key_id", None))
+    expected = expected_requests(
+        plan, target_location, replanned, prune=settings.prune, target_kms=target_kms
+    )
     work = PlannedWork(
         plan_requests=plan_requests,
         run_requests=expected["copy"],
@@ -451,8 +455,10 @@ def _engine(meta: mj.Metadata, files: int, size: int, settings: Settings) -> Lit
 def _object_findings(
     plan: TablePlan, objects: _Objects, blockers: list[Finding], warnings: list[Finding]
 ) -> None:
-    """Blockers for archived objects the migration must read, warnings for unchecksummed copies."""
-    copied = {source for source, _target in plan.copies.pairs()}
+    """Blockers for archived objects the migration must read, warnings for copies that neither a
+    checksum nor MD5 ETags can verify (`copy.etag_verifies`)."""
+    etags = {task.source: task.info.etag for task in plan.copies}
+    copied = etags.keys()
     read = copied | {t.source for t in plan.delete_files} | set(plan.manifests) | set(plan.manifest_lists)
     read |= {canonical(p) for p in plan.metadata_files}
     archived = sorted(uri for uri in objects.archived if uri in read)
@@ -468,13 +474,13 @@ def _object_findings(
                 count=len(archived),
             )
         )
-    unchecked = sorted(uri for uri in objects.unchecksummed if uri in copied)
+    unchecked = sorted(uri for uri in objects.unchecksummed if uri in etags and not etag_verifies(etags[uri]))
     if unchecked:
         warnings.append(
             Finding(
                 kind="no_checksum",
-                message=f"{len(unchecked)} source object(s) have no full-object checksum, so their "
-                f"copies are verified by size only: {_few(unchecked)}",
+                message=f"{len(unchecked)} source object(s) were uploaded in parts and have no "
+                f"full-object checksum, so their copies are verified by size only: {_few(unchecked)}",
                 objects=unchecked[:SHOWN],
                 count=len(unchecked),
             )
@@ -495,14 +501,20 @@ def _metadata_bytes(src_io: FileIO, plan: TablePlan, paths: list[str]) -> int:
 
 
 def expected_requests(
-    plan: TablePlan, target_location: str, replanned: Mapping[str, int], *, prune: bool
+    plan: TablePlan,
+    target_location: str,
+    replanned: Mapping[str, int],
+    *,
+    prune: bool,
+    target_kms: bool = False,
 ) -> dict[str, dict[str, int]]:
     """What the copy (its own plan, `replanned`: what planning sent, then its writes) and Validate
     (its file check, then the prune that follows a validated sync when `prune`) will send."""
     validate = _validate_requests(plan, target_location)
     if prune:
         validate = added(validate, prune_requests(len(plan.manifest_lists), len(plan.manifests)))
-    return {"copy": added(replanned, migration_requests(plan)), "validate": validate}
+    copy = migration_requests(plan, target_kms=target_kms)
+    return {"copy": added(replanned, copy), "validate": validate}
 
 
 def _validate_requests(plan: TablePlan, target_location: str) -> dict[str, int]:

@@ -375,6 +375,9 @@ class S3FileIO(FileIO):
         self._by_bucket: dict[str, Any] = {}  # bucket -> the client of its region
         self._by_region: dict[str, Any] = {}
         self._clients_lock = threading.Lock()
+        # Buckets whose copies' ETags cannot verify them (an SSE-KMS or SSE-C source, a target its
+        # bucket encrypts with a KMS key): a copy from or to one reads the source's checksum first.
+        self.head_first: set[str] = set()
 
     def client_for(self, bucket: str) -> Any:
         """The client that serves `bucket`: its region asked once per bucket, one client per region."""

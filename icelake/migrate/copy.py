@@ -16,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from botocore.exceptions import ClientError
+
 from icelake.aws.fileio import (
     SOURCE_ETAG_KEY,
     TEMP_PREFIX,
@@ -40,28 +42,42 @@ class CopySettings:
     part_workers: int = 8
 
 
-# The requests one copy of a file makes, S3 to S3 below the multipart threshold: a HEAD of the source
-# for the full-object checksum S3 keeps for it (no listing carries checksum values, and a copy
-# can only be verified against it), then the CopyObject. The one place this count is kept: cost
-# estimates and the copy scheduler read it here.
-REQUESTS_PER_COPY = {"HeadObject": 1, "CopyObject": 1}
+# The requests one copy of a file makes, S3 to S3 below the multipart threshold, from a source
+# written in one part: the CopyObject alone, verified by its own answer (`_s3_copy`). A source
+# whose ETag is no MD5 (a multipart upload's), or a target encrypted with a KMS key, costs a HEAD of
+# the source too (`copy_requests`). The one place this count is kept: cost estimates and the copy
+# scheduler read it here.
+REQUESTS_PER_COPY = {"CopyObject": 1}
+
+
+def etag_verifies(etag: str | None, *, target_kms: bool = False) -> bool:
+    """Whether a copy of an object with this (listed) ETag can be verified by ETags alone: the
+    ETag of an object PUT in one part without a KMS key is the MD5 of its bytes ('-N' marks a
+    multipart upload's), and so is the ETag S3 gives a copy it does not encrypt with a KMS key.
+    (An SSE-KMS or SSE-C source looks the same in a listing; its copy then costs a HEAD after all.)"""
+    return not target_kms and etag is not None and len(etag) == 32 and "-" not in etag
 
 
 def copy_requests(
-    size: int, settings: CopySettings | None = None, *, checksum_known: bool = False
+    size: int,
+    settings: CopySettings | None = None,
+    *,
+    checksum_known: bool = False,
+    etag: str | None = None,
+    target_kms: bool = False,
 ) -> dict[str, int]:
-    """The S3 requests `copy_file` sends for one S3-to-S3 copy: a HEAD for the source's checksum
-    unless the plan already has it (`checksum_known`: planned from a HEAD, not a listing), then
-    CopyObject; above the multipart threshold, CreateMultipartUpload, an UploadPartCopy per part,
-    CompleteMultipartUpload and a HEAD of the result. Estimates take their per-copy requests from
-    here (`REQUESTS_PER_COPY` below the threshold): keep it in step with `copy_file`."""
+    """The S3 requests `copy_file` sends for one S3-to-S3 copy: CopyObject, preceded by a HEAD for
+    the source's checksum unless the plan already has it (`checksum_known`: planned from a HEAD)
+    or the ETags verify the copy (`etag_verifies`); above the multipart threshold, a HEAD unless
+    known, CreateMultipartUpload, an UploadPartCopy per part, CompleteMultipartUpload and a HEAD of
+    the result. Estimates take their per-copy requests from here: keep it in step with `copy_file`."""
     settings = settings or CopySettings()
     one = {kind_of(operation): n for operation, n in REQUESTS_PER_COPY.items()}
-    head = 0 if checksum_known else one["head"]
     if size <= settings.multipart_threshold:
-        return {**one, "head": head}
+        by_etag = etag_verifies(etag, target_kms=target_kms)
+        return {**one, "head": 0 if checksum_known or by_etag else 1}
     part_size = max(settings.part_size, -(-size // 10_000))
-    return {"head": head + 1, "put": 2, "copy": -(-size // part_size)}
+    return {"head": (0 if checksum_known else 1) + 1, "put": 2, "copy": -(-size // part_size)}
 
 
 DEFAULT_CHECKSUM = "CRC64NVME"  # S3's default for new objects: what a copy of an unchecksummed source gets
@@ -71,14 +87,16 @@ CRC_ALGORITHMS = ("CRC64NVME", "CRC32C", "CRC32")  # the ones S3 can combine int
 def copy_file(
     src_io: FileIO, src: str, src_info: ObjectInfo, dst_io: FileIO, dst: str, settings: CopySettings
 ) -> bool:
-    """Copy one unchanged file; True when its bytes were verified end to end by checksum (S3 to
-    S3 with a source checksum), False when only its size was checked."""
+    """Copy one unchanged file; True when its bytes were verified end to end (S3 to S3: by the
+    source's checksum, or by MD5 ETags), False when only its size was checked."""
     if isinstance(src_io, S3FileIO) and isinstance(dst_io, S3FileIO):
-        if src_info.checksum is None:  # planned from a listing, which carries no checksum values
-            src_info = _with_checksum(src_io, src, src_info)
         if src_info.size > settings.multipart_threshold:
+            if src_info.checksum is None:
+                src_info = _with_checksum(src_io, src, src_info)
             return _s3_multipart_copy(src, src_info, dst_io, dst, settings)
-        return _s3_copy(src, src_info, dst_io, dst)
+        if src_info.checksum is None and not _etags_may_verify(src, src_info, dst_io, dst):
+            src_info = _with_checksum(src_io, src, src_info)  # planned from a listing: no checksum value
+        return _s3_copy(src_io, src, src_info, dst_io, dst)
     if isinstance(src_io, LocalFileIO) and isinstance(dst_io, LocalFileIO):
         _local_copy(src, src_info, dst)
     else:
@@ -130,30 +148,65 @@ def _with_checksum(src_io: S3FileIO, src: str, planned: ObjectInfo) -> ObjectInf
     """The source's full-object checksum (one HEAD), checked to be the object that was planned."""
     now = src_io.stat(src)
     if now is None or now.size != planned.size or (planned.etag and now.etag != planned.etag):
-        raise CopyVerificationError(
-            f"{src} changed or disappeared after planning ({planned.size} bytes planned, "
-            f"{'gone' if now is None else f'{now.size} bytes now'}); the source was written while it "
-            "was migrated. The table is rolled back; run it again"
-        )
+        raise _changed(src, planned, "gone" if now is None else f"{now.size} bytes")
     return now
 
 
-def _s3_copy(src: str, src_info: ObjectInfo, dst_io: S3FileIO, dst: str) -> bool:
-    """CopyObject, with S3 computing the copy's checksum in the source's own algorithm: equal to
-    the source's recorded checksum, the copy is verified end to end (returns True)."""
+def _etags_may_verify(src: str, src_info: ObjectInfo, dst_io: S3FileIO, dst: str) -> bool:
+    if not etag_verifies(src_info.etag, target_kms=bool(dst_io.kms_key_id)):
+        return False
+    return split_s3(src)[0] not in dst_io.head_first and split_s3(dst)[0] not in dst_io.head_first
+
+
+def _s3_copy(src_io: S3FileIO, src: str, src_info: ObjectInfo, dst_io: S3FileIO, dst: str) -> bool:
+    """CopyObject of the planned object (CopySourceIfMatch: its ETag), with S3 computing the
+    copy's checksum in the source's algorithm. Verified end to end (True) when that checksum is
+    the source's recorded one or, for a source planned from a listing, when the copy's ETag (an
+    MD5 S3 computed over the copy) is the source's MD5 ETag. When the ETags cannot tell (the
+    source's is no MD5 after all, or the target's key is KMS), the source's checksum is read
+    (one HEAD) and compared instead."""
     sb, sk = split_s3(src)
     db, dk = split_s3(dst)
     algorithm = src_info.checksum[0] if src_info.checksum else DEFAULT_CHECKSUM
-    out = dst_io.client_for(db).copy_object(  # sent to the target bucket's region
-        CopySource={"Bucket": sb, "Key": sk},
-        Bucket=db,
-        Key=dk,
-        MetadataDirective="REPLACE",
-        Metadata={SOURCE_ETAG_KEY: src_info.etag or ""},
-        ChecksumAlgorithm=algorithm,
-        **dst_io.encryption_args(),
+    if_match = {"CopySourceIfMatch": f'"{src_info.etag}"'} if src_info.etag else {}
+    try:
+        out = dst_io.client_for(db).copy_object(  # sent to the target bucket's region
+            CopySource={"Bucket": sb, "Key": sk},
+            Bucket=db,
+            Key=dk,
+            MetadataDirective="REPLACE",
+            Metadata={SOURCE_ETAG_KEY: src_info.etag or ""},
+            ChecksumAlgorithm=algorithm,
+            **if_match,
+            **dst_io.encryption_args(),
+        )
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
+            raise _changed(src, src_info, "an object with another ETag") from exc
+        raise
+    result = out.get("CopyObjectResult", {})
+    copied = result.get(f"Checksum{algorithm}")
+    if src_info.checksum is not None:
+        return _verified(src, src_info, dst, copied)
+    kms_target = out.get("ServerSideEncryption", "AES256") != "AES256"
+    if not kms_target and result.get("ETag", "").strip('"') == src_info.etag:
+        return True  # both MD5s of the bytes: the copy is the source's bytes
+    # An SSE-KMS or SSE-C source (its ETag is no MD5, which a listing does not show), or a target
+    # its bucket encrypts with a KMS key: this bucket's next copies HEAD the source first.
+    dst_io.head_first.add(db if kms_target else sb)
+    src_info = _with_checksum(src_io, src, src_info)
+    if src_info.checksum is None:
+        return False  # no checksum to compare: the copy is checked by size only
+    if src_info.checksum[0] != algorithm:  # once per bucket (head_first): copy again in its algorithm
+        return _s3_copy(src_io, src, src_info, dst_io, dst)
+    return _verified(src, src_info, dst, copied)
+
+
+def _changed(src: str, planned: ObjectInfo, now: str) -> CopyVerificationError:
+    return CopyVerificationError(
+        f"{src} changed or disappeared after planning ({planned.size} bytes planned, {now} now); "
+        "the source was written while it was migrated. The table is rolled back; run it again"
     )
-    return _verified(src, src_info, dst, out.get("CopyObjectResult", {}).get(f"Checksum{algorithm}"))
 
 
 def _verified(src: str, src_info: ObjectInfo, dst: str, copied: str | None) -> bool:
@@ -182,6 +235,7 @@ def _s3_multipart_copy(
     part_size = max(settings.part_size, -(-src_info.size // 10_000))  # S3 allows 10,000 parts
     source_algorithm = src_info.checksum[0] if src_info.checksum else None
     algorithm = source_algorithm if source_algorithm in CRC_ALGORITHMS else DEFAULT_CHECKSUM
+    if_match = {"CopySourceIfMatch": f'"{src_info.etag}"'} if src_info.etag else {}
     upload_id = client.create_multipart_upload(
         Bucket=db,
         Key=dk,
@@ -201,6 +255,7 @@ def _s3_multipart_copy(
             PartNumber=number,
             CopySource={"Bucket": sb, "Key": sk},
             CopySourceRange=f"bytes={start}-{end}",
+            **if_match,  # every part from the one object that was planned
         )["CopyPartResult"]
         part: dict[str, object] = {"PartNumber": number, "ETag": out["ETag"]}
         if out.get(f"Checksum{algorithm}"):

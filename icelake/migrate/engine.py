@@ -32,7 +32,7 @@ from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import DATA, DeleteRewrite, ManifestRef
 from icelake.migrate.avro_patch import ListHeads, PlannedManifest
 from icelake.migrate.collisions import target_lock
-from icelake.migrate.copy import CopySettings, copy_file, copy_requests
+from icelake.migrate.copy import CopySettings, copy_file, copy_requests, etag_verifies
 from icelake.migrate.cpu_pool import (
     LISTS_PER_JOB,
     CpuPools,
@@ -344,26 +344,29 @@ def run_migration(
 WRITE_REQUESTS: dict[str, int] = {"get": 1, "head": 1, "put": 1}
 
 
-def migration_requests(plan: TablePlan, settings: CopySettings | None = None) -> dict[str, int]:
+def migration_requests(
+    plan: TablePlan, settings: CopySettings | None = None, *, target_kms: bool = False
+) -> dict[str, int]:
     """The S3 requests `run_migration` sends after its plan, for a target that holds none of the
     table's new files yet: the target's metadata directory listed again before writing, each
-    rewritten file (`WRITE_REQUESTS`) and each copy (`copy.copy_requests`). Estimates use it: keep
-    it in step with `_execute`."""
+    rewritten file (`WRITE_REQUESTS`) and each copy (`copy.copy_requests`; `target_kms`: the target
+    is written under a KMS key). Estimates use it: keep it in step with `_execute`."""
     settings = settings or CopySettings()
     rewritten = len(plan.delete_files) + len(plan.manifests)
     rewritten += len(plan.manifest_lists) + len(plan.metadata_files)
     counts: Counter[str] = Counter({"list": 1})
     for kind, n in WRITE_REQUESTS.items():
         counts[kind] += n * rewritten
-    small: Counter[bool] = Counter()  # small copies, by whether the plan knows their checksum
+    small: Counter[bool] = Counter()  # small copies, by whether they HEAD the source first
     for task in plan.copies:
-        known = task.info.checksum is not None
-        if task.info.size <= settings.multipart_threshold:
-            small[known] += 1
+        info = task.info
+        known = info.checksum is not None
+        if info.size <= settings.multipart_threshold:
+            small[known or etag_verifies(info.etag, target_kms=target_kms)] += 1
         else:
-            counts.update(copy_requests(task.info.size, settings, checksum_known=known))
-    for known, copies in small.items():
-        for kind, n in copy_requests(0, settings, checksum_known=known).items():
+            counts.update(copy_requests(info.size, settings, checksum_known=known))
+    for needs_no_head, copies in small.items():
+        for kind, n in copy_requests(0, settings, checksum_known=needs_no_head).items():
             counts[kind] += n * copies
     return dict(counts)
 

@@ -27,7 +27,8 @@ def _ios(lake: Lake) -> tuple[S3FileIO, S3FileIO]:
 
 
 def test_a_glacier_object_blocks_and_an_unchecksummed_one_warns(lake: Lake, tmp_path: Path) -> None:
-    # Given a table of three data files, one moved to GLACIER and one written again without a checksum
+    # Given a table of three data files, one moved to GLACIER and one written again in parts without
+    # a checksum (a single-part object is verified by its MD5 ETag, checksum or not)
     metadata = add_source_table(lake, "orders", [[1, 2], [3], [4, 5, 6]])
     src, dst = _ios(lake)
     data = sorted(uri for uri, _ in src.list(f"s3://{SOURCE_BUCKET}/lake/sales/orders/data"))
@@ -44,7 +45,16 @@ def test_a_glacier_object_blocks_and_an_unchecksummed_one_warns(lake: Lake, tmp_
     plain = lake.source.client("s3", config=Config(request_checksum_calculation="when_required"))
     unchecked_key = unchecked.removeprefix(f"s3://{SOURCE_BUCKET}/")
     body = s3.get_object(Bucket=SOURCE_BUCKET, Key=unchecked_key)["Body"].read()
-    plain.put_object(Bucket=SOURCE_BUCKET, Key=unchecked_key, Body=body)
+    upload = plain.create_multipart_upload(Bucket=SOURCE_BUCKET, Key=unchecked_key)["UploadId"]
+    part = plain.upload_part(
+        Bucket=SOURCE_BUCKET, Key=unchecked_key, UploadId=upload, PartNumber=1, Body=body
+    )
+    plain.complete_multipart_upload(
+        Bucket=SOURCE_BUCKET,
+        Key=unchecked_key,
+        UploadId=upload,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]},
+    )
     before = (bucket_state(lake.source, SOURCE_BUCKET), bucket_state(lake.target, TARGET_BUCKET))
 
     # When it is assessed

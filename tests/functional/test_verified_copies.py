@@ -1,15 +1,18 @@
-"""Server-side copies are verified end to end by S3 checksums, on moto with awscrt installed so
-that moto computes real checksums (CRC64NVME included; without awscrt it would return a CRC32
+"""Server-side copies are verified end to end by MD5 ETags or by S3 checksums, on moto with awscrt
+installed so that moto computes real checksums (CRC64NVME included; without awscrt it would return a CRC32
 under that name, which is why awscrt is pinned in requirements-dev.txt).
 
-A copy asks S3 for the checksum of what it wrote in the source object's own algorithm and compares
-it with the checksum S3 recorded for the source. The damage is injected in moto's backend: the
+A copy of an object written in one part, planned from a listing, is one CopyObject: S3 computes
+the copy's ETag as the MD5 of its bytes, which must be the source's listed (MD5) ETag. Otherwise a
+copy asks S3 for the checksum of what it wrote in the source object's own algorithm and compares
+it with the checksum S3 recorded for the source (one HEAD). The damage is injected in moto's backend: the
 source's recorded checksum no longer matches its bytes, as when an object is damaged at rest or
 replaced between the plan and the copy."""
 
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import pytest
 from awscrt import checksums
@@ -19,7 +22,7 @@ from icelake.errors import CopyVerificationError
 from icelake.migrate import migrate_table
 from icelake.migrate.copy import CopySettings, copy_file
 from tests.lake import SOURCE_BUCKET, TARGET_BUCKET, Lake, add_source_table, bucket_state
-from tests.moto_keys import damage_recorded_checksum
+from tests.moto_keys import damage_bytes, damage_recorded_checksum, give_etag_no_md5
 
 MiB = 1024**2
 
@@ -64,3 +67,98 @@ def test_a_multipart_copy_is_verified_by_its_full_object_crc(lake: Lake) -> None
     assert damaged is not None
     with pytest.raises(CopyVerificationError):
         copy_file(src, f"s3://{SOURCE_BUCKET}/big/object.bin", damaged, dst, target + ".2", settings)
+
+
+def _sent(io: S3FileIO) -> list[str]:
+    """The S3 operations `io`'s client sends from now on, in order."""
+    sent: list[str] = []
+    io.client.meta.events.register("before-call.s3", lambda model, **_: sent.append(model.name))
+    return sent
+
+
+def _listed(io: S3FileIO, uri: str) -> Any:
+    """What the plan knows of an object it listed: size and ETag, no checksum value."""
+    return next(info for listed, info in io.list(uri.rsplit("/", 1)[0]) if listed == uri)
+
+
+def test_a_copy_planned_from_a_listing_is_one_copyobject_verified_by_md5_etags(lake: Lake) -> None:
+    src, dst = _ios(lake)
+    s3 = lake.source.client("s3")
+    s3.put_object(Bucket=SOURCE_BUCKET, Key="d/a.parquet", Body=b"a" * 1000, ChecksumAlgorithm="CRC32C")
+    source = f"s3://{SOURCE_BUCKET}/d/a.parquet"
+    info = _listed(src, source)
+    assert info.checksum is None and info.etag is not None
+    reads, writes = _sent(src), _sent(dst)
+
+    assert copy_file(src, source, info, dst, f"s3://{TARGET_BUCKET}/d/a.parquet", CopySettings())
+
+    assert (reads, writes) == ([], ["CopyObject"])  # no HEAD: the copy's own answer verified it
+    assert dst.read(f"s3://{TARGET_BUCKET}/d/a.parquet") == b"a" * 1000
+
+
+def test_bytes_damaged_at_rest_fail_a_copy_planned_from_a_listing(lake: Lake) -> None:
+    src, dst = _ios(lake)
+    s3 = lake.source.client("s3")
+    s3.put_object(Bucket=SOURCE_BUCKET, Key="d/b.parquet", Body=b"b" * 1000, ChecksumAlgorithm="CRC64NVME")
+    source = f"s3://{SOURCE_BUCKET}/d/b.parquet"
+    info = _listed(src, source)
+    damage_bytes(source)  # S3 still lists the ETag and keeps the checksum of the bytes as written
+    reads = _sent(src)
+
+    with pytest.raises(CopyVerificationError, match="is not the source's bytes"):
+        copy_file(src, source, info, dst, f"s3://{TARGET_BUCKET}/d/b.parquet", CopySettings())
+    assert reads == ["HeadObject"]  # the ETags differed: the recorded checksum decided
+
+
+def test_a_source_whose_etag_is_no_md5_is_verified_by_its_checksum(lake: Lake) -> None:
+    # Given two objects whose ETags are not the MD5 of their bytes, as an SSE-KMS source's are
+    src, dst = _ios(lake)
+    s3 = lake.source.client("s3")
+    sources = []
+    for name in ("c1", "c2"):
+        s3.put_object(
+            Bucket=SOURCE_BUCKET, Key=f"d/{name}", Body=name.encode() * 100, ChecksumAlgorithm="CRC32"
+        )
+        sources.append(f"s3://{SOURCE_BUCKET}/d/{name}")
+        give_etag_no_md5(sources[-1])
+    infos = [_listed(src, uri) for uri in sources]
+    reads, writes = _sent(src), _sent(dst)
+
+    # When both are copied, one after the other
+    first = copy_file(src, sources[0], infos[0], dst, f"s3://{TARGET_BUCKET}/d/c1", CopySettings())
+    sent_first = (list(reads), list(writes))
+    second = copy_file(src, sources[1], infos[1], dst, f"s3://{TARGET_BUCKET}/d/c2", CopySettings())
+
+    # Then both are verified by their CRC32: the first copy (in the default CRC64NVME) read the
+    # checksum after its ETags disagreed and copied again in CRC32; the second read it first
+    assert first and second
+    assert sent_first == (["HeadObject"], ["CopyObject", "CopyObject"])
+    assert (reads, writes) == (["HeadObject", "HeadObject"], ["CopyObject", "CopyObject", "CopyObject"])
+    assert dst.read(f"s3://{TARGET_BUCKET}/d/c2") == b"c2" * 100
+
+
+def test_a_copy_to_a_kms_key_reads_the_source_checksum_first(lake: Lake) -> None:
+    src = S3FileIO(lake.source.client("s3"))
+    key = lake.target.client("kms").create_key()["KeyMetadata"]["KeyId"]
+    dst = S3FileIO(lake.target.client("s3"), kms_key_id=key)
+    s3 = lake.source.client("s3")
+    s3.put_object(Bucket=SOURCE_BUCKET, Key="d/e.parquet", Body=b"e" * 500, ChecksumAlgorithm="CRC32C")
+    source = f"s3://{SOURCE_BUCKET}/d/e.parquet"
+    info = _listed(src, source)
+    reads, writes = _sent(src), _sent(dst)
+
+    assert copy_file(src, source, info, dst, f"s3://{TARGET_BUCKET}/d/e.parquet", CopySettings())
+
+    assert (reads, writes) == (["HeadObject"], ["CopyObject"])  # a KMS copy's ETag is no MD5
+
+
+def test_a_source_replaced_after_planning_is_not_copied_as_planned(lake: Lake) -> None:
+    src, dst = _ios(lake)
+    s3 = lake.source.client("s3")
+    s3.put_object(Bucket=SOURCE_BUCKET, Key="d/f.parquet", Body=b"f" * 300)
+    source = f"s3://{SOURCE_BUCKET}/d/f.parquet"
+    info = _listed(src, source)
+    s3.put_object(Bucket=SOURCE_BUCKET, Key="d/f.parquet", Body=b"g" * 300)  # same size, new bytes
+
+    with pytest.raises(CopyVerificationError, match="changed or disappeared after planning"):
+        copy_file(src, source, info, dst, f"s3://{TARGET_BUCKET}/d/f.parquet", CopySettings())

@@ -48,6 +48,10 @@ def test_copy_requests_follow_copy_file() -> None:
     settings = CopySettings()
     assert copy_requests(10) == {"head": 1, "copy": 1}  # planned from a listing: HEAD for the checksum
     assert copy_requests(10, checksum_known=True) == {"head": 0, "copy": 1}
+    md5 = "9e107d9d372bb6826bd81d3542a419d6"  # a single-part upload's ETag: the copy's ETag verifies it
+    assert copy_requests(10, etag=md5) == {"head": 0, "copy": 1}
+    assert copy_requests(10, etag=md5, target_kms=True) == {"head": 1, "copy": 1}  # a KMS copy's is no MD5
+    assert copy_requests(10, etag="9e107d9d372bb6826bd81d3542a419d6-3") == {"head": 1, "copy": 1}
     # 12 GiB in 512 MiB parts: create + complete, 24 UploadPartCopy, a HEAD before and after
     assert copy_requests(12 * GiB, settings) == {"head": 2, "put": 2, "copy": 24}
 

@@ -30,9 +30,9 @@ def test_every_prefix_is_spread_over_the_whole_run() -> None:
 def test_the_busiest_prefix_sizes_the_concurrency() -> None:
     assert hot_share(_paths({"hot": 30, "a": 20, "b": 20, "c": 30})) == (4, 0.3)
     # S3 takes 3,500 writes a second per prefix: at 30 % in one prefix, 11,667 copies a second,
-    # each a HEAD and a CopyObject of 40 ms: 934 in flight; one prefix alone: 280.
-    assert copy_concurrency(0.3) == 934
-    assert copy_concurrency(1.0) == 280
+    # each a CopyObject of 40 ms: 467 in flight; one prefix alone: 140.
+    assert copy_concurrency(0.3) == 467
+    assert copy_concurrency(1.0) == 140
     assert copy_concurrency(0.5, limit_per_s=200, seconds_per_copy=0.1) == 40
 
 
