@@ -14,10 +14,12 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import boto3
 import botocore.session
+import botocore.utils
 from botocore.config import Config
 
 from icelake.aws import pacing
@@ -102,9 +104,25 @@ def _observe(core: botocore.session.Session) -> None:
     core.register("after-call", after_call, unique_id="icelake-answer-hooks")
 
 
+def parse_timestamp(value: Any) -> datetime:
+    """botocore's timestamp parser, with a fast path for the ISO 8601 form with a zone that S3's
+    XML answers carry (every CopyObject's LastModified): dateutil's general parser spent about
+    0.1 ms of a copy's CPU on it."""
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            parsed = None
+        if parsed is not None and parsed.tzinfo is not None:
+            return parsed
+    stamp: datetime = botocore.utils.parse_timestamp(value)
+    return stamp
+
+
 def configured(core: botocore.session.Session) -> botocore.session.Session:
     """`core` with icelake's client config as the default of every client it creates."""
     core.set_default_client_config(client_config())
+    core.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=parse_timestamp)
     _observe(core)
     pacing.install(core)
     return core
