@@ -15,11 +15,13 @@ Both use icelake's own clients (`icelake.aws.clients`: retries, per-prefix pacin
 Per engine, `measured_s` is the copy phase (first copy started to last copy done) and `ideal_s`
 the model's lower bound for it: the larger of the copy's requests x the model's mean latency /
 the engine's concurrency (Lambda threads; local Spark cores x threads per task), and the hottest
-prefix's requests / its limit (writes: COPY per target prefix; reads: HEAD per source prefix).
-`efficiency` = ideal_s / measured_s. Costs come from `icelake.assess.prices` (us-east-1): the
-engine's S3 requests as the model counted them, plus compute for measured_s (the copy Lambda's
-deployed memory; the Glue job's smallest run, 2 G.1X workers, since local Spark's 2 cores are
-less than one G.1X executor), per million objects; the floor is one CopyObject per object.
+prefix's admitted requests, less its bucket's initial burst, / its limit (writes: COPY per target
+prefix; reads: HEAD per source prefix). `efficiency` = ideal_s / measured_s.
+
+Costs come from `icelake.assess.prices` (us-east-1): the engine's S3 requests as the model counted
+them, plus compute for measured_s (the copy Lambda's deployed memory; for Glue, the deployed job's
+price a second times the share of its executor cores that local Spark's cores are,
+`glue_billing`), per million objects; the floor is one CopyObject per object.
 
 The last line is one JSON object (objects, prefixes, hot_prefix_share, model, engines.lambda and
 engines.glue, failed_tables, cost_usd_per_million_objects, copy_floor_usd_per_million_objects);
@@ -47,7 +49,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 SOURCE_BUCKET, TARGET_BUCKET = "bench-source", "bench-target"
 SOURCE = f"s3://{SOURCE_BUCKET}/lake/db/t"
-GLUE_BILLED_WORKERS, GLUE_WORKER_TYPE = 2, "G.1X"  # the smallest Glue Spark job
+VCPU_PER_DPU = 4  # AWS: a DPU is 4 vCPUs and 16 GB
 REGION = "us-east-1"
 GOALS = {"efficiency": 0.85, "cost_ratio": 1.15}
 console = Console(stderr=True)
@@ -160,13 +162,13 @@ def engine_figures(
     copies = int(result.files_copied)
     needed = copies * sum(REQUESTS_PER_COPY.values())
     by_latency = needed * config.latency_mean_ms / 1000 / concurrency
-    writes = stats["requests"].get("COPY", {})
-    reads = stats["requests"].get("HEAD", {})
-    target_writes = {p: n for p, n in writes.items() if p.startswith(TARGET_BUCKET)}
-    source_reads = {p: n for p, n in reads.items() if p.startswith(SOURCE_BUCKET)}
+    # The hottest prefix: the requests it admitted (SlowDowns take no token), less the burst its
+    # bucket holds at the start, at its rate (writes: COPY per target prefix; reads: HEAD per
+    # source prefix).
+    admitted = _admitted(stats, "COPY", TARGET_BUCKET), _admitted(stats, "HEAD", SOURCE_BUCKET)
     hottest = max(
-        max(target_writes.values(), default=0) / config.per_prefix_writes_per_s,
-        max(source_reads.values(), default=0) / config.per_prefix_reads_per_s,
+        _bound(max(admitted[0].values(), default=0), config.per_prefix_writes_per_s, config.burst_s),
+        _bound(max(admitted[1].values(), default=0), config.per_prefix_reads_per_s, config.burst_s),
     )
     ideal = max(by_latency, hottest)
     measured = clock.seconds
@@ -198,16 +200,63 @@ def engine_figures(
     }
 
 
-def cost_per_million(engine: str, fig: dict[str, Any], prices: Any) -> float:
+def glue_billing(local_cores: int, prices: Any) -> dict[str, Any]:
+    """What a second of the local Spark run stands for in the deployed Glue job (cdk/config.py's
+    glue_workers x glue_worker_type): the job's price a second times the share of its executor
+    cores the local cores are (its driver's price spread over them). Local Spark is 2 cores; a
+    real job is (workers - 1) executors of 4 vCPUs a DPU, sending copies side by side at about
+    the rate per core the local run measured (the model's limits are 58x below S3's, so a real
+    job is not prefix-bound where the model's run is CPU- or prefix-bound)."""
+    from cdk.config import Settings
+
+    workers = int(Settings.model_fields["glue_workers"].default)
+    worker_type = str(Settings.model_fields["glue_worker_type"].default)
+    dpu = prices.billing.glue_dpu_per_worker.value[worker_type]
+    executor_cores = (workers - 1) * dpu * VCPU_PER_DPU
+    job_usd_per_s = prices.glue_usd(workers, worker_type, 3600) / 3600
+    share = local_cores / executor_cores
+    return {
+        "workers": workers,
+        "worker_type": worker_type,
+        "executor_cores": executor_cores,
+        "local_cores": local_cores,
+        "share": round(share, 4),
+        "usd_per_s": job_usd_per_s * share,
+        "smallest_job_usd_per_s": prices.glue_usd(2, "G.1X", 3600) / 3600,
+    }
+
+
+def _admitted(stats: dict[str, Any], kind: str, bucket: str) -> dict[str, int]:
+    """Requests of `kind` the model admitted, by prefix of `bucket`."""
+    refused = stats["slowdowns"].get(kind, {})
+    return {
+        prefix: n - refused.get(prefix, 0)
+        for prefix, n in stats["requests"].get(kind, {}).items()
+        if prefix.startswith(bucket + "/")
+    }
+
+
+def _bound(requests: int, per_s: float, burst_s: float) -> float:
+    """Seconds a token bucket of `per_s` (holding `burst_s` of it, full at the start) takes to admit."""
+    return max(0.0, requests - max(1.0, per_s * burst_s)) / per_s
+
+
+def cost_per_million(engine: str, fig: dict[str, Any], prices: Any, local_cores: int) -> float:
     from icelake.constants import STEP_LIMITS
 
     requests = prices.s3_requests_usd(fig.pop("_priced_requests"))
+    per_million = 1e6 / fig["files_copied"]
     if engine == "lambda":
         compute = prices.lambda_usd(STEP_LIMITS["copy"][0], fig["measured_s"], 1)
     else:
-        compute = prices.glue_usd(GLUE_BILLED_WORKERS, GLUE_WORKER_TYPE, fig["measured_s"])
+        billing = glue_billing(local_cores, prices)
+        compute = billing["usd_per_s"] * fig["measured_s"]
+        # For comparison: the whole smallest job (2 G.1X workers, 8 vCPUs) billed for the 2 local cores.
+        smallest = billing.pop("smallest_job_usd_per_s") * fig["measured_s"]
+        fig["cost_if_smallest_job_usd_per_million_objects"] = round((requests + smallest) * per_million, 4)
+        fig["glue_billing"] = {k: (round(v, 8) if isinstance(v, float) else v) for k, v in billing.items()}
     fig["request_usd"], fig["compute_usd"] = round(requests, 6), round(compute, 6)
-    return float((requests + compute) / fig["files_copied"] * 1e6)
+    return float((requests + compute) * per_million)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -261,7 +310,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 out["failed_tables"] += 1
                 continue
             fig = engine_figures(result, clock, concurrency, model.stats(), config, prices)
-            fig["cost_usd_per_million_objects"] = round(cost_per_million(engine, fig, prices), 4)
+            local_cores = int(spark.sparkContext.defaultParallelism) if engine == "glue" and spark else 1
+            fig["cost_usd_per_million_objects"] = round(cost_per_million(engine, fig, prices, local_cores), 4)
             out["engines"][engine] = fig
             console.print(
                 f"  copy {fig['measured_s']} s (ideal {fig['ideal_s']} s at concurrency {concurrency}: "

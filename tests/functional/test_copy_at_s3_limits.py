@@ -26,7 +26,9 @@ from pyiceberg.types import LongType, NestedField, StringType
 from benchmarks.s3_model import ModelProcess, start_model
 from icelake.aws.clients import new_session
 from icelake.aws.fileio import LocalFileIO, S3FileIO
+from icelake.errors import CopyVerificationError
 from icelake.migrate import migrate_table
+from icelake.migrate.copy import CopySettings, copy_file
 
 SOURCE, TARGET = "model-source", "model-target"
 HOT_FILES, OTHER_FILES, OTHER_PARTITIONS = 96, 32, 7  # 96 + 7 x 32 = 320 files, 30 % in p=hot
@@ -101,3 +103,29 @@ def test_slowdowns_never_fail_a_table_and_change_no_byte(model: ModelProcess, tm
     assert stats["slowdowns_by_kind"].get("COPY", 0) > 0, stats["slowdowns_by_kind"]
     assert tight.files_copied == 320 and tight.files_verified == 320
     assert model.objects(TARGET) == unthrottled
+
+
+def test_the_copy_names_the_planned_object_and_a_replaced_one_is_refused(model: ModelProcess) -> None:
+    # Given an object the plan listed, then replaced at the source by one of the same size
+    model.configure(reset=True, per_prefix_writes_per_s=0, per_prefix_reads_per_s=0, latency=False)
+    s3 = _client(model)
+    for bucket in ("match-source", "match-target"):
+        s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket="match-source", Key="d/a.parquet", Body=b"a" * 100)
+    s3.put_object(Bucket="match-source", Key="d/b.parquet", Body=b"b" * 100)
+    src, dst = S3FileIO(_client(model)), S3FileIO(_client(model))
+    listed = dict(src.list("s3://match-source/d"))
+    s3.put_object(Bucket="match-source", Key="d/b.parquet", Body=b"c" * 100)
+    model.configure(reset=True)
+
+    # When both are copied as planned
+    a, b = "s3://match-source/d/a.parquet", "s3://match-source/d/b.parquet"
+    verified = copy_file(src, a, listed[a], dst, "s3://match-target/d/a.parquet", CopySettings())
+    with pytest.raises(CopyVerificationError, match="changed or disappeared after planning"):
+        copy_file(src, b, listed[b], dst, "s3://match-target/d/b.parquet", CopySettings())
+
+    # Then the unchanged one is one CopyObject, verified by its ETag; S3 refused the replaced one
+    # (CopySourceIfMatch), so nothing was written for it
+    assert verified
+    assert model.stats()["requests_by_kind"] == {"COPY": 1}  # no HEAD; the model counts no refusal
+    assert sorted(model.objects("match-target")) == ["d/a.parquet"]
