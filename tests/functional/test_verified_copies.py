@@ -81,12 +81,16 @@ def _listed(io: S3FileIO, uri: str) -> Any:
     return next(info for listed, info in io.list(uri.rsplit("/", 1)[0]) if listed == uri)
 
 
+def _put_and_list(lake: Lake, src: S3FileIO, key: str, body: bytes, algorithm: str) -> tuple[str, Any]:
+    """A source object put in one part with a checksum, and what a listing says of it."""
+    lake.source.client("s3").put_object(Bucket=SOURCE_BUCKET, Key=key, Body=body, ChecksumAlgorithm=algorithm)
+    source = f"s3://{SOURCE_BUCKET}/{key}"
+    return source, _listed(src, source)
+
+
 def test_a_copy_planned_from_a_listing_is_one_copyobject_verified_by_md5_etags(lake: Lake) -> None:
     src, dst = _ios(lake)
-    s3 = lake.source.client("s3")
-    s3.put_object(Bucket=SOURCE_BUCKET, Key="d/a.parquet", Body=b"a" * 1000, ChecksumAlgorithm="CRC32C")
-    source = f"s3://{SOURCE_BUCKET}/d/a.parquet"
-    info = _listed(src, source)
+    source, info = _put_and_list(lake, src, "d/a.parquet", b"a" * 1000, "CRC32C")
     assert info.checksum is None and info.etag is not None
     reads, writes = _sent(src), _sent(dst)
 
@@ -98,10 +102,7 @@ def test_a_copy_planned_from_a_listing_is_one_copyobject_verified_by_md5_etags(l
 
 def test_bytes_damaged_at_rest_fail_a_copy_planned_from_a_listing(lake: Lake) -> None:
     src, dst = _ios(lake)
-    s3 = lake.source.client("s3")
-    s3.put_object(Bucket=SOURCE_BUCKET, Key="d/b.parquet", Body=b"b" * 1000, ChecksumAlgorithm="CRC64NVME")
-    source = f"s3://{SOURCE_BUCKET}/d/b.parquet"
-    info = _listed(src, source)
+    source, info = _put_and_list(lake, src, "d/b.parquet", b"b" * 1000, "CRC64NVME")
     damage_bytes(source)  # S3 still lists the ETag and keeps the checksum of the bytes as written
     reads = _sent(src)
 
@@ -141,10 +142,7 @@ def test_a_copy_to_a_kms_key_reads_the_source_checksum_first(lake: Lake) -> None
     src = S3FileIO(lake.source.client("s3"))
     key = lake.target.client("kms").create_key()["KeyMetadata"]["KeyId"]
     dst = S3FileIO(lake.target.client("s3"), kms_key_id=key)
-    s3 = lake.source.client("s3")
-    s3.put_object(Bucket=SOURCE_BUCKET, Key="d/e.parquet", Body=b"e" * 500, ChecksumAlgorithm="CRC32C")
-    source = f"s3://{SOURCE_BUCKET}/d/e.parquet"
-    info = _listed(src, source)
+    source, info = _put_and_list(lake, src, "d/e.parquet", b"e" * 500, "CRC32C")
     reads, writes = _sent(src), _sent(dst)
 
     assert copy_file(src, source, info, dst, f"s3://{TARGET_BUCKET}/d/e.parquet", CopySettings())
