@@ -222,7 +222,6 @@ def glue_billing(local_cores: int, prices: Any) -> dict[str, Any]:
         "local_cores": local_cores,
         "share": round(share, 4),
         "usd_per_s": job_usd_per_s * share,
-        "smallest_job_usd_per_s": prices.glue_usd(2, "G.1X", 3600) / 3600,
     }
 
 
@@ -252,7 +251,7 @@ def cost_per_million(engine: str, fig: dict[str, Any], prices: Any, local_cores:
         billing = glue_billing(local_cores, prices)
         compute = billing["usd_per_s"] * fig["measured_s"]
         # For comparison: the whole smallest job (2 G.1X workers, 8 vCPUs) billed for the 2 local cores.
-        smallest = billing.pop("smallest_job_usd_per_s") * fig["measured_s"]
+        smallest = prices.glue_usd(2, "G.1X", 3600) / 3600 * fig["measured_s"]
         fig["cost_if_smallest_job_usd_per_million_objects"] = round((requests + smallest) * per_million, 4)
         fig["glue_billing"] = {k: (round(v, 8) if isinstance(v, float) else v) for k, v in billing.items()}
     fig["request_usd"], fig["compute_usd"] = round(requests, 6), round(compute, 6)

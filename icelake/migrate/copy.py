@@ -168,7 +168,7 @@ def _s3_copy(src_io: S3FileIO, src: str, src_info: ObjectInfo, dst_io: S3FileIO,
     sb, sk = split_s3(src)
     db, dk = split_s3(dst)
     algorithm = src_info.checksum[0] if src_info.checksum else DEFAULT_CHECKSUM
-    if_match = {"CopySourceIfMatch": f'"{src_info.etag}"'} if src_info.etag else {}
+    if_match = _as_planned(src_info)
     try:
         out = dst_io.client_for(db).copy_object(  # sent to the target bucket's region
             CopySource={"Bucket": sb, "Key": sk},
@@ -200,6 +200,11 @@ def _s3_copy(src_io: S3FileIO, src: str, src_info: ObjectInfo, dst_io: S3FileIO,
     if src_info.checksum[0] != algorithm:  # once per bucket (head_first): copy again in its algorithm
         return _s3_copy(src_io, src, src_info, dst_io, dst)
     return _verified(src, src_info, dst, copied)
+
+
+def _as_planned(planned: ObjectInfo) -> dict[str, str]:
+    """The condition that makes S3 copy the object the plan saw, or refuse (412)."""
+    return {"CopySourceIfMatch": f'"{planned.etag}"'} if planned.etag else {}
 
 
 def _changed(src: str, planned: ObjectInfo, now: str) -> CopyVerificationError:
@@ -235,7 +240,7 @@ def _s3_multipart_copy(
     part_size = max(settings.part_size, -(-src_info.size // 10_000))  # S3 allows 10,000 parts
     source_algorithm = src_info.checksum[0] if src_info.checksum else None
     algorithm = source_algorithm if source_algorithm in CRC_ALGORITHMS else DEFAULT_CHECKSUM
-    if_match = {"CopySourceIfMatch": f'"{src_info.etag}"'} if src_info.etag else {}
+    if_match = _as_planned(src_info)
     upload_id = client.create_multipart_upload(
         Bucket=db,
         Key=dk,
