@@ -7,7 +7,7 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -43,8 +43,8 @@ from icelake.ingest.models import (
     FetchOutcome,
     FetchResult,
     RetryPolicy,
-    Watermark,
 )
+from icelake.ingest.watermark import newer_watermark, since_value
 
 Sleep = Callable[[float], None]
 
@@ -276,43 +276,6 @@ def iter_pages(
     """(raw response body, record count) in order, following the configured pagination until its end."""
     for body, records, _next in walk_pages(config, http, auth_header_value, counters, sleep):
         yield body, len(records)
-
-
-def _watermark_key(value: Any) -> tuple[int, Any] | None:
-    """A comparable form of a watermark value: numbers as numbers, ISO-8601 strings as instants."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return (0, value)
-    if isinstance(value, str):
-        try:
-            when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        return (1, when if when.tzinfo else when.replace(tzinfo=UTC))
-    return None
-
-
-def newer_watermark(current: Any, candidate: Any) -> Any:
-    """The newer of two watermark values (either may be None or unreadable)."""
-    a, b = _watermark_key(current), _watermark_key(candidate)
-    if b is None:
-        return current
-    if a is None or (a[0] == b[0] and b[1] > a[1]):
-        return candidate
-    return current
-
-
-def since_value(watermark: Watermark, merged: Any) -> str | None:
-    """The parameter value to ask for: the newest merged value minus the overlap."""
-    key = _watermark_key(merged)
-    if key is None:
-        return watermark.initial
-    if key[0] == 0:
-        value = merged - watermark.overlap
-        return str(int(value) if float(value).is_integer() and isinstance(merged, int) else value)
-    when = key[1] - timedelta(seconds=watermark.overlap)
-    return str(when.isoformat().replace("+00:00", "Z"))
 
 
 def fetch_to_landing(

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from icelake.aws.fileio import FileIO, io_for, is_absent
 from icelake.errors import InvalidBatchError, InvalidResponseError
 from icelake.ingest.models import BatchManifest, PendingBatch
+from icelake.ingest.watermark import newer_watermark
 
 PENDING = ".pending"
 COMPLETE = ".complete"
@@ -200,8 +201,6 @@ def complete_or_report(uris: Sequence[str], session: Any = None) -> tuple[list[s
 
 def advance_watermark(io: FileIO, uri: str) -> None:
     """After a batch merged: the endpoint's watermark becomes its newest from_column value, if newer."""
-    from icelake.ingest.fetch import newer_watermark
-
     try:
         manifest = read_manifest(io, uri)
     except InvalidBatchError:

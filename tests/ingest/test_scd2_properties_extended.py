@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from icelake.aws.fileio import LocalFileIO
 from icelake.errors import OutOfOrderBatchError
-from icelake.ingest.fetch import since_value
 from icelake.ingest.landing import complete_or_report, land_batch, read_state
 from icelake.ingest.models import DeleteMarker, Scd2Spec, Watermark
 from icelake.ingest.scd2 import merge_pending
+from icelake.ingest.watermark import since_value
 from tests.ingest.reference import RefBatch, reference_history
 from tests.ingest.test_scd2_atomic import table_state
 from tests.ingest.test_scd2_properties import assert_scd2_invariants, micros
