@@ -85,6 +85,7 @@ def build_and_publish(work: Path, files: int, prefixes: int, hot_share: float, m
     """The table, built in its own JVM and process, then seeded into the model's source bucket."""
     from icelake.aws.fileio import LocalFileIO, S3FileIO
     from icelake.migrate import migrate_table
+    from icelake.migrate.settings import EngineSettings
 
     built = build_in_own_process(
         work / "warehouse",
@@ -101,7 +102,11 @@ def build_and_publish(work: Path, files: int, prefixes: int, hot_share: float, m
         s3.create_bucket(Bucket=bucket)
     started = time.monotonic()
     published = migrate_table(
-        built["current_metadata"], SOURCE, src_io=LocalFileIO(), dst_io=S3FileIO(s3), workers=32
+        built["current_metadata"],
+        SOURCE,
+        src_io=LocalFileIO(),
+        dst_io=S3FileIO(s3),
+        settings=EngineSettings(workers=32),
     )
     console.print(f"  published in {time.monotonic() - started:.1f} s")
     return published.target_metadata_location
@@ -111,6 +116,7 @@ def run_lambda(source: str, target: str) -> tuple[Any, PhaseClock, int]:
     """The copy step's call (icelake/workflow/steps/copying.py): one process, its default threads."""
     from icelake.aws.fileio import S3FileIO
     from icelake.migrate import migrate_table
+    from icelake.migrate.settings import EngineSettings
 
     clock = PhaseClock()
     threads = int(inspect.signature(migrate_table).parameters["workers"].default)
@@ -119,18 +125,16 @@ def run_lambda(source: str, target: str) -> tuple[Any, PhaseClock, int]:
         target,
         src_io=S3FileIO(_client()),
         dst_io=S3FileIO(_client()),
-        processes=1,
-        lock_target=False,
-        progress=clock,
+        settings=EngineSettings(processes=1, lock_target=False, progress=clock),
     )
     return result, clock, threads
 
 
 def run_glue(source: str, target: str, spark: Any) -> tuple[Any, PhaseClock, int]:
     """The Glue job's call (glue_jobs/migrate_table.py) on local Spark."""
-    from icelake.migrate.cpu_pool import CpuPools
     from icelake.migrate.distributed import SparkRunner, executor_spec, size_copies
     from icelake.migrate.engine import run_migration
+    from icelake.migrate.settings import EngineSettings
 
     clock = PhaseClock()
     runner = SparkRunner(spark.sparkContext, clock)
@@ -138,19 +142,16 @@ def run_glue(source: str, target: str, spark: Any) -> tuple[Any, PhaseClock, int
     def sized(plan: Any) -> None:  # as the Glue job's on_planned does
         size_copies(runner, plan)
 
-    with CpuPools(os.cpu_count() or 1) as cpus:
-        result = run_migration(
-            source,
-            target,
-            [],
-            src=executor_spec(source),
-            dst=executor_spec(target),
-            runner=runner,
-            lock_target=False,
-            on_planned=sized,
-            processes=os.cpu_count() or 1,
-            cpus=cpus,
-        )
+    result = run_migration(  # one pool of worker processes, a process per CPU, as the Glue job's driver
+        source,
+        target,
+        [],
+        src=executor_spec(source),
+        dst=executor_spec(target),
+        runner=runner,
+        settings=EngineSettings(lock_target=False, processes=os.cpu_count() or 1),
+        on_planned=sized,
+    )
     return result, clock, int(spark.sparkContext.defaultParallelism) * runner.copy_threads
 
 

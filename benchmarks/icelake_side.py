@@ -43,8 +43,11 @@ from icelake.migrate.avro_files import (
 from icelake.migrate.avro_patch import ListHeads, PlannedManifest
 from icelake.migrate.cpu_pool import LISTS_PER_JOB, CpuPools, phase_pool, rewrite_manifest_lists
 from icelake.migrate.engine import rewritten_metadata_files
-from icelake.migrate.plan import TablePlan, build_plan, fetch_metadata
+from icelake.migrate.plan.build import build_plan
+from icelake.migrate.plan.model import TablePlan
+from icelake.migrate.plan.reads import fetch_metadata
 from icelake.migrate.progress import NoProgress
+from icelake.migrate.settings import EngineSettings
 from icelake.uris import PrefixMap, canonical, local_path, target_spelling
 
 R = TypeVar("R")
@@ -371,10 +374,9 @@ def plan_table(
         [],
         src_io,
         dst_io,
-        overwrite=False,
-        workers=workers,
-        progress=NoProgress(),
-        processes=os.cpu_count() or 1,  # as `icelake migrate` plans
+        settings=EngineSettings(
+            overwrite=False, workers=workers, progress=NoProgress(), processes=os.cpu_count() or 1
+        ),
         cpus=cpus,
     )
     figures = PlanResult(

@@ -38,16 +38,16 @@ from typing import Any
 from icelake.aws.fileio import FileIOSpec, io_for, is_absent
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, AssumedRole, check_session_duration, pyiceberg_props
 from icelake.glue_args import in_glue, resolve_options
-from icelake.migrate.cpu_pool import CpuPools
 from icelake.migrate.distributed import SparkRunner, executor_spec, size_copies
 from icelake.migrate.engine import Runner, run_migration
 from icelake.migrate.history import HISTORIES, History, dangling_versions, to_source_map
 from icelake.migrate.models import FilesCheck, MigrationResult, RowsValidation
-from icelake.migrate.plan import TablePlan
+from icelake.migrate.plan.model import TablePlan
 from icelake.migrate.row_digest import compare_rows
+from icelake.migrate.settings import EngineSettings
 from icelake.migrate.validate import checked_target_files
 from icelake.uris import parse_map_option, source_prefixes
-from icelake.workflow.journal import new_target_keys, read_journal, write_journal
+from icelake.migrate.journal import new_target_keys, read_journal, write_journal
 
 OPTIONS = (
     "source_metadata",
@@ -96,7 +96,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def _work_item_args(work_item: str) -> dict[str, Any]:
-    from icelake.workflow.models import WorkItem
+    from icelake.request.models import WorkItem
 
     item = WorkItem.model_validate_json(work_item)
     return {
@@ -168,22 +168,24 @@ def main(argv: list[str] | None = None) -> MigrationResult:
     )
     spark = build_session(args.local_warehouse)
     runner = SparkRunner(spark.sparkContext)
-    processes = os.cpu_count() or 1  # the driver's cores parse the manifests while planning
-    with CpuPools(processes) as cpus:  # and rewrite the lists and metadata.json files after the copy
-        result = run_migration(
-            args.source_metadata,
-            args.target_location,
-            args.map,
-            src=src,
-            dst=dst,
-            runner=runner,
-            overwrite=args.overwrite,
-            lock_target=False,  # the workflow holds the table in its ledger (a killed job leaves no lock)
-            on_planned=partial(on_planned, runner, args.journal_uri, dst),
-            processes=processes,
-            cpus=cpus,
-            history=args.history,
-        )
+    settings = EngineSettings(
+        overwrite=args.overwrite,
+        lock_target=False,  # the workflow holds the table in its ledger (a killed job leaves no lock)
+        # the driver's cores parse the manifests while planning, and rewrite the lists and
+        # metadata.json files after the copy (one pool of worker processes for both)
+        processes=os.cpu_count() or 1,
+        history=args.history,
+    )
+    result = run_migration(
+        args.source_metadata,
+        args.target_location,
+        args.map,
+        src=src,
+        dst=dst,
+        settings=settings,
+        runner=runner,
+        on_planned=partial(on_planned, runner, args.journal_uri, dst),
+    )
     if args.validation == "rows":
         rows = rows_validation(args.source_metadata, result.target_metadata_location, src, dst, runner)
         result = result.model_copy(update={"rows_validation": rows})

@@ -9,7 +9,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import TypeVar
 
 from icelake.aws.fileio import FileIO, ObjectInfo
-from icelake.migrate.plan import PlanReads
+from icelake.migrate.plan.reads import PlanReads
 from icelake.migrate.plan_scan import fastavro_entries
 from icelake.migrate.progress import ProgressSink
 

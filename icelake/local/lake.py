@@ -16,8 +16,8 @@ from icelake.aws.ledger import create_ledger_table
 from icelake.aws.session import assume_role_session
 from icelake.constants import ARTIFACTS_BUCKET, LEDGER_TABLE, ORCHESTRATOR_ACCOUNT_LOCAL
 from icelake.migrate import migrate_table
-from icelake.workflow.steps.deps import Deps
-from icelake.workflow.wiring import WorkflowEnv
+from icelake.migrate.settings import EngineSettings
+from icelake.request.deps import Deps, WorkflowEnv
 
 SOURCE_ACCOUNT = "111111111111"
 TARGET_ACCOUNT = "222222222222"
@@ -67,7 +67,7 @@ class Lake:
             location,
             src_io=LocalFileIO(),
             dst_io=S3FileIO(self.source.client("s3")),
-            history="all",
+            settings=EngineSettings(history="all"),
         )
         glue = self.source.client("glue")
         catalog.ensure_database(glue, database)

@@ -26,7 +26,7 @@ from icelake.aws.fileio import FileIOSpec
 from icelake.aws.session import AssumedRole
 from icelake.migrate.copy_schedule import copy_concurrency
 from icelake.migrate.engine import ThreadRunner
-from icelake.migrate.plan import TablePlan
+from icelake.migrate.plan.model import TablePlan
 from icelake.migrate.progress import NoProgress, ProgressSink
 
 T = TypeVar("T")

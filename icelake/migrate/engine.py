@@ -16,7 +16,6 @@ Manifest lists and metadata.json files are always written by the process that pl
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -41,22 +40,21 @@ from icelake.migrate.cpu_pool import (
     rewrite_manifest_lists,
 )
 from icelake.migrate.delete_files import rewrite_delete_file
-from icelake.migrate.history import History
 from icelake.migrate.models import MigrationResult, PrefixMapping
-from icelake.migrate.plan import (
-    CopyTask,
-    DeleteFileTask,
-    TablePlan,
-    build_plan,
-    fetch_metadata,
-    refuse_other_table,
-)
+from icelake.migrate.plan.build import build_plan
+from icelake.migrate.plan.copies import CopyTask
+from icelake.migrate.plan.model import DeleteFileTask, TablePlan
+from icelake.migrate.plan.reads import fetch_metadata
+from icelake.migrate.plan.target import refuse_other_table
 from icelake.migrate.plan_scan import fetched_ahead, map_unordered
-from icelake.migrate.progress import NoProgress, ProgressSink
+from icelake.migrate.progress import ProgressSink
+from icelake.migrate.settings import EngineSettings
 from icelake.uris import PrefixMap, is_local, parent
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+DEFAULT_SETTINGS = EngineSettings()
 
 IOLike = FileIO | FileIOSpec  # a FileIO here, or how to open one in another process
 
@@ -218,37 +216,12 @@ def migrate_table(
     *,
     src_io: FileIO,
     dst_io: FileIO,
-    dry_run: bool = False,
-    overwrite: bool = False,
-    workers: int = 16,
-    processes: int | None = None,
-    progress: ProgressSink | None = None,
-    copy_settings: CopySettings | None = None,
-    lock_target: bool = True,
-    history: History = "live",
+    settings: EngineSettings = DEFAULT_SETTINGS,
 ) -> MigrationResult:
-    """Make `target_location` hold the same table as `source_metadata`, with every path mapped;
-    `history`: what the target keeps of the older logged versions (icelake.migrate.history)."""
-    progress = progress or NoProgress()
-    processes = processes if processes is not None else (os.cpu_count() or 1)
-    with CpuPools(processes) as cpus:  # one pool of worker processes for the plan and the rewrites
-        return run_migration(
-            source_metadata,
-            target_location,
-            maps,
-            src=src_io,
-            dst=dst_io,
-            runner=ThreadRunner(workers, progress, processes, cpus),
-            dry_run=dry_run,
-            overwrite=overwrite,
-            workers=workers,
-            progress=progress,
-            copy_settings=copy_settings,
-            lock_target=lock_target,
-            processes=processes,
-            cpus=cpus,
-            history=history,
-        )
+    """Make `target_location` hold the same table as `source_metadata`, with every path mapped,
+    on this process's threads and worker processes; `settings` say how (`EngineSettings`: threads,
+    processes, history, overwrite, dry run, ...)."""
+    return run_migration(source_metadata, target_location, maps, src=src_io, dst=dst_io, settings=settings)
 
 
 def run_migration(
@@ -258,56 +231,60 @@ def run_migration(
     *,
     src: IOLike,
     dst: IOLike,
-    runner: Runner,
-    dry_run: bool = False,
-    overwrite: bool = False,
-    workers: int = 16,
-    progress: ProgressSink | None = None,
-    copy_settings: CopySettings | None = None,
-    lock_target: bool = True,
+    settings: EngineSettings = DEFAULT_SETTINGS,
+    runner: Runner | None = None,
     on_planned: Callable[[TablePlan], None] | None = None,
-    processes: int = 1,
-    cpus: CpuPools | None = None,
-    history: History = "live",
 ) -> MigrationResult:
-    """`migrate_table` with the copies and rewrites spread by `runner`; planning, manifest lists
-    and metadata.json files stay in this process (on `workers` threads). `on_planned` sees the
-    plan before anything is written (the workflow's Glue job journals what the copy creates).
-    `processes`: worker processes that parse a many-manifest table's manifests while planning.
-    `cpus`: the migration's worker processes, shared by the plan and the rewrites (else the plan
-    and each rewrite step start their own)."""
+    """`migrate_table` with the copies and rewrites spread by `runner` (default: this process's
+    threads and worker processes); planning, manifest lists and metadata.json files stay in this
+    process (on `settings.workers` threads). `on_planned` sees the plan before anything is written
+    (the workflow's Glue job journals what the copy creates). One pool of worker processes
+    (`settings.migration_processes()`), started when a phase first has work enough for it, serves
+    the plan and the rewrites."""
     started = time.monotonic()
-    progress = progress or NoProgress()
-    plan = build_plan(
-        source_metadata,
-        target_location,
-        list(maps),
-        open_io(src),
-        open_io(dst),
-        overwrite=overwrite,
-        workers=workers,
-        progress=progress,
-        processes=processes,
-        cpus=cpus,
-        history=history,
-    )
-    outcomes: list[Outcome] = []
-    copied = CopyTotals()
-    if not dry_run:
-        if on_planned is not None:
-            on_planned(plan)
-        dst_io = open_io(dst)
-        # Planning only read; from here on the target is written, so hold it, and check again
-        # under the lock that no other table landed there since the plan looked.
-        lock = target_lock(dst_io, target_location, source_metadata) if lock_target else nullcontext()
-        with lock:
-            refuse_other_table(dst_io, parent(plan.target_metadata), mj.table_uuid(plan.meta))
-            for mapping in plan.prefix_map.mappings:  # a killed run's half-written temp files
-                if is_local(mapping.target):
-                    remove_stale_temp_files(mapping.target)
-            jobs = FileJobs(src, dst, plan.prefix_map, overwrite, copy_settings or CopySettings())
-            driver = ThreadRunner(workers, progress, processes, cpus)
-            outcomes = _execute(plan, jobs, runner, driver, copied)
+    processes = settings.migration_processes()
+    with CpuPools(processes) as cpus:
+        driver = ThreadRunner(settings.workers, settings.progress, processes, cpus)
+        plan = build_plan(
+            source_metadata, target_location, maps, open_io(src), open_io(dst), settings=settings, cpus=cpus
+        )
+        outcomes: list[Outcome] = []
+        copied = CopyTotals()
+        if not settings.dry_run:
+            if on_planned is not None:
+                on_planned(plan)
+            jobs = FileJobs(src, dst, plan.prefix_map, settings.overwrite, settings.copy)
+            outcomes = _write(
+                plan, jobs, runner or driver, driver, copied, target_location, settings.lock_target
+            )
+    return _result(plan, settings.dry_run, outcomes, copied, time.monotonic() - started)
+
+
+def _write(
+    plan: TablePlan,
+    jobs: FileJobs,
+    runner: Runner,
+    driver: ThreadRunner,
+    copied: CopyTotals,
+    target_location: str,
+    lock: bool,
+) -> list[Outcome]:
+    """Carry out the plan: the rewritten files' outcomes; the copies are added up into `copied`."""
+    dst_io = open_io(jobs.dst)
+    # Planning only read; from here on the target is written, so hold it, and check again
+    # under the lock that no other table landed there since the plan looked.
+    held = target_lock(dst_io, target_location, plan.source_metadata) if lock else nullcontext()
+    with held:
+        refuse_other_table(dst_io, parent(plan.target_metadata), mj.table_uuid(plan.meta))
+        for mapping in plan.prefix_map.mappings:  # a killed run's half-written temp files
+            if is_local(mapping.target):
+                remove_stale_temp_files(mapping.target)
+        return _execute(plan, jobs, runner, driver, copied)
+
+
+def _result(
+    plan: TablePlan, dry_run: bool, outcomes: list[Outcome], copied: CopyTotals, elapsed: float
+) -> MigrationResult:
     if dry_run:  # what a run would copy
         files_copied, bytes_copied = len(plan.copies), sum(c.info.size for c in plan.copies)
     else:
@@ -315,7 +292,7 @@ def run_migration(
     files_verified = copied.verified + sum(o.verified for o in outcomes)
     meta = plan.meta
     return MigrationResult(
-        source_metadata_location=source_metadata,
+        source_metadata_location=plan.source_metadata,
         target_metadata_location=plan.target_metadata,
         table_uuid=mj.table_uuid(meta),
         format_version=meta["format-version"],
@@ -333,7 +310,7 @@ def run_migration(
         bytes_copied=bytes_copied,
         files_rewritten=sum(o.status == "written" for o in outcomes),
         files_skipped=plan.skipped_copies + sum(o.status == "skipped" for o in outcomes),
-        elapsed_seconds=round(time.monotonic() - started, 3),
+        elapsed_seconds=round(elapsed, 3),
         history=plan.history,
         orphans=plan.orphans,
     )

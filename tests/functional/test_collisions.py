@@ -23,6 +23,7 @@ from icelake.aws.fileio import LocalFileIO
 from icelake.errors import TargetHoldsOtherTableError, TargetLockedError, UnsafeTargetError
 from icelake.migrate import migrate_table
 from icelake.migrate.collisions import LOCK_NAME, refuse_duplicate_targets, refuse_overlapping_targets
+from icelake.migrate.settings import EngineSettings
 from icelake.uris import PrefixMap
 
 IO = LocalFileIO()
@@ -149,7 +150,13 @@ def test_two_tables_racing_into_one_target_never_both_land(tmp_path: Path) -> No
         def run(meta: str, barrier: threading.Barrier = barrier, dst: Path = dst) -> str:
             barrier.wait()
             try:
-                migrate_table(meta, str(dst), src_io=IO, dst_io=IO, processes=1)
+                migrate_table(
+                    meta,
+                    str(dst),
+                    src_io=IO,
+                    dst_io=IO,
+                    settings=EngineSettings(processes=1),
+                )
             except (TargetLockedError, TargetHoldsOtherTableError) as exc:
                 return type(exc).__name__
             return "ok"

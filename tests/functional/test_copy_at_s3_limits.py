@@ -29,6 +29,7 @@ from icelake.aws.fileio import LocalFileIO, S3FileIO
 from icelake.errors import CopyVerificationError
 from icelake.migrate import migrate_table
 from icelake.migrate.copy import CopySettings, copy_file
+from icelake.migrate.settings import EngineSettings
 
 SOURCE, TARGET = "model-source", "model-target"
 HOT_FILES, OTHER_FILES, OTHER_PARTITIONS = 96, 32, 7  # 96 + 7 x 32 = 320 files, 30 % in p=hot
@@ -68,7 +69,7 @@ def _migrate(model: ModelProcess, source_metadata: str) -> Any:
         f"s3://{TARGET}/w/t",
         src_io=S3FileIO(_client(model)),
         dst_io=S3FileIO(_client(model)),
-        processes=1,  # as the Lambda copy step runs it
+        settings=EngineSettings(processes=1),
     )
 
 

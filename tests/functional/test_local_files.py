@@ -14,6 +14,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 
 from icelake.aws.fileio import TEMP_PREFIX, LocalFileIO, remove_stale_temp_files
 from icelake.migrate import migrate_table
+from icelake.migrate.settings import EngineSettings
 
 IO = LocalFileIO()
 
@@ -43,7 +44,13 @@ def test_written_files_get_the_source_mode_or_the_umask(tmp_path: Path) -> None:
     metadata = _table(tmp_path / "src")
     old = os.umask(0o022)
     try:
-        result = migrate_table(metadata, str(tmp_path / "dst"), src_io=IO, dst_io=IO, processes=1)
+        result = migrate_table(
+            metadata,
+            str(tmp_path / "dst"),
+            src_io=IO,
+            dst_io=IO,
+            settings=EngineSettings(processes=1),
+        )
     finally:
         os.umask(old)
     assert result.files_copied > 0
@@ -72,7 +79,13 @@ def test_a_resume_cleans_what_a_killed_run_left(tmp_path: Path) -> None:
     leftovers.mkdir(parents=True)
     stale = leftovers / f"{TEMP_PREFIX}{_dead_pid()}-x1y2z3"
     stale.write_bytes(b"half a parquet file")
-    migrate_table(metadata, str(tmp_path / "dst"), src_io=IO, dst_io=IO, processes=1)
+    migrate_table(
+        metadata,
+        str(tmp_path / "dst"),
+        src_io=IO,
+        dst_io=IO,
+        settings=EngineSettings(processes=1),
+    )
     assert not stale.exists()
     assert not list((tmp_path / "dst").rglob(f"{TEMP_PREFIX}*"))
 

@@ -21,8 +21,11 @@ from icelake.migrate.avro_files import manifest_refs
 from icelake.migrate.avro_patch import ListHeads
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool, rewrite_manifest_lists
 from icelake.migrate.engine import rewritten_metadata_files
-from icelake.migrate.plan import TablePlan, build_plan, read_metadata
+from icelake.migrate.plan.build import build_plan
+from icelake.migrate.plan.model import TablePlan
+from icelake.migrate.plan.reads import read_metadata
 from icelake.migrate.progress import NoProgress
+from icelake.migrate.settings import EngineSettings
 from icelake.uris import PrefixMap, local_path
 from tests.verify import assert_same_table
 
@@ -93,7 +96,13 @@ def test_a_long_history_migrates_with_processes_and_reads_like_the_source(
     long_history: str, tmp_path: Path
 ) -> None:
     # When the whole table is migrated with worker processes
-    result = migrate_table(long_history, str(tmp_path / "target"), src_io=IO, dst_io=IO, processes=2)
+    result = migrate_table(
+        long_history,
+        str(tmp_path / "target"),
+        src_io=IO,
+        dst_io=IO,
+        settings=EngineSettings(processes=2),
+    )
     # Then every metadata file is there and every snapshot reads like the source's
     assert result.metadata_files == COMMITS + 1  # the table's creation, then one per append
     assert_same_table(long_history, result.target_metadata_location)
@@ -106,10 +115,7 @@ def _plan(metadata: str, target: Path, processes: int) -> TablePlan:
         [],
         IO,
         IO,
-        overwrite=False,
-        workers=4,
-        progress=NoProgress(),
-        processes=processes,
+        settings=EngineSettings(overwrite=False, workers=4, progress=NoProgress(), processes=processes),
     )
 
 

@@ -14,6 +14,7 @@ from icelake.aws.fileio import LocalFileIO
 from icelake.migrate import metadata_json as mj
 from icelake.migrate import migrate_table
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES
+from icelake.migrate.settings import EngineSettings
 from icelake.uris import PrefixMap, local_path
 from tests.verify import assert_same_table
 
@@ -40,7 +41,13 @@ def test_every_metadata_file_keeps_its_text_with_the_paths_mapped(tmp_path: Path
     current = _indented_table(tmp_path / "src", MIN_MANIFESTS_FOR_PROCESSES + 2)
     target = tmp_path / "dst"
     # When it is migrated with worker processes
-    result = migrate_table(current, str(target), src_io=IO, dst_io=IO, processes=2)
+    result = migrate_table(
+        current,
+        str(target),
+        src_io=IO,
+        dst_io=IO,
+        settings=EngineSettings(processes=2),
+    )
     # Then each target metadata.json is its source file, indented as it was, with the paths mapped
     source_files = sorted((tmp_path / "src").rglob("*.metadata.json"))
     assert result.metadata_files == len(source_files) == MIN_MANIFESTS_FOR_PROCESSES + 3
@@ -53,5 +60,11 @@ def test_every_metadata_file_keeps_its_text_with_the_paths_mapped(tmp_path: Path
         assert written == json.dumps(expected, indent=2).encode(), path.name
     assert_same_table(current, result.target_metadata_location)
     # And a re-run writes nothing: it rewrites each file to the bytes already there
-    again = migrate_table(current, str(target), src_io=IO, dst_io=IO, processes=2)
+    again = migrate_table(
+        current,
+        str(target),
+        src_io=IO,
+        dst_io=IO,
+        settings=EngineSettings(processes=2),
+    )
     assert again.files_rewritten == 0 and again.files_copied == 0

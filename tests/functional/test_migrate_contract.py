@@ -24,6 +24,7 @@ from icelake.errors import (
     UnsupportedFileError,
 )
 from icelake.migrate import cpu_pool, migrate_table
+from icelake.migrate.settings import EngineSettings
 from tests.pool_starts import count_pool_starts
 from tests.verify import assert_same_table
 
@@ -77,7 +78,13 @@ def test_incremental_run_copies_only_new_files(source: tuple[SqlCatalog, str], t
 
 def test_dry_run_writes_nothing_and_reports_the_plan(source: tuple[SqlCatalog, str], tmp_path: Path) -> None:
     _, meta = source
-    result = migrate_table(meta, str(tmp_path / "dst"), src_io=IO, dst_io=IO, dry_run=True)
+    result = migrate_table(
+        meta,
+        str(tmp_path / "dst"),
+        src_io=IO,
+        dst_io=IO,
+        settings=EngineSettings(dry_run=True),
+    )
     assert not (tmp_path / "dst").exists()
     assert result.dry_run and result.files_copied == 2 and result.bytes_copied > 0
     assert result.files_planned >= 2 + 1 + 2 + 2  # data, current metadata, manifests, manifest lists
@@ -170,7 +177,13 @@ def test_differing_target_file_is_not_overwritten_unless_asked(
     with pytest.raises(TargetConflictError, match="--overwrite"):
         migrate_table(meta, str(target), src_io=IO, dst_io=IO)
     assert victim.read_bytes() == b"not the same bytes"
-    result = migrate_table(meta, str(target), src_io=IO, dst_io=IO, overwrite=True)
+    result = migrate_table(
+        meta,
+        str(target),
+        src_io=IO,
+        dst_io=IO,
+        settings=EngineSettings(overwrite=True),
+    )
     assert result.files_copied == 1 and victim.read_bytes() == good
 
 
@@ -280,11 +293,23 @@ def test_manifests_rewritten_in_worker_processes_match_in_process_rewrites(
     _, meta = source
     monkeypatch.setattr(cpu_pool, "MIN_MANIFESTS_FOR_PROCESSES", 1)
     started = count_pool_starts(monkeypatch)
-    migrate_table(meta, str(tmp_path / "t"), src_io=IO, dst_io=IO, processes=1)
+    migrate_table(
+        meta,
+        str(tmp_path / "t"),
+        src_io=IO,
+        dst_io=IO,
+        settings=EngineSettings(processes=1),
+    )
     inline = _snapshot_tree(tmp_path / "t")
     assert started == []
     shutil.rmtree(tmp_path / "t")
-    result = migrate_table(meta, str(tmp_path / "t"), src_io=IO, dst_io=IO, processes=2)
+    result = migrate_table(
+        meta,
+        str(tmp_path / "t"),
+        src_io=IO,
+        dst_io=IO,
+        settings=EngineSettings(processes=2),
+    )
 
     # Then worker processes ran, both produce the same bytes, and the table reads like its source
     assert started == [2]

@@ -12,8 +12,10 @@ from pyiceberg.catalog.sql import SqlCatalog
 
 from icelake.aws.fileio import LocalFileIO, ObjectInfo
 from icelake.migrate.engine import Outcome, migrate_table
-from icelake.migrate.plan import Copies, CopyTask, build_plan
+from icelake.migrate.plan.build import build_plan
+from icelake.migrate.plan.copies import Copies, CopyTask
 from icelake.migrate.progress import NoProgress
+from icelake.migrate.settings import EngineSettings
 from icelake.uris import PrefixMap, canonical
 
 
@@ -36,9 +38,7 @@ def test_copies_are_made_when_asked_and_read_like_a_list(tmp_path: Path) -> None
         [],
         LocalFileIO(),
         LocalFileIO(),
-        overwrite=False,
-        workers=4,
-        progress=NoProgress(),
+        settings=EngineSettings(overwrite=False, workers=4, progress=NoProgress()),
     )
 
     # Then no copy is held as a task, yet the copies are the table's data files, as a list reads
@@ -116,8 +116,7 @@ def test_the_copies_outcomes_are_added_up_not_kept(tmp_path: Path) -> None:
         str(tmp_path / "target" / "db" / "t"),
         src_io=LocalFileIO(),
         dst_io=LocalFileIO(),
-        workers=3,
-        progress=progress,
+        settings=EngineSettings(workers=3, progress=progress),
     )
 
     # Then once the copies are done none of their outcomes is held (a million of them would be

@@ -16,6 +16,7 @@ from icelake.aws.clients import ENV_MAX_ATTEMPTS, client_config, max_attempts, n
 from icelake.aws.fileio import LocalFileIO, S3FileIO
 from icelake.local.moto_server import embedded_aws
 from icelake.migrate import migrate_table
+from icelake.migrate.settings import EngineSettings
 from tests.reliability.fault_proxy import fault_proxy
 
 SOURCE = "s3://source-lake/wh/events"
@@ -69,7 +70,13 @@ def _clear_target(endpoint: str) -> None:
 def _migrate(source_metadata: str, endpoint: str) -> None:
     src = S3FileIO(new_session().client("s3", endpoint_url=endpoint))
     dst = S3FileIO(new_session().client("s3", endpoint_url=endpoint))
-    migrate_table(source_metadata, TARGET, src_io=src, dst_io=dst, workers=4, processes=1)
+    migrate_table(
+        source_metadata,
+        TARGET,
+        src_io=src,
+        dst_io=dst,
+        settings=EngineSettings(workers=4, processes=1),
+    )
 
 
 def test_every_client_retries_with_bounded_waits(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,6 +17,7 @@ import pytest
 from icelake.aws.fileio import LocalFileIO
 from icelake.errors import DamagedSourceFileError
 from icelake.migrate import migrate_table
+from icelake.migrate.settings import EngineSettings
 from tests.spark.corpus import SourceTable
 
 pytestmark = pytest.mark.spark
@@ -82,7 +83,13 @@ def test_a_damaged_page_stops_the_run_before_the_bulk_copy(
     target = tmp_path / "dst"
     # The first page header starts right after the leading magic; its footer stays intact.
     with _damaged(victim, 4, b"\xff" * 48), pytest.raises(DamagedSourceFileError) as info:
-        migrate_table(table.metadata, str(target), src_io=IO, dst_io=IO, workers=1)
+        migrate_table(
+            table.metadata,
+            str(target),
+            src_io=IO,
+            dst_io=IO,
+            settings=EngineSettings(workers=1),
+        )
     message = str(info.value)
     assert victim.name in message and "the target table is not visible" in message
     written = _written(target)

@@ -22,9 +22,10 @@ from icelake.cli import app
 from icelake.migrate import migrate_table
 from icelake.migrate.history import dangling_versions, reached_by_history, to_source_map
 from icelake.migrate.reachable import reachable_files
+from icelake.migrate.settings import EngineSettings
 from icelake.uris import canonical, local_path
-from icelake.workflow.journal import write_journal
-from icelake.workflow.prune import prune_target
+from icelake.migrate.journal import write_journal
+from icelake.migrate.prune import prune_target
 from tests.spark import corpus
 from tests.spark.corpus import SourceTable
 from tests.verify import assert_same_table, read_metadata_json
@@ -145,7 +146,13 @@ def test_all_keeps_every_logged_version_readable_and_a_pruned_sync_keeps_it(
     files, size, _lists = _orphans_at_source(source.metadata)
 
     # When it is migrated with history all
-    first = migrate_table(source.metadata, str(target), src_io=IO, dst_io=IO, history="all")
+    first = migrate_table(
+        source.metadata,
+        str(target),
+        src_io=IO,
+        dst_io=IO,
+        settings=EngineSettings(history="all"),
+    )
 
     # Then every logged version reads on the target as its source counterpart does
     assert assert_every_version_reads_alike(source.metadata, first.target_metadata_location, spark) >= 3
@@ -153,7 +160,13 @@ def test_all_keeps_every_logged_version_readable_and_a_pruned_sync_keeps_it(
     to_source = to_source_map(first.prefix_mappings)
     assert dangling_versions(IO, IO, first.target_metadata_location, to_source) == []
     # and a second run copies nothing
-    again = migrate_table(source.metadata, str(target), src_io=IO, dst_io=IO, history="all")
+    again = migrate_table(
+        source.metadata,
+        str(target),
+        src_io=IO,
+        dst_io=IO,
+        settings=EngineSettings(history="all"),
+    )
     assert (again.files_copied, again.files_rewritten) == (0, 0)
 
     # When the source commits, expires its previous snapshot without deleting it, and an
@@ -166,7 +179,13 @@ def test_all_keeps_every_logged_version_readable_and_a_pruned_sync_keeps_it(
     table.append(pa.Table.from_pydict({"id": [13], "v": ["v13"]}, table.schema().as_arrow()))
     table.maintenance.expire_snapshots().by_id(previous.snapshot_id).commit()
     newest = catalog.load_table("db.py_expired").metadata_location
-    second = migrate_table(newest, str(target), src_io=IO, dst_io=IO, history="all")
+    second = migrate_table(
+        newest,
+        str(target),
+        src_io=IO,
+        dst_io=IO,
+        settings=EngineSettings(history="all"),
+    )
     added = sorted({canonical(u) for u, _ in IO.list(str(target))} - set(written))
     write_journal(IO, str(tmp_path / "run-2.json.gz"), added)
     journals = [str(tmp_path / "run-1.json.gz"), str(tmp_path / "run-2.json.gz")]
@@ -189,7 +208,13 @@ def test_the_glue_job_keeps_history_all_and_checks_the_rule_next_to_the_copy(
 
     # Given the table expired without deletion, and what the engine makes of it under history all
     table = source_tables["py_expired"]
-    engine = migrate_table(table.metadata, str(tmp_path / "engine"), src_io=IO, dst_io=IO, history="all")
+    engine = migrate_table(
+        table.metadata,
+        str(tmp_path / "engine"),
+        src_io=IO,
+        dst_io=IO,
+        settings=EngineSettings(history="all"),
+    )
 
     # When the Glue job migrates it with --history all on Spark executors
     argv = ["--source-metadata", table.metadata, "--target-location", str(tmp_path / "t"), "--run-id", "h1"]

@@ -9,6 +9,7 @@ import pytest
 
 from icelake.aws.fileio import LocalFileIO
 from icelake.migrate import migrate_table
+from icelake.migrate.settings import EngineSettings
 from icelake.uris import local_path
 from tests.spark.corpus import ALL_CASES, SourceTable
 from tests.verify import assert_no_source_paths, assert_same_table, assert_sizes_match
@@ -28,7 +29,12 @@ def test_migrated_table_reads_like_source_in_every_snapshot(
 
     # When it is migrated to a new local location
     result = migrate_table(
-        table.metadata, str(target), table.maps_under(tmp_path / "target"), src_io=io, dst_io=io, workers=4
+        table.metadata,
+        str(target),
+        table.maps_under(tmp_path / "target"),
+        src_io=io,
+        dst_io=io,
+        settings=EngineSettings(workers=4),
     )
 
     # Then both engines read every snapshot of the target exactly like the source

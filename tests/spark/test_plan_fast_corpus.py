@@ -15,10 +15,13 @@ from icelake.aws.fileio import LocalFileIO
 from icelake.errors import NotPatchable, TargetConflictError
 from icelake.migrate import migrate_table
 from icelake.migrate.avro_entries import read_entry_fields
-from icelake.migrate.plan import FAST_READS, TablePlan, build_plan
+from icelake.migrate.plan.build import build_plan
+from icelake.migrate.plan.model import TablePlan
+from icelake.migrate.plan.reads import FAST_READS
 from icelake.migrate.plan_scan import entry_fields, entry_fields_fastavro
 from icelake.migrate.progress import NoProgress
 from icelake.migrate.reachable import reachable_files
+from icelake.migrate.settings import EngineSettings
 from icelake.uris import canonical
 from tests.reference_plan import REFERENCE_READS
 from tests.spark.corpus import SourceTable
@@ -40,10 +43,12 @@ def _plan(table: SourceTable, target_root: Path, *, fast: bool, overwrite: bool 
             _maps(table, target_root),
             IO,
             IO,
-            overwrite=overwrite,
-            workers=3,
-            progress=NoProgress(),
-            reads=FAST_READS if fast else REFERENCE_READS,
+            settings=EngineSettings(
+                overwrite=overwrite,
+                workers=3,
+                progress=NoProgress(),
+                reads=FAST_READS if fast else REFERENCE_READS,
+            ),
         )
     except Exception as exc:  # the same refusal, with the same message
         return f"{type(exc).__name__}: {exc}"
@@ -75,7 +80,12 @@ def test_fast_plan_equals_fastavro_plan_on_every_corpus_table(
         # Given a target holding a previous migration; Then both skip the same files
         done = tmp_path / name / "done"
         migrate_table(
-            table.metadata, str(done / table.name), _maps(table, done), src_io=IO, dst_io=IO, workers=3
+            table.metadata,
+            str(done / table.name),
+            _maps(table, done),
+            src_io=IO,
+            dst_io=IO,
+            settings=EngineSettings(workers=3),
         )
         again = _plan(table, done, fast=True)
         assert _fields(again) == _fields(_plan(table, done, fast=False)), name

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +15,13 @@ import pytest
 from benchmarks.synthetic_table import build_synthetic_table
 from icelake.aws.fileio import LocalFileIO, ObjectInfo
 from icelake.migrate import inventory
-from icelake.migrate import plan as plan_module
 from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES
 from icelake.migrate.engine import migrate_table
-from icelake.migrate.plan import TablePlan, build_plan
+from icelake.migrate.plan import source as plan_source
+from icelake.migrate.plan.build import build_plan
+from icelake.migrate.plan.model import TablePlan
 from icelake.migrate.progress import NoProgress
+from icelake.migrate.settings import EngineSettings
 from icelake.uris import local_path
 from tests.pool_starts import count_pool_starts
 from tests.reference_plan import REFERENCE_READS
@@ -67,22 +70,15 @@ def test_manifests_parsed_in_processes_make_the_reference_plan(
     # are; pages of 10 keys: the table's root does not end within its first page)
     monkeypatch.setattr(inventory, "KEYS_PER_PAGE", 10)
     monkeypatch.setattr(inventory, "RANGE_KEYS", 100)
-    monkeypatch.setattr(plan_module, "LOCAL_FILES_PER_JOB", 1)
+    monkeypatch.setattr(plan_source, "LOCAL_FILES_PER_JOB", 1)
     io = RangesWalked()
 
     def plan(processes: int, reads: Any = None) -> TablePlan:
-        extra = {"reads": reads} if reads else {}
+        settings = EngineSettings(overwrite=False, workers=4, progress=NoProgress(), processes=processes)
+        if reads:
+            settings = replace(settings, reads=reads)
         return build_plan(
-            built.current_metadata,
-            str(tmp_path / "target" / "t"),
-            [],
-            io,
-            io,
-            overwrite=False,
-            workers=4,
-            progress=NoProgress(),
-            processes=processes,
-            **extra,
+            built.current_metadata, str(tmp_path / "target" / "t"), [], io, io, settings=settings
         )
 
     in_processes = plan(processes=2)
@@ -122,7 +118,13 @@ def test_a_migration_starts_its_worker_processes_once_for_the_plan_and_every_rew
 
     def migrate(processes: int) -> dict[str, bytes]:
         io = LocalFileIO()
-        result = migrate_table(built.current_metadata, str(target), src_io=io, dst_io=io, processes=processes)
+        result = migrate_table(
+            built.current_metadata,
+            str(target),
+            src_io=io,
+            dst_io=io,
+            settings=EngineSettings(processes=processes),
+        )
         assert result.files_copied == (MIN_MANIFESTS_FOR_PROCESSES + 2) * 3
         return {str(p.relative_to(target)): p.read_bytes() for p in sorted(target.rglob("*")) if p.is_file()}
 

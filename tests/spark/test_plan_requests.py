@@ -14,8 +14,10 @@ import pytest
 from benchmarks.synthetic_table import build_synthetic_table
 from icelake.aws.fileio import LocalFileIO, S3FileIO
 from icelake.migrate.engine import migrate_table
-from icelake.migrate.plan import FAST_READS, build_plan
+from icelake.migrate.plan.build import build_plan
+from icelake.migrate.plan.reads import FAST_READS
 from icelake.migrate.progress import NoProgress
+from icelake.migrate.settings import EngineSettings
 from icelake.uris import local_path
 from tests.reference_plan import REFERENCE_READS
 
@@ -69,10 +71,12 @@ def test_planning_sends_far_fewer_than_one_request_per_data_file(
             [],
             S3FileIO(counted(src_requests)),
             S3FileIO(counted(dst_requests)),
-            overwrite=False,
-            workers=4,
-            progress=NoProgress(),
-            reads=FAST_READS if fast else REFERENCE_READS,
+            settings=EngineSettings(
+                overwrite=False,
+                workers=4,
+                progress=NoProgress(),
+                reads=FAST_READS if fast else REFERENCE_READS,
+            ),
         )
         return src_requests, dst_requests, result
 

@@ -12,8 +12,10 @@ from pyiceberg.catalog.sql import SqlCatalog
 
 from icelake.aws.fileio import LocalFileIO
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.plan import build_plan, read_metadata
+from icelake.migrate.plan.build import build_plan
+from icelake.migrate.plan.reads import read_metadata
 from icelake.migrate.progress import NoProgress
+from icelake.migrate.settings import EngineSettings
 from icelake.migrate.table_size import estimate_size
 from icelake.uris import canonical
 from tests.spark.corpus import ALL_CASES, SourceTable
@@ -29,9 +31,7 @@ def _plan_figures(table: SourceTable, tmp_path: Path) -> tuple[int, int]:
         table.maps_under(tmp_path / "target"),
         io,
         io,
-        overwrite=False,
-        workers=4,
-        progress=NoProgress(),
+        settings=EngineSettings(overwrite=False, workers=4, progress=NoProgress()),
     )
     # Statistics files are copied too, but no snapshot summary counts them.
     stats = {canonical(path) for path, _size in mj.statistics_files(plan.meta)}  # the plan's spelling

@@ -11,7 +11,8 @@ from icelake.migrate.distributed import (
     SparkRunner,
     size_copies,
 )
-from icelake.migrate.plan import Copies, TablePlan
+from icelake.migrate.plan.copies import Copies
+from icelake.migrate.plan.model import TablePlan
 from icelake.uris import PrefixMap
 
 

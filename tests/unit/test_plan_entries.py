@@ -1,4 +1,4 @@
-"""How the plan takes the files a table's manifests name (`plan.manifest_files`, `_add_entries`):
+"""How the plan takes the files a table's manifests name (`plan.manifest_files`, `add_entries`):
 in columns, with whole manifests of live entries set at once, exactly as entry by entry."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from icelake.migrate.avro_entries import EntryFields
-from icelake.migrate.plan import _add_entries, manifest_files
+from icelake.migrate.plan.entries import add_entries, manifest_files
 
 DELETED, POSITION_DELETES, EQUALITY_DELETES = 2, 1, 2
 
@@ -66,7 +66,7 @@ def test_manifests_taken_in_columns_record_each_file_as_entry_by_entry(
     for i, listed in enumerate(manifests):
         parsed, read = manifest_files(lambda _uri, _data, listed=listed: (listed, None), f"m{i}.avro", b"")
         assert read is None
-        _add_entries(parsed, files, delete_formats, refs, equality)
+        add_entries(parsed, files, delete_formats, refs, equality)
     # Then every file, delete format, reference and equality delete file is what the rule entry by
     # entry gives, in order
     expected_files, expected_formats, expected_refs, expected_equality = _entry_by_entry(manifests)
