@@ -278,84 +278,141 @@ def iter_pages(
         yield body, len(records)
 
 
+@dataclass(frozen=True)
+class FetchDeps:
+    """What a fetch reaches the API and tells time through, each replaceable (the tests do): the
+    credential's header value (from resolve_auth_header()), the HTTP session (None: one of its own,
+    closed at the end), the batch's fetch time (None: now), the sleep between attempts and the
+    clock the invocation budget is measured on."""
+
+    auth_header_value: str | None = None
+    http: requests.Session | None = None
+    now: datetime | None = None
+    sleep: Sleep = time.sleep
+    clock: Callable[[], float] = time.monotonic
+
+
+@dataclass(frozen=True)
+class _Run:
+    """The run a fetch lands its pages in."""
+
+    run_id: str
+    fetched_at: datetime
+    since: str | None
+    invocation: int  # this invocation's number in the run, from 1
+
+
+def _run_of(resume: FetchCursor | None, now: datetime | None, since: str | None) -> _Run:
+    """Which run the pages land in: the one `resume` goes on with, or a new one fetched `now`."""
+    if resume is not None:
+        return _Run(resume.run_id, resume.fetched_at, resume.since, resume.invocations + 1)
+    fetched_at = (now or datetime.now(UTC)).astimezone(UTC)
+    return _Run(new_run_id(fetched_at), fetched_at, since, 1)
+
+
+def _resumed(resume: FetchCursor | None) -> tuple[list[str], int, Any, PagePosition | None]:
+    """What the run already landed (page names, records, newest watermark value) and where its walk
+    goes on: nothing and the first page for a new run."""
+    if resume is None:
+        return [], 0, None, None
+    start = PagePosition(resume.next_page, resume.next_cursor, resume.seen_cursors)
+    return list(resume.pages), resume.record_count, resume.watermark_max, start
+
+
+def _since_params(config: FetchConfig, since: str | None) -> dict[str, str]:
+    """The query parameter asking for records since the watermark: none without a watermark or a value."""
+    return {config.watermark.param: since} if config.watermark is not None and since is not None else {}
+
+
+def _newest_in(config: FetchConfig, found: list[Any], newest: Any) -> Any:
+    """The newest watermark value once this page's records are seen (unchanged without a watermark)."""
+    column = config.watermark.from_column if config.watermark is not None else None
+    if column is not None:
+        for record in found:
+            if isinstance(record, dict):
+                newest = newer_watermark(newest, record.get(column))
+    return newest
+
+
+def _out_of_budget(config: FetchConfig, elapsed: float, this_call: int) -> bool:
+    """Whether this invocation stops after its `this_call`-th page: its time or its page budget ran out."""
+    return elapsed >= config.invocation_budget_s or (
+        config.max_pages_per_invocation is not None and this_call >= config.max_pages_per_invocation
+    )
+
+
+def _cursor(run: _Run, names: list[str], records: int, newest: Any, position: PagePosition) -> FetchCursor:
+    """Where the next invocation goes on: the pages landed so far and the next page's position."""
+    return FetchCursor(
+        run_id=run.run_id,
+        fetched_at=run.fetched_at,
+        pages=tuple(names),
+        record_count=records,
+        next_page=position.page,
+        next_cursor=position.cursor,
+        seen_cursors=position.seen,
+        since=run.since,
+        watermark_max=newest,
+        invocations=run.invocation,
+    )
+
+
+def _manifest(config: FetchConfig, run: _Run, names: list[str], records: int, newest: Any) -> BatchManifest:
+    """The batch's manifest: every page landed so far (provisional while a cursor is set)."""
+    return BatchManifest(
+        batch_id=f"{config.source}/{config.endpoint}/{run.run_id}",
+        source=config.source,
+        endpoint=config.endpoint,
+        run_id=run.run_id,
+        fetched_at=run.fetched_at,
+        pages=tuple(names),
+        record_count=records,
+        records_path=config.records_path,
+        full_load=config.full_load,
+        since=run.since,
+        watermark_max=newest,
+    )
+
+
 def fetch_to_landing(
     config: FetchConfig,
     io: FileIO,
     root: str,
     *,
-    auth_header_value: str | None = None,
-    http: requests.Session | None = None,
-    now: datetime | None = None,
-    sleep: Sleep = time.sleep,
+    deps: FetchDeps = FetchDeps(),
     resume: FetchCursor | None = None,
     since: str | None = None,
-    clock: Callable[[], float] = time.monotonic,
 ) -> FetchResult:
     """Fetch every page, land each unchanged, then write the `.pending` marker (last, so a dead run
     leaves no marker and its pages are never merged). When the invocation budget
     (`invocation_budget_s`, `max_pages_per_invocation`) runs out first, return a `cursor` instead:
-    the pages so far stay landed and `fetch_to_landing(..., resume=cursor)` goes on with the next."""
-    started = clock()
-    if resume is not None:
-        fetched_at, run_id, since = resume.fetched_at, resume.run_id, resume.since
-    else:
-        fetched_at = (now or datetime.now(UTC)).astimezone(UTC)
-        run_id = new_run_id(fetched_at)
-    uri = batch_uri(root, config.source, config.endpoint, run_id)
+    the pages so far stay landed and `fetch_to_landing(..., resume=cursor)` goes on with the next.
+    `deps`: the credential, the HTTP session and the clocks (FetchDeps(): none, its own, the real ones)."""
+    started = deps.clock()
+    run = _run_of(resume, deps.now, since)
+    uri = batch_uri(root, config.source, config.endpoint, run.run_id)
     counters = _Counters()
-    own_http = http is None
-    session = http or requests.Session()
-    names: list[str] = list(resume.pages) if resume else []
-    records = resume.record_count if resume else 0
-    newest: Any = resume.watermark_max if resume else None
-    start = PagePosition(resume.next_page, resume.next_cursor, resume.seen_cursors) if resume else None
-    extra = {config.watermark.param: since} if config.watermark is not None and since is not None else {}
-    column = config.watermark.from_column if config.watermark is not None else None
+    own_http = deps.http is None
+    session = deps.http or requests.Session()
+    names, records, newest, start = _resumed(resume)
+    extra = _since_params(config, run.since)
     cursor: FetchCursor | None = None
     try:
         pages = walk_pages(
-            config, session, auth_header_value, counters, sleep, start=start, extra_params=extra
+            config, session, deps.auth_header_value, counters, deps.sleep, start=start, extra_params=extra
         )
         for this_call, (body, found, position) in enumerate(pages, start=1):
             names.append(write_page(io, uri, len(names) + 1, body))
             records += len(found)
-            if column is not None:
-                for record in found:
-                    if isinstance(record, dict):
-                        newest = newer_watermark(newest, record.get(column))
-            out_of_budget = clock() - started >= config.invocation_budget_s or (
-                config.max_pages_per_invocation is not None and this_call >= config.max_pages_per_invocation
-            )
+            newest = _newest_in(config, found, newest)
+            out_of_budget = _out_of_budget(config, deps.clock() - started, this_call)
             if position is not None and out_of_budget:
-                cursor = FetchCursor(
-                    run_id=run_id,
-                    fetched_at=fetched_at,
-                    pages=tuple(names),
-                    record_count=records,
-                    next_page=position.page,
-                    next_cursor=position.cursor,
-                    seen_cursors=position.seen,
-                    since=since,
-                    watermark_max=newest,
-                    invocations=(resume.invocations + 1) if resume else 1,
-                )
+                cursor = _cursor(run, names, records, newest, position)
                 break
     finally:
         if own_http:
             session.close()
-    manifest = BatchManifest(
-        batch_id=f"{config.source}/{config.endpoint}/{run_id}",
-        source=config.source,
-        endpoint=config.endpoint,
-        run_id=run_id,
-        fetched_at=fetched_at,
-        pages=tuple(names),
-        record_count=records,
-        records_path=config.records_path,
-        full_load=config.full_load,
-        since=since,
-        watermark_max=newest,
-    )
+    manifest = _manifest(config, run, names, records, newest)
     if cursor is None:
         write_pending(io, uri, manifest)
     return FetchResult(
@@ -378,7 +435,9 @@ def fetch_source(
     if config.watermark is not None and resume is None:
         merged = read_state(io, raw_root, config.source, config.endpoint).get("watermark")
         since = since_value(config.watermark, merged)
-    result = fetch_to_landing(config, io, raw_root, auth_header_value=auth, resume=resume, since=since)
+    result = fetch_to_landing(
+        config, io, raw_root, deps=FetchDeps(auth_header_value=auth), resume=resume, since=since
+    )
     pending = [] if result.cursor else list_pending(io, raw_root, config.source, config.endpoint)
     return FetchOutcome(
         batch_uri=result.batch_uri,

@@ -18,7 +18,13 @@ from icelake.errors import (
     RetriesExhaustedError,
     SecretLookupError,
 )
-from icelake.ingest.fetch import backoff_seconds, fetch_to_landing, resolve_auth_header, retry_after_seconds
+from icelake.ingest.fetch import (
+    FetchDeps,
+    backoff_seconds,
+    fetch_to_landing,
+    resolve_auth_header,
+    retry_after_seconds,
+)
 from icelake.ingest.landing import COMPLETE, PENDING, list_pending, mark_complete
 from icelake.ingest.models import AuthConfig, FetchConfig, Pagination, RetryPolicy
 from tests.ingest.conftest import ApiServer, Reply, SeenRequest, paged_records
@@ -69,9 +75,11 @@ def test_page_pagination_lands_every_response_unchanged_with_auth_from_secrets_m
         config,
         io,
         "s3://raw-bucket",
-        auth_header_value=resolve_auth_header(config.auth),  # type: ignore[arg-type]
-        sleep=sleeps.append,
-        now=datetime(2026, 11, 1, 12, 0, tzinfo=UTC),
+        deps=FetchDeps(
+            auth_header_value=resolve_auth_header(config.auth),  # type: ignore[arg-type]
+            sleep=sleeps.append,
+            now=datetime(2026, 11, 1, 12, 0, tzinfo=UTC),
+        ),
     )
     # Then three requests with the credential and the page parameters were made
     assert [r.query["page"] for r in api.requests] == ["1", "2", "3"]
@@ -149,7 +157,7 @@ def test_429_is_retried_after_the_servers_retry_after(api: ApiServer, tmp_path: 
         pagination=Pagination(kind="page", size_param="per_page", page_size=10),
     )
     sleeps: list[float] = []
-    result = fetch_to_landing(config, LocalFileIO(), str(tmp_path), sleep=sleeps.append)
+    result = fetch_to_landing(config, LocalFileIO(), str(tmp_path), deps=FetchDeps(sleep=sleeps.append))
     # Then it waited exactly what the server asked, re-requested the same page, and landed all pages
     assert sleeps == [7.0]
     assert [r.query["page"] for r in api.requests] == ["1", "2", "2", "3"]
@@ -179,7 +187,7 @@ def test_persistent_5xx_exhausts_retries_with_backoff_and_lands_no_marker(
     )
     sleeps: list[float] = []
     with pytest.raises(RetriesExhaustedError, match="failed 3 time") as info:
-        fetch_to_landing(config, LocalFileIO(), str(tmp_path), sleep=sleeps.append)
+        fetch_to_landing(config, LocalFileIO(), str(tmp_path), deps=FetchDeps(sleep=sleeps.append))
     assert info.value.last_status == 503
     assert sleeps == [0.1, 0.2] and len(api.requests) == 4
     assert list(tmp_path.rglob("page-000001.json")) and not list(tmp_path.rglob(PENDING))
@@ -189,7 +197,7 @@ def test_a_500_then_success_recovers(api: ApiServer, tmp_path: Path) -> None:
     api.behaviour = lambda _r, n: Reply(status=500) if n == 0 else Reply(body=b'{"data": [{"id": 1}]}')
     config = FetchConfig(source="s", endpoint="e", url=api.url, retry=FAST_RETRY)
     sleeps: list[float] = []
-    result = fetch_to_landing(config, LocalFileIO(), str(tmp_path), sleep=sleeps.append)
+    result = fetch_to_landing(config, LocalFileIO(), str(tmp_path), deps=FetchDeps(sleep=sleeps.append))
     assert sleeps == [0.1] and result.manifest.record_count == 1
 
 
@@ -197,7 +205,7 @@ def test_a_4xx_is_not_retried(api: ApiServer, tmp_path: Path) -> None:
     api.behaviour = lambda _r, _n: Reply(status=403, body=b'{"error":"bad token"}')
     config = FetchConfig(source="s", endpoint="e", url=api.url, retry=FAST_RETRY)
     with pytest.raises(HTTPStatusError, match="HTTP 403") as info:
-        fetch_to_landing(config, LocalFileIO(), str(tmp_path), sleep=lambda _s: None)
+        fetch_to_landing(config, LocalFileIO(), str(tmp_path), deps=FetchDeps(sleep=lambda _s: None))
     assert info.value.status == 403 and len(api.requests) == 1
 
 
@@ -205,14 +213,14 @@ def test_read_timeouts_are_retried_then_reported(api: ApiServer, tmp_path: Path)
     api.behaviour = lambda _r, _n: Reply(body=b'{"data": []}', delay_s=0.6)
     config = FetchConfig(source="s", endpoint="e", url=api.url, retry=FAST_RETRY, read_timeout_s=0.15)
     with pytest.raises(RetriesExhaustedError, match="timed out") as info:
-        fetch_to_landing(config, LocalFileIO(), str(tmp_path), sleep=lambda _s: None)
+        fetch_to_landing(config, LocalFileIO(), str(tmp_path), deps=FetchDeps(sleep=lambda _s: None))
     assert info.value.last_status is None and len(api.requests) == 3
 
 
 def test_one_slow_response_is_retried(api: ApiServer, tmp_path: Path) -> None:
     api.behaviour = lambda _r, n: Reply(body=b'{"data": [{"id": 9}]}', delay_s=0.6 if n == 0 else 0)
     config = FetchConfig(source="s", endpoint="e", url=api.url, retry=FAST_RETRY, read_timeout_s=0.15)
-    result = fetch_to_landing(config, LocalFileIO(), str(tmp_path), sleep=lambda _s: None)
+    result = fetch_to_landing(config, LocalFileIO(), str(tmp_path), deps=FetchDeps(sleep=lambda _s: None))
     assert result.requests == 2 and result.manifest.record_count == 1
 
 
@@ -221,7 +229,7 @@ def test_connection_refused_is_retried_then_reported(tmp_path: Path) -> None:
         url = dead.url  # the port is closed once the server is gone
     config = FetchConfig(source="s", endpoint="e", url=url, retry=FAST_RETRY)
     with pytest.raises(RetriesExhaustedError, match="connection failed"):
-        fetch_to_landing(config, LocalFileIO(), str(tmp_path), sleep=lambda _s: None)
+        fetch_to_landing(config, LocalFileIO(), str(tmp_path), deps=FetchDeps(sleep=lambda _s: None))
 
 
 def test_a_non_json_body_or_missing_records_path_is_an_invalid_response(
@@ -243,9 +251,9 @@ def test_pending_batches_are_listed_oldest_first_and_completed_ones_disappear(ap
     io = s3_io()
     t0 = datetime(2026, 11, 1, tzinfo=UTC)
     # Fetched out of order: the listing must follow fetch time, not landing order
-    late = fetch_to_landing(config, io, "s3://raw-bucket/lake", now=t0 + timedelta(hours=2))
-    early = fetch_to_landing(config, io, "s3://raw-bucket/lake", now=t0)
-    middle = fetch_to_landing(config, io, "s3://raw-bucket/lake", now=t0 + timedelta(hours=1))
+    late = fetch_to_landing(config, io, "s3://raw-bucket/lake", deps=FetchDeps(now=t0 + timedelta(hours=2)))
+    early = fetch_to_landing(config, io, "s3://raw-bucket/lake", deps=FetchDeps(now=t0))
+    middle = fetch_to_landing(config, io, "s3://raw-bucket/lake", deps=FetchDeps(now=t0 + timedelta(hours=1)))
     listed = list_pending(io, "s3://raw-bucket/lake", "crm", "customers")
     assert [b.uri for b in listed] == [early.batch_uri, middle.batch_uri, late.batch_uri]
     # When the oldest is completed, and the middle one crashed after writing .complete only
