@@ -11,7 +11,7 @@ from typing import TypeVar
 from icelake.aws.fileio import FileIO, ObjectInfo
 from icelake.migrate.plan.reads import PlanReads
 from icelake.migrate.plan_scan import fastavro_entries
-from icelake.migrate.progress import ProgressSink
+from icelake.migrate.progress import Phase
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -27,8 +27,7 @@ def head_each(
     uris: Iterable[str],
     roots: Iterable[str],
     workers: int,
-    progress: ProgressSink | None = None,
-    phase: str = "",
+    phase: Phase | None = None,
     *,
     full: bool = False,
     cpu: Executor | None = None,
@@ -37,13 +36,13 @@ def head_each(
     """`io.stat` (a HEAD) of every uri, on threads; `roots`, `full`, `cpu` and `canonical_uris` do
     not matter: a HEAD says it all."""
     uris = list(uris)
-    if progress:
-        progress.start(phase, len(uris))
+    if phase:
+        phase.start(len(uris))
 
     def one(uri: str) -> ObjectInfo | None:
         info = io.stat(uri)
-        if progress:
-            progress.advance(phase)
+        if phase:
+            phase.advance()
         return info
 
     return dict(zip(uris, thread_map(one, uris, workers), strict=True))

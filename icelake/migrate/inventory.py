@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from icelake.aws.fileio import FileIO, ListedRange, ObjectInfo
 from icelake.migrate.plan_scan import map_ahead, map_in_chunks
-from icelake.migrate.progress import ProgressSink
+from icelake.migrate.progress import Phase
 from icelake.uris import canonical, is_under
 
 KEYS_PER_PAGE = 1000  # ListObjectsV2's page size
@@ -64,8 +64,7 @@ def stat_by_listing(
     uris: Iterable[str],
     roots: Iterable[str],
     workers: int,
-    progress: ProgressSink | None = None,
-    phase: str = "",
+    phase: Phase | None = None,
     *,
     full: bool = False,
     cpu: Executor | None = None,
@@ -82,11 +81,11 @@ def stat_by_listing(
     # holds keeps the key it holds. No second million-key map (listed spelling -> caller's) is
     # needed, nor a million listed strings kept (those are the two costs of a big table's check).
     found: dict[str, ObjectInfo | None] = dict.fromkeys(uris, _UNSETTLED)
-    if progress:
-        progress.start(phase, len(found))
+    if phase:
+        phase.start(len(found))
     ordered_roots = sorted({canonical(r).rstrip("/") for r in roots}, key=len, reverse=True)
     under, aliases = _group(found, ordered_roots, canonical_uris)
-    answers = _Answers(found, aliases, progress, phase)
+    answers = _Answers(found, aliases, phase)
 
     def list_part(part: _Listing) -> None:
         answers.settle_by(_listed(io, part, cpu), part.keys, _inner(part.prefix, ordered_roots))
@@ -109,8 +108,8 @@ def stat_by_listing(
 
     def head(uri: str) -> ObjectInfo | None:
         info = io.stat(uri)
-        if progress and uri in counted:
-            progress.advance(phase)
+        if phase and uri in counted:
+            phase.advance()
         return info
 
     found.update(zip(unsettled, map_in_chunks(head, unsettled, workers), strict=True))
@@ -158,12 +157,10 @@ class _Answers:
         self,
         found: dict[str, ObjectInfo | None],
         aliases: dict[str, list[str]],
-        progress: ProgressSink | None,
-        phase: str,
+        phase: Phase | None,
     ) -> None:
         self.found = found
         self.aliases = aliases
-        self.progress = progress
         self.phase = phase
 
     def settle_by(self, listing: Iterable[tuple[str, ObjectInfo]], keys: list[str], inner: list[str]) -> None:
@@ -220,8 +217,8 @@ class _Answers:
         return settled
 
     def _advance(self, settled: int) -> None:
-        if self.progress and settled:
-            self.progress.advance(self.phase, settled)
+        if self.phase and settled:
+            self.phase.advance(settled)
 
 
 def _under_any(path: str, roots: list[str]) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 
@@ -17,3 +18,17 @@ class NoProgress:
 
     def advance(self, phase: str, amount: int = 1) -> None:
         return None
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One named phase of a progress sink, for a function that reports a single phase."""
+
+    sink: ProgressSink
+    name: str
+
+    def start(self, total: int) -> None:
+        self.sink.start(self.name, total)
+
+    def advance(self, amount: int = 1) -> None:
+        self.sink.advance(self.name, amount)

@@ -18,6 +18,7 @@ from icelake.migrate.inventory import whole_listing
 from icelake.migrate.plan.reads import (
     PlanContext,
 )
+from icelake.migrate.progress import Phase
 from icelake.uris import Mapping, PrefixMap, canonical
 
 
@@ -146,10 +147,10 @@ def target_info(ctx: PlanContext, tasks: Copies, prefix_map: PrefixMap) -> dict[
             for t in tasks
             if (names := known.get(t.mapping.target)) is None or canonical(t.target) in names
         ]
-    phase = "check target files"
+    phase = Phase(progress, "check target files")
     if not asked:  # the pages settled every target: the phase is still shown, and done at once
-        progress.start(phase, len(tasks))
-        progress.advance(phase, len(tasks))
+        phase.start(len(tasks))
+        phase.advance(len(tasks))
         return {}
     dst_roots = [m.target for m in prefix_map.mappings]
-    return ctx.reads.stat(dst_io, asked, dst_roots, ctx.workers, progress, phase, full=True)
+    return ctx.reads.stat(dst_io, asked, dst_roots, ctx.workers, phase, full=True)

@@ -20,7 +20,7 @@ from icelake.migrate.avro_patch import PlannedManifest
 from icelake.migrate.cpu_pool import CpuPools
 from icelake.migrate.inventory import stat_by_listing
 from icelake.migrate.plan_scan import map_in_chunks, planned_entries
-from icelake.migrate.progress import ProgressSink
+from icelake.migrate.progress import Phase, ProgressSink
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -44,9 +44,9 @@ def fetch_metadata(io: FileIO, uri: str) -> bytes:
 
 class Stat(Protocol):
     """uri -> what the object is (None: absent) for every uri; `roots` are prefixes a listing may
-    read, `full` asks present objects for everything a HEAD says, `cpu` are worker processes a
-    CPU-bound listing may run in, `canonical_uris` says every uri is canonical (see
-    inventory.stat_by_listing)."""
+    read, `phase` is told the progress, `full` asks present objects for everything a HEAD says,
+    `cpu` are worker processes a CPU-bound listing may run in, `canonical_uris` says every uri is
+    canonical (see inventory.stat_by_listing)."""
 
     def __call__(
         self,
@@ -54,8 +54,7 @@ class Stat(Protocol):
         uris: Iterable[str],
         roots: Iterable[str],
         workers: int,
-        progress: ProgressSink | None = None,
-        phase: str = "",
+        phase: Phase | None = None,
         *,
         full: bool = False,
         cpu: Executor | None = None,

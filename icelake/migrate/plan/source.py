@@ -25,6 +25,7 @@ from icelake.migrate.plan.reach import (
 from icelake.migrate.plan.reads import (
     PlanContext,
 )
+from icelake.migrate.progress import Phase
 from icelake.migrate.settings import EngineSettings
 from icelake.uris import PrefixMap, canonical
 
@@ -43,12 +44,10 @@ def check_sources(
     """What exists at the source; refuses missing live files, sizes unlike the metadata's, and
     damaged delete files (parsed, not just copied: a bad footer is refused before any write)."""
     src_roots = [m.source for m in prefix_map.mappings]
-    phase = "check source files"
+    phase = Phase(ctx.progress, "check source files")
     # The files' paths are canonical (`manifest_files`, `read_manifests`).
     src_io, reads, workers = ctx.src_io, ctx.reads, ctx.workers
-    src_info = reads.stat(
-        src_io, files, src_roots, workers, ctx.progress, phase, cpu=cpu, canonical_uris=True
-    )
+    src_info = reads.stat(src_io, files, src_roots, workers, phase, cpu=cpu, canonical_uris=True)
     missing: list[str] = []
     wrong_size: list[str] = []
     for p, recorded in files.items():  # one pass over a million: both lists are empty when all is well
