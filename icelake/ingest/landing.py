@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -54,36 +55,40 @@ def write_pending(io: FileIO, uri: str, manifest: BatchManifest) -> None:
     io.write(f"{uri}/{PENDING}", manifest.model_dump_json(indent=2).encode())
 
 
-def land_batch(
-    io: FileIO,
-    root: str,
-    *,
-    source: str,
-    endpoint: str,
-    pages: Sequence[bytes],
-    fetched_at: datetime,
-    records_path: str = "data",
-    full_load: bool = False,
-    run_id: str | None = None,
-) -> PendingBatch:
+@dataclass(frozen=True)
+class FetchedBatch:
+    """Responses already fetched from one endpoint, to land as one batch: the bodies in fetch
+    order, their fetch time, where the records are in each, whether they are a full load, and the
+    run id (None: a new one from the fetch time)."""
+
+    source: str
+    endpoint: str
+    pages: Sequence[bytes]
+    fetched_at: datetime
+    records_path: str = "data"
+    full_load: bool = False
+    run_id: str | None = None
+
+
+def land_batch(io: FileIO, root: str, fetched: FetchedBatch) -> PendingBatch:
     """Land already-fetched responses as one pending batch (used by the fetcher's tests and tools)."""
-    run_id = run_id or new_run_id(fetched_at)
-    uri = batch_uri(root, source, endpoint, run_id)
-    names = [write_page(io, uri, i + 1, body) for i, body in enumerate(pages)]
+    run_id = fetched.run_id or new_run_id(fetched.fetched_at)
+    uri = batch_uri(root, fetched.source, fetched.endpoint, run_id)
+    names = [write_page(io, uri, i + 1, body) for i, body in enumerate(fetched.pages)]
     count = sum(
-        len(extract_records(json.loads(body), records_path, f"{uri}/{n}"))
-        for n, body in zip(names, pages, strict=True)
+        len(extract_records(json.loads(body), fetched.records_path, f"{uri}/{n}"))
+        for n, body in zip(names, fetched.pages, strict=True)
     )
     manifest = BatchManifest(
-        batch_id=f"{source}/{endpoint}/{run_id}",
-        source=source,
-        endpoint=endpoint,
+        batch_id=f"{fetched.source}/{fetched.endpoint}/{run_id}",
+        source=fetched.source,
+        endpoint=fetched.endpoint,
         run_id=run_id,
-        fetched_at=fetched_at.astimezone(UTC),
+        fetched_at=fetched.fetched_at.astimezone(UTC),
         pages=tuple(names),
         record_count=count,
-        records_path=records_path,
-        full_load=full_load,
+        records_path=fetched.records_path,
+        full_load=fetched.full_load,
     )
     write_pending(io, uri, manifest)
     return PendingBatch(uri=uri, manifest=manifest)

@@ -21,7 +21,7 @@ from icelake.errors import (
     SchemaMismatchError,
 )
 from icelake.ingest import scd2
-from icelake.ingest.landing import land_batch, list_pending, mark_complete
+from icelake.ingest.landing import FetchedBatch, land_batch, list_pending, mark_complete
 from icelake.ingest.models import MaintenanceConfig, PendingBatch, Scd2Spec
 from icelake.ingest.scd2 import maintain, merge_pending
 from icelake.ingest.scd2 import merge as merge_module
@@ -37,11 +37,13 @@ def land(root: Path, hours: int, *pages: list[dict[str, Any]], full_load: bool =
     return land_batch(
         LocalFileIO(),
         str(root),
-        source="api",
-        endpoint="dim",
-        pages=bodies,
-        fetched_at=T0 + timedelta(hours=hours),
-        full_load=full_load,
+        FetchedBatch(
+            source="api",
+            endpoint="dim",
+            pages=bodies,
+            fetched_at=T0 + timedelta(hours=hours),
+            full_load=full_load,
+        ),
     )
 
 

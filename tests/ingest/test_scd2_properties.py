@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from icelake.aws.fileio import LocalFileIO
-from icelake.ingest.landing import land_batch
+from icelake.ingest.landing import FetchedBatch, land_batch
 from icelake.ingest.models import PendingBatch, Scd2Spec
 from icelake.ingest.scd2 import merge_pending
 from tests.ingest.reference import RefBatch, reference_history
@@ -122,7 +122,9 @@ def test_merged_history_equals_the_reference(
             ]
             full_load = earlier_pending.manifest.full_load
         pending = land_batch(
-            io, root, source="api", endpoint="dim", pages=bodies, fetched_at=as_of, full_load=full_load
+            io,
+            root,
+            FetchedBatch(source="api", endpoint="dim", pages=bodies, fetched_at=as_of, full_load=full_load),
         )
         ref = RefBatch(
             batch_id=pending.manifest.batch_id,

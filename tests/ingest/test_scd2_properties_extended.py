@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from icelake.aws.fileio import LocalFileIO
 from icelake.errors import OutOfOrderBatchError
-from icelake.ingest.landing import complete_or_report, land_batch, read_state
+from icelake.ingest.landing import FetchedBatch, complete_or_report, land_batch, read_state
 from icelake.ingest.models import DeleteMarker, Scd2Spec, Watermark
 from icelake.ingest.scd2 import merge_pending
 from icelake.ingest.watermark import since_value
@@ -133,10 +133,9 @@ def test_types_tombstones_and_vanishing_columns_match_the_reference(
         pending = land_batch(
             io,
             root,
-            source="api",
-            endpoint="dim",
-            pages=[json.dumps({"data": recs}).encode()],
-            fetched_at=as_of,
+            FetchedBatch(
+                source="api", endpoint="dim", pages=[json.dumps({"data": recs}).encode()], fetched_at=as_of
+            ),
         )
         before = table_state(spark, table) if spark.catalog.tableExists(table) else None
         bad_price = any(r.get("price") == 2.25 for r in recs)  # refused as the batch is read
@@ -229,10 +228,9 @@ def test_watermark_fetches_give_the_reference_history_and_the_api_state(
         pending = land_batch(
             io,
             root,
-            source="api",
-            endpoint="dim",
-            pages=[json.dumps({"data": served}).encode()],
-            fetched_at=as_of,
+            FetchedBatch(
+                source="api", endpoint="dim", pages=[json.dumps({"data": served}).encode()], fetched_at=as_of
+            ),
         )
         # what the fetch Lambda records while paging: the newest from_column value of the batch
         newest = max((r["updated_at"] for r in served), default=None)

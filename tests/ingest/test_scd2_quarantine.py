@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from icelake.aws.fileio import LocalFileIO
 from icelake.cli import app
-from icelake.ingest.landing import complete_or_report, land_batch, list_pending
+from icelake.ingest.landing import FetchedBatch, complete_or_report, land_batch, list_pending
 from icelake.ingest.models import PendingBatch, Scd2Spec
 from icelake.ingest.scd2 import merge_pending
 
@@ -28,10 +28,12 @@ def land(root: Path, hours: int, records: list[dict[str, Any]]) -> PendingBatch:
     return land_batch(
         LocalFileIO(),
         str(root),
-        source="crm",
-        endpoint="people",
-        pages=[json.dumps({"data": records}).encode()],
-        fetched_at=T0 + timedelta(hours=hours),
+        FetchedBatch(
+            source="crm",
+            endpoint="people",
+            pages=[json.dumps({"data": records}).encode()],
+            fetched_at=T0 + timedelta(hours=hours),
+        ),
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from icelake.aws.fileio import LocalFileIO
-from icelake.ingest.landing import land_batch
+from icelake.ingest.landing import FetchedBatch, land_batch
 from icelake.ingest.models import DeleteMarker, PendingBatch, Scd2Spec
 from icelake.ingest.scd2 import merge_pending
 
@@ -25,10 +25,12 @@ def land(root: Path, hours: int, records: list[dict[str, Any]]) -> PendingBatch:
     return land_batch(
         LocalFileIO(),
         str(root),
-        source="api",
-        endpoint="dim",
-        pages=[json.dumps({"data": records}).encode()],
-        fetched_at=T0 + timedelta(hours=hours),
+        FetchedBatch(
+            source="api",
+            endpoint="dim",
+            pages=[json.dumps({"data": records}).encode()],
+            fetched_at=T0 + timedelta(hours=hours),
+        ),
     )
 
 

@@ -19,7 +19,7 @@ from icelake.errors import (
     SchemaMismatchError,
     TypeConflictError,
 )
-from icelake.ingest.landing import land_batch
+from icelake.ingest.landing import FetchedBatch, land_batch
 from icelake.ingest.models import PendingBatch, Scd2Spec
 from icelake.ingest.scd2 import merge_pending
 
@@ -33,11 +33,13 @@ def land(root: Path, hours: int, records: list[dict[str, Any]], *, full_load: bo
     return land_batch(
         LocalFileIO(),
         str(root),
-        source="api",
-        endpoint="dim",
-        pages=[json.dumps({"data": records}).encode()],
-        fetched_at=T0 + timedelta(hours=hours),
-        full_load=full_load,
+        FetchedBatch(
+            source="api",
+            endpoint="dim",
+            pages=[json.dumps({"data": records}).encode()],
+            fetched_at=T0 + timedelta(hours=hours),
+            full_load=full_load,
+        ),
     )
 
 
