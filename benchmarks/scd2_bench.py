@@ -11,7 +11,9 @@
    MERGE INTO that closes changed versions and inserts new ones, merge-on-read).
 4. Times the naive way on the clone: recompute the whole SCD2 table (closed history, unchanged
    current rows, closed versions of changed keys, their new versions) and INSERT OVERWRITE it.
-   Both run once, unmeasured, on a 20,000-row table first, so neither pays the fresh JVM's warm-up.
+   Both run once, unmeasured, on a 20,000-row table first, so neither pays the fresh JVM's warm-up;
+   then steps 1-4 run 3 times (`--repeats`), each on tables of its own, and the run of median ratio
+   is the figure (`ratio`; `ratios` lists every run's, `runs` every run's figures).
 5. Checks both tables hold the same history, and records the figures in benchmarks/results/ and
    benchmarks/SCD2_RESULTS.md. Same SparkSession (local[2]), same run, same machine.
 """
@@ -166,20 +168,23 @@ def build_tables(spark: Any, name: str, rows: int, history: int) -> tuple[Any, s
     """The SCD2 table `name` (base batch, then `history` batches that each give every key a new
     version) and its clone `name`_naive: both contenders start from the same rows."""
     from icelake.ingest.models import Scd2Spec
-    from icelake.ingest.scd2 import merge_batch
+    from icelake.ingest.scd2 import BatchInfo, merge_batch
 
     spec = Scd2Spec(table=f"{CATALOG}.dim.{name}", keys=("id",), order_by="updated_at")
     merge_batch(
-        spark, spec, batch_frame(spark, rows, 0, None), batch_id="bench/base", as_of=T0, full_load=False
+        spark,
+        spec,
+        batch_frame(spark, rows, 0, None),
+        BatchInfo(batch_id="bench/base", as_of=T0, full_load=False),
     )
     for generation in range(1, history + 1):
         merge_batch(
             spark,
             spec,
             batch_frame(spark, rows, generation, None, generation),
-            batch_id=f"bench/history-{generation}",
-            as_of=T0 + timedelta(days=generation),
-            full_load=False,
+            BatchInfo(
+                batch_id=f"bench/history-{generation}", as_of=T0 + timedelta(days=generation), full_load=False
+            ),
         )
     naive_table = f"{spec.table}_naive"
     spark.sql(f"CREATE TABLE {naive_table} USING iceberg AS SELECT * FROM {spec.table}")
@@ -191,7 +196,7 @@ def contend(
 ) -> tuple[Any, Any, float, float]:
     """The next batch (read before either clock starts), merged by icelake and by the naive rewrite.
     Returns (batch, merge result, merge seconds, naive seconds)."""
-    from icelake.ingest.scd2 import merge_batch
+    from icelake.ingest.scd2 import BatchInfo, merge_batch
 
     run_no = history + 1
     batch = batch_frame(spark, rows, run_no, changed_every, history).cache()
@@ -202,9 +207,7 @@ def contend(
         spark,
         spec,
         batch,
-        batch_id=f"bench/run-{run_no}",
-        as_of=as_of,
-        full_load=False,
+        BatchInfo(batch_id=f"bench/run-{run_no}", as_of=as_of, full_load=False),
         ingested_at=ingested_at,
     )
     merge_s = time.perf_counter() - started
@@ -217,21 +220,18 @@ def contend(
 WARM_UP_ROWS = 20_000
 
 
-def run(rows: int, change_pct: float, history: int, workdir: Path) -> dict[str, Any]:
-    from icelake.local.spark import local_spark
-    from pyspark import __version__ as spark_version
+REPEATS = 3  # measured runs per case, after one warm-up: one run cannot tell a regression from noise
 
-    spark = local_spark({CATALOG: str(workdir / "warehouse")}, app_name="scd2-bench", driver_memory="3g")
-    changed_every = round(100 / change_pct)
-    # A fresh JVM compiles Spark's generated code on its first queries: whoever ran first paid for
-    # it. One unmeasured round of both contenders on a small table warms the JVM for both.
-    warm_spec, warm_naive = build_tables(spark, "warm_up", min(rows, WARM_UP_ROWS), history)
-    contend(spark, warm_spec, warm_naive, min(rows, WARM_UP_ROWS), changed_every, history)[0].unpersist()
+
+def measure_once(
+    spark: Any, name: str, rows: int, changed_every: int, history: int
+) -> tuple[dict[str, Any], Any]:
+    """One measured round on tables of its own (each merge changes its table): the figures of the
+    round, and the merge's result."""
     started = time.perf_counter()
-    spec, naive_table = build_tables(spark, "customers", rows, history)
+    spec, naive_table = build_tables(spark, name, rows, history)
     setup_s = time.perf_counter() - started
     batch, result, merge_s, naive_s = contend(spark, spec, naive_table, rows, changed_every, history)
-
     merged, naive = fingerprint(spark, spec.table), fingerprint(spark, naive_table)
     if merged != naive:
         raise SystemExit(f"the two tables differ: merge {merged}, naive {naive}")
@@ -241,8 +241,44 @@ def run(rows: int, change_pct: float, history: int, workdir: Path) -> dict[str, 
     row_bytes = batch.selectExpr(f"avg(length(to_json(struct({', '.join(DATA_COLUMNS)})))) AS b").collect()[
         0
     ]["b"]
-    return {
+    batch.unpersist()
+    for _, table in tables:  # the next round's tables are its own; these are not read again
+        spark.sql(f"DROP TABLE {table} PURGE")
+    figures = {
+        "merge_seconds": round(merge_s, 2),
+        "naive_rewrite_seconds": round(naive_s, 2),
+        "ratio": round(merge_s / naive_s, 3),
+        "setup_seconds": round(setup_s, 2),
         "row_bytes_json": round(float(row_bytes)),
+        "table_after": merged,
+        "live_files_after": files,
+        "written_by_the_measured_commit": written,
+    }
+    return figures, result
+
+
+def run(rows: int, change_pct: float, history: int, workdir: Path, repeats: int = REPEATS) -> dict[str, Any]:
+    from icelake.local.spark import local_spark
+    from pyspark import __version__ as spark_version
+
+    spark = local_spark({CATALOG: str(workdir / "warehouse")}, app_name="scd2-bench", driver_memory="3g")
+    changed_every = round(100 / change_pct)
+    # A fresh JVM compiles Spark's generated code on its first queries: whoever ran first paid for
+    # it. One unmeasured round of both contenders on a small table warms the JVM for both.
+    warm_spec, warm_naive = build_tables(spark, "warm_up", min(rows, WARM_UP_ROWS), history)
+    contend(spark, warm_spec, warm_naive, min(rows, WARM_UP_ROWS), changed_every, history)[0].unpersist()
+    runs: list[dict[str, Any]] = []
+    for i in range(repeats):
+        figures, result = measure_once(spark, f"customers_{i + 1}", rows, changed_every, history)
+        runs.append(figures)
+        print(
+            f"run {i + 1}/{repeats}: merge {figures['merge_seconds']} s, rewrite "
+            f"{figures['naive_rewrite_seconds']} s, ratio {figures['ratio']}",
+            flush=True,
+        )
+    # The median run by ratio stands for the case; every run is kept.
+    median = sorted(runs, key=lambda r: r["ratio"])[len(runs) // 2]
+    return {
         "benchmark": "scd2_merge_vs_full_rewrite",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "rows": rows,
@@ -250,13 +286,10 @@ def run(rows: int, change_pct: float, history: int, workdir: Path) -> dict[str, 
         "history_batches": history,
         "changed_keys": result.closed,
         "inserted_versions": result.inserted,
-        "merge_seconds": round(merge_s, 2),
-        "naive_rewrite_seconds": round(naive_s, 2),
-        "speedup": round(naive_s / merge_s, 2),
-        "setup_seconds": round(setup_s, 2),
-        "table_after": merged,
-        "live_files_after": files,
-        "written_by_the_measured_commit": written,
+        **median,
+        "speedup": round(median["naive_rewrite_seconds"] / median["merge_seconds"], 2),
+        "ratios": [r["ratio"] for r in runs],
+        "runs": runs,
         "environment": {
             "spark": spark_version,
             "master": "local[2]",
@@ -325,12 +358,13 @@ def main(argv: list[str] | None = None) -> None:
         "--history", type=int, default=0, help="earlier batches that each give every key a new version"
     )
     ap.add_argument("--quick", action="store_true", help="20,000 rows, nothing recorded")
+    ap.add_argument("--repeats", type=int, default=REPEATS, help="measured runs (the median is the figure)")
     ap.add_argument("--no-record", action="store_true")
     args = ap.parse_args(argv)
     rows = 20_000 if args.quick else args.rows
     workdir = Path(tempfile.mkdtemp(prefix="icelake-scd2-bench-"))
     try:
-        res = run(rows, args.changed_pct, args.history, workdir)
+        res = run(rows, args.changed_pct, args.history, workdir, args.repeats)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print(json.dumps(res, indent=2))
@@ -343,7 +377,8 @@ def main(argv: list[str] | None = None) -> None:
         "history_batches": res["history_batches"],
         "merge_s": res["merge_seconds"],
         "naive_s": res["naive_rewrite_seconds"],
-        "ratio": round(res["merge_seconds"] / res["naive_rewrite_seconds"], 3),
+        "ratio": res["ratio"],  # the median run's
+        "ratios": res["ratios"],
         "bytes_written_merge": res["written_by_the_measured_commit"]["merge"]["bytes"],
         "bytes_written_naive": res["written_by_the_measured_commit"]["naive"]["bytes"],
     }
