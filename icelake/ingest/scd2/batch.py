@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Any
 from icelake.aws.fileio import FileIO
 from icelake.errors import InvalidBatchError, SchemaMismatchError
 from icelake.ingest.landing import iter_batch_records
-from icelake.ingest.models import PendingBatch, Scd2Spec
+from icelake.ingest.models import DeleteMarker, PendingBatch, Scd2Spec
 from icelake.ingest.scd2.names import DELETED_FLAG, POSITION, RESERVED, SOURCE_FILE, q
-from icelake.ingest.types import convert, parse_type
+from icelake.ingest.types import IcebergType, convert, parse_type
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark import RDD
+    from pyspark.sql import DataFrame, DataFrameReader, SparkSession
 
 
 @dataclass(frozen=True)
@@ -52,24 +53,28 @@ def _check_record(record: dict[str, Any], page: str, pos: int, spec: Scd2Spec, b
         )
 
 
-def batch_frame(spark: SparkSession, io: FileIO, batch: PendingBatch, spec: Scd2Spec) -> BatchFrame:
-    """The batch's records with `_source_file`, their position and the tombstone flag. Declared
-    columns (`spec.types`) are converted strictly (TypeConflictError names column, value, type);
-    the others are typed by `spec.schema_ddl` or inferred from the JSON. A record without a key
-    column or with a NULL key is refused here, before anything is written."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+_BOOKKEEPING = (SOURCE_FILE, POSITION, DELETED_FLAG)
+_BOOKKEEPING_DDL = f"{q(SOURCE_FILE)} STRING, {q(POSITION)} BIGINT, {q(DELETED_FLAG)} BOOLEAN"
 
-    declared = {name: parse_type(text) for name, text in spec.types.items()}
-    marker = spec.delete_marker
+
+def _is_tombstone(record: dict[str, Any], marker: DeleteMarker | None) -> bool:
+    """Whether a record is an API tombstone; the marker column is taken out of the record."""
+    if marker is not None and marker.column in record:
+        return _is_marker(record.pop(marker.column), marker.value)
+    return False
+
+
+def _json_lines(
+    io: FileIO, batch: PendingBatch, spec: Scd2Spec, declared: dict[str, IcebergType]
+) -> tuple[list[str], set[str]]:
+    """Each record, checked, its tombstone flag decided and its declared columns converted, as one
+    JSON line with its page and position; and the data columns at least one record carries."""
     lines: list[str] = []
     present: set[str] = set()
     batch_id = batch.manifest.batch_id
     for pos, (page, record) in enumerate(iter_batch_records(io, batch, exact=True)):
         _check_record(record, page, pos, spec, batch_id)
-        deleted = False
-        if marker is not None and marker.column in record:
-            deleted = _is_marker(record.pop(marker.column), marker.value)
+        deleted = _is_tombstone(record, spec.delete_marker)
         for name, kind in declared.items():
             if name in record:
                 record[name] = convert(name, record[name], kind)
@@ -79,42 +84,68 @@ def batch_frame(spark: SparkSession, io: FileIO, batch: PendingBatch, spec: Scd2
                 {**record, SOURCE_FILE: page, POSITION: pos, DELETED_FLAG: deleted}, default=_json_default
             )
         )
-    extra = [
-        StructField(SOURCE_FILE, StringType()),
-        StructField(POSITION, LongType()),
-        StructField(DELETED_FLAG, BooleanType()),
-    ]
-    extra_ddl = f"{q(SOURCE_FILE)} STRING, {q(POSITION)} BIGINT, {q(DELETED_FLAG)} BOOLEAN"
+    return lines, present
+
+
+def _read_declared(
+    spark: SparkSession,
+    reader: DataFrameReader,
+    rdd: RDD[str],
+    declared: dict[str, IcebergType],
+    undeclared: set[str],
+    lines: list[str],
+) -> DataFrame:
+    """The lines with the declared columns read in their transport type and converted back, and the
+    undeclared ones some record carries typed by inference."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    inferred = spark.read.json(rdd).schema if undeclared and lines else StructType([])
+    fields = [f for f in inferred.fields if f.name in undeclared]
+    transport = ", ".join(f"{q(n)} {k.transport_sql}" for n, k in declared.items())
+    ddl = ", ".join(
+        [transport, *(f"{q(f.name)} {f.dataType.simpleString()}" for f in fields), _BOOKKEEPING_DDL]
+    )
+    raw = reader.schema(ddl).json(rdd)
+    return raw.select(
+        *[F.expr(k.from_transport(q(n))).alias(n) for n, k in declared.items()],
+        *[F.col(q(f.name)) for f in fields],
+        *_BOOKKEEPING,
+    )
+
+
+def batch_frame(spark: SparkSession, io: FileIO, batch: PendingBatch, spec: Scd2Spec) -> BatchFrame:
+    """The batch's records with `_source_file`, their position and the tombstone flag. Declared
+    columns (`spec.types`) are converted strictly (TypeConflictError names column, value, type);
+    the others are typed by `spec.schema_ddl` or inferred from the JSON. A record without a key
+    column or with a NULL key is refused here, before anything is written."""
+    from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+
+    declared = {name: parse_type(text) for name, text in spec.types.items()}
+    lines, present = _json_lines(io, batch, spec, declared)
+    batch_id = batch.manifest.batch_id
+    if not spec.schema_ddl and not declared and not lines:  # nothing to read, nothing to type it by
+        extra = [
+            StructField(SOURCE_FILE, StringType()),
+            StructField(POSITION, LongType()),
+            StructField(DELETED_FLAG, BooleanType()),
+        ]
+        return BatchFrame(spark.createDataFrame([], StructType(extra)), frozenset(), 0)
     reader = spark.read.option("mode", "FAILFAST")
     rdd = spark.sparkContext.parallelize(lines, max(1, min(len(lines) // 50_000, 64)))
-    bookkeeping = (SOURCE_FILE, POSITION, DELETED_FLAG)
     try:
         if spec.schema_ddl:
-            df = reader.schema(f"{spec.schema_ddl}, {extra_ddl}").json(rdd)
+            df = reader.schema(f"{spec.schema_ddl}, {_BOOKKEEPING_DDL}").json(rdd)
         elif declared:
-            undeclared = present - set(declared)
-            inferred = spark.read.json(rdd).schema if undeclared and lines else StructType([])
-            fields = [f for f in inferred.fields if f.name in undeclared]
-            transport = ", ".join(f"{q(n)} {k.transport_sql}" for n, k in declared.items())
-            ddl = ", ".join(
-                [transport, *(f"{q(f.name)} {f.dataType.simpleString()}" for f in fields), extra_ddl]
-            )
-            raw = reader.schema(ddl).json(rdd)
-            df = raw.select(
-                *[F.expr(k.from_transport(q(n))).alias(n) for n, k in declared.items()],
-                *[F.col(q(f.name)) for f in fields],
-                *bookkeeping,
-            )
-        elif not lines:
-            return BatchFrame(spark.createDataFrame([], StructType(extra)), frozenset(), 0)
+            df = _read_declared(spark, reader, rdd, declared, present - set(declared), lines)
         else:
             df = reader.json(rdd)
     except Exception as exc:  # FAILFAST surfaces malformed or mistyped records here
         raise SchemaMismatchError(
             f"batch {batch_id} cannot be read with the table schema: {str(exc).splitlines()[0]}"
         ) from exc
-    data = [c for c in df.columns if c not in bookkeeping]
-    return BatchFrame(df.select(*data, *bookkeeping), frozenset(present), len(lines))
+    data = [c for c in df.columns if c not in _BOOKKEEPING]
+    return BatchFrame(df.select(*data, *_BOOKKEEPING), frozenset(present), len(lines))
 
 
 def batch_dataframe(spark: SparkSession, io: FileIO, batch: PendingBatch, spec: Scd2Spec) -> DataFrame:
