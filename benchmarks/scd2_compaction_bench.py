@@ -44,17 +44,22 @@ def full_read(spark: Any, table: str, repeats: int = 3) -> tuple[float, int]:
 
 def run(rows: int, batches: int, workdir: Path) -> dict[str, Any]:
     from icelake.ingest.models import MaintenanceConfig, Scd2Spec
-    from icelake.ingest.scd2 import compact, merge_batch
+    from icelake.ingest.scd2 import BatchInfo, compact, merge_batch
     from icelake.local.spark import local_spark
 
     spark = local_spark({CATALOG: str(workdir / "warehouse")}, app_name="scd2-compaction", driver_memory="3g")
     spec = Scd2Spec(table=f"{CATALOG}.dim.customers", keys=("id",), order_by="updated_at")
-    merge_batch(spark, spec, batch_frame(spark, rows, 0, None), batch_id="b0", as_of=T0, full_load=False)
+    merge_batch(
+        spark, spec, batch_frame(spark, rows, 0, None), BatchInfo(batch_id="b0", as_of=T0, full_load=False)
+    )
     started = time.perf_counter()
     for run_no in range(1, batches + 1):
         batch = batch_frame(spark, rows, run_no, 100)  # 1% of the keys change (their tier) each batch
         merge_batch(
-            spark, spec, batch, batch_id=f"b{run_no}", as_of=T0 + timedelta(hours=run_no), full_load=False
+            spark,
+            spec,
+            batch,
+            BatchInfo(batch_id=f"b{run_no}", as_of=T0 + timedelta(hours=run_no), full_load=False),
         )
     merges_s = time.perf_counter() - started
     before_files = files(spark, spec.table)

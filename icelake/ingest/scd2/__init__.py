@@ -26,7 +26,7 @@ and MERGE SQL), `merge` (one batch, one commit; the pending batches in order), `
 from icelake.ingest.scd2.batch import BatchFrame, batch_dataframe, batch_frame
 from icelake.ingest.scd2.log import CommitLog, batch_commits, commit_log, with_commit_properties
 from icelake.ingest.scd2.maintenance import compact, maintain
-from icelake.ingest.scd2.merge import merge_batch, merge_pending
+from icelake.ingest.scd2.merge import BatchInfo, merge_batch, merge_pending
 from icelake.ingest.scd2.names import (
     BATCH_AS_OF_PROPERTY,
     BATCH_ID_PROPERTY,
@@ -55,6 +55,7 @@ __all__ = [
     "VALID_FROM",
     "VALID_TO",
     "BatchFrame",
+    "BatchInfo",
     "CommitLog",
     "batch_commits",
     "batch_dataframe",
