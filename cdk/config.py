@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from cdk.build import REPO
 from icelake.ingest.models import FetchConfig, MaintenanceConfig, Scd2Spec
-from icelake.workflow.models import MigrationRequest
+from icelake.request.models import MigrationRequest
 
 if TYPE_CHECKING:
     from constructs import Node

@@ -41,13 +41,13 @@ from icelake.glue_args import in_glue, resolve_options
 from icelake.migrate.distributed import SparkRunner, executor_spec, size_copies
 from icelake.migrate.engine import Runner, run_migration
 from icelake.migrate.history import HISTORIES, History, dangling_versions, to_source_map
+from icelake.migrate.journal import new_target_keys, read_journal, write_journal
 from icelake.migrate.models import FilesCheck, MigrationResult, RowsValidation
 from icelake.migrate.plan.model import TablePlan
 from icelake.migrate.row_digest import compare_rows
 from icelake.migrate.settings import EngineSettings
 from icelake.migrate.validate import checked_target_files
 from icelake.uris import parse_map_option, source_prefixes
-from icelake.migrate.journal import new_target_keys, read_journal, write_journal
 
 OPTIONS = (
     "source_metadata",

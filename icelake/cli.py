@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Annotated
 
 import typer
@@ -24,12 +24,13 @@ from icelake.aws.session import (
     assume_role_session,
     check_session_duration,
 )
-from icelake.console import stdout_console
+from icelake.cli_options import options_command
+from icelake.console import err, one_line_errors, stdout_console
 from icelake.errors import IcelakeError
-from icelake.explain import explain
 from icelake.ingest.cli import ingest_app
 from icelake.migrate import MigrationResult, migrate_table
 from icelake.migrate.history import History, orphans_note
+from icelake.migrate.settings import EngineSettings
 from icelake.uris import parse_map_option
 from icelake.workflow.client import (
     RunStatus,
@@ -50,25 +51,6 @@ migrate_app = typer.Typer(no_args_is_help=True, help="Migrate Iceberg tables.")
 app.add_typer(assess_app, name="assess")  # first: an estate is assessed before it moves
 app.add_typer(migrate_app, name="migrate")
 app.add_typer(ingest_app, name="ingest")
-
-err = Console(stderr=True, soft_wrap=True)  # one line per message, never hard-wrapped in logs
-
-
-@contextlib.contextmanager
-def one_line_errors() -> Iterator[None]:
-    """Every failure of a command ends in one line on stderr, never a traceback: exit 2 for bad
-    input (icelake's own refusals), 1 for the environment (file system, AWS, network)."""
-    try:
-        yield
-    except typer.Exit:
-        raise
-    except (IcelakeError, ValueError) as exc:
-        err.print(f"icelake: error: {exc}", highlight=False, soft_wrap=True, markup=False)
-        raise typer.Exit(2) from exc
-    except Exception as exc:
-        message = explain(exc) or f"unexpected error: {type(exc).__name__}: {exc}"
-        err.print(f"icelake: error: {message}", highlight=False, soft_wrap=True, markup=False)
-        raise typer.Exit(1) from exc
 
 
 class RichProgress:
@@ -142,22 +124,24 @@ def _summary(result: MigrationResult) -> Table:
     return table
 
 
-@migrate_app.command("path")
-def migrate_path(
-    metadata: Annotated[str, typer.Option("--metadata", help="Current metadata.json of the source table.")],
-    target_location: Annotated[str, typer.Option("--target-location", help="Location of the target table.")],
+@dataclass(frozen=True)
+class PathOptions:
+    """The options of `icelake migrate path`."""
+
+    metadata: Annotated[str, typer.Option("--metadata", help="Current metadata.json of the source table.")]
+    target_location: Annotated[str, typer.Option("--target-location", help="Location of the target table.")]
     map_: Annotated[
         list[str] | None,
         typer.Option("--map", help="SRC=DST for a prefix outside the table location (repeatable)."),
-    ] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; write nothing.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    ] = None
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; write nothing.")] = False
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace target files that exist with different content.")
-    ] = False,
-    source_role: Annotated[str | None, typer.Option(help="Role ARN to read the source with.")] = None,
-    target_role: Annotated[str | None, typer.Option(help="Role ARN to write the target with.")] = None,
-    target_kms_key: Annotated[str | None, typer.Option(help="KMS key for objects written to S3.")] = None,
+    ] = False
+    source_role: Annotated[str | None, typer.Option(help="Role ARN to read the source with.")] = None
+    target_role: Annotated[str | None, typer.Option(help="Role ARN to write the target with.")] = None
+    target_kms_key: Annotated[str | None, typer.Option(help="KMS key for objects written to S3.")] = None
     session_duration: Annotated[
         int,
         typer.Option(
@@ -165,8 +149,8 @@ def migrate_path(
             help=f"Seconds each assumed-role session lasts ({MIN_SESSION_SECONDS}..{MAX_SESSION_SECONDS}); "
             "sessions are renewed before they expire either way.",
         ),
-    ] = DEFAULT_SESSION_SECONDS,
-    workers: Annotated[int, typer.Option(min=1, max=256, help="Parallel file operations.")] = 16,
+    ] = DEFAULT_SESSION_SECONDS
+    workers: Annotated[int, typer.Option(min=1, max=256, help="Parallel file operations.")] = 16
     history: Annotated[
         History,
         typer.Option(
@@ -174,34 +158,37 @@ def migrate_path(
             help="live: copy what the current metadata reaches; all: also what older logged "
             'metadata versions reach and the source still has (README "History").',
         ),
-    ] = "live",
-) -> None:
+    ] = "live"
+
+
+@migrate_app.command("path")
+@options_command(PathOptions)
+def migrate_path(options: PathOptions) -> None:
     """Migrate one table, given its metadata file, to a new location (S3 or local)."""
+    o = options
     with one_line_errors():
-        maps = [parse_map_option(m) for m in map_ or []]
-        check_session_duration(session_duration, "--session-duration")
+        maps = [parse_map_option(m) for m in o.map_ or []]
+        check_session_duration(o.session_duration, "--session-duration")
         src_session = assume_role_session(
-            source_role, session_name="icelake-source", duration_seconds=session_duration
+            o.source_role, session_name="icelake-source", duration_seconds=o.session_duration
         )
         dst_session = assume_role_session(
-            target_role, session_name="icelake-target", duration_seconds=session_duration
+            o.target_role, session_name="icelake-target", duration_seconds=o.session_duration
         )
-        src_io = io_for(metadata, src_session)
-        dst_io = io_for(target_location, dst_session, target_kms_key)
+        src_io = io_for(o.metadata, src_session)
+        dst_io = io_for(o.target_location, dst_session, o.target_kms_key)
         with RichProgress(err) as progress:
-            result = migrate_table(
-                metadata,
-                target_location,
-                maps,
-                src_io=src_io,
-                dst_io=dst_io,
-                dry_run=dry_run,
-                overwrite=overwrite,
-                workers=workers,
+            settings = EngineSettings(
+                workers=o.workers,
+                history=o.history,
+                overwrite=o.overwrite,
+                dry_run=o.dry_run,
                 progress=progress,
-                history=history,
             )
-    if as_json:
+            result = migrate_table(
+                o.metadata, o.target_location, maps, src_io=src_io, dst_io=dst_io, settings=settings
+            )
+    if o.as_json:
         sys.stdout.write(json.dumps(result.model_dump(mode="json")) + "\n")
     else:
         stdout_console().print(_summary(result))

@@ -35,13 +35,17 @@ from icelake.migrate import metadata_json as mj
 from icelake.migrate.copy import etag_verifies
 from icelake.migrate.engine import migration_requests
 from icelake.migrate.history import History
-from icelake.migrate.plan import FileTally, TablePlan, build_plan, read_metadata, table_prefix_map
+from icelake.migrate.journal import new_target_keys
+from icelake.migrate.plan.build import build_plan
+from icelake.migrate.plan.model import FileTally, TablePlan
+from icelake.migrate.plan.reads import read_metadata
+from icelake.migrate.plan.target import table_prefix_map
 from icelake.migrate.progress import NoProgress, ProgressSink
+from icelake.migrate.prune import prune_requests
+from icelake.migrate.settings import EngineSettings
 from icelake.migrate.table_size import estimate_size
 from icelake.migrate.validate import files_check_requests
 from icelake.uris import PrefixMap, canonical, is_under, parent
-from icelake.workflow.journal import new_target_keys
-from icelake.workflow.prune import prune_requests
 
 SCHEMA_VERSION = 1
 # Storage classes CopyObject cannot read until the object is restored (RestoreObject).
@@ -315,12 +319,10 @@ def _plan(
             maps,
             src_io,
             dst_io,
-            overwrite=False,
-            workers=16,
-            progress=progress or NoProgress(),
+            settings=EngineSettings(
+                overwrite=False, workers=16, progress=progress or NoProgress(), history=history, tally=True
+            ),
             source=source,
-            history=history,
-            tally=True,
         )
     except UnmappedPrefixesError as exc:
         blockers.append(_refusal(exc))

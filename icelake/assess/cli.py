@@ -21,7 +21,12 @@ from icelake.assess.pages import render_assessment
 from icelake.assess.prices import load_prices
 from icelake.aws.fileio import io_for
 from icelake.aws.session import assume_role_session
+from icelake.console import err, one_line_errors, stdout_console
+from icelake.constants import ARTIFACTS_BUCKET, LEDGER_TABLE
 from icelake.errors import IcelakeError
+from icelake.request.deps import Deps, WorkflowEnv
+from icelake.request.models import MigrationRequest
+from icelake.request.selection import parse_request
 from icelake.uris import parse_map_option
 
 assess_app = typer.Typer(add_completion=False, help="Assess tables before moving them.")
@@ -63,8 +68,6 @@ def assess(
     ] = None,
 ) -> None:
     """Assess an estate (--request) or one table (--metadata, --target-location) before moving it."""
-    from icelake.cli import err, one_line_errors
-
     with one_line_errors():
         if (request is None) == (metadata is None):
             raise IcelakeError("give either --request FILE or --metadata URI --target-location URI")
@@ -105,8 +108,6 @@ def assess(
     if as_json:
         sys.stdout.write(json.dumps(summary) + "\n")
     else:
-        from icelake.console import stdout_console
-
         stdout_console().print(assessment_table(assessment))
         err.print(f"assessment: {summary['assessment_html_uri']}", highlight=False, markup=False)
 
@@ -114,12 +115,6 @@ def assess(
 def _of_request(
     path: Path, prices: Path | None, region: str | None, sync_days: float, shown: Any
 ) -> Assessment:
-    from icelake.constants import ARTIFACTS_BUCKET, LEDGER_TABLE
-    from icelake.workflow.models import MigrationRequest
-    from icelake.workflow.steps.deps import Deps
-    from icelake.workflow.steps.inventorying import parse_request
-    from icelake.workflow.wiring import WorkflowEnv
-
     try:
         body = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:

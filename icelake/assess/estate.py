@@ -1,6 +1,7 @@
 """An estate's assessment from a migration request: the tables `icelake migrate start` would move
-(the Inventory step's own selection), each assessed with what the workflow's steps know of its
-target (the target catalog and the ledger). `icelake assess --request` and the workflow's Assess
+(the Inventory step's own selection, icelake/request/selection.py), each assessed with what the
+workflow's steps know of its target (the target catalog and the ledger, checked as the Plan step
+checks them: icelake/request/target.py). `icelake assess --request` and the workflow's Assess
 step both run `assess_item`, so the two can never assess differently."""
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ from icelake.assess.estimate import ThroughputModel
 from icelake.assess.prices import PriceTable
 from icelake.aws import catalog
 from icelake.errors import IcelakeError
-from icelake.workflow.models import MigrationRequest, WorkItem
-from icelake.workflow.steps.deps import Deps
-from icelake.workflow.steps.inventorying import work_items
-from icelake.workflow.steps.planning import foreign_commit
-from icelake.workflow.steps.shared import owner_of, prefix_maps
+from icelake.request.deps import Deps
+from icelake.request.models import MigrationRequest, WorkItem
+from icelake.request.selection import work_items
+from icelake.request.target import foreign_commit, owner_of, prefix_maps
 
 
 def settings_for(

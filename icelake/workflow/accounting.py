@@ -11,7 +11,8 @@ from icelake.assess.estimate import PlannedWork, TableEstimate, ThroughputModel,
 from icelake.assess.prices import PriceTable
 from icelake.aws.request_count import added
 from icelake.migrate.models import MigrationResult
-from icelake.workflow.models import MigrationRequest, PlanResult, TableOutcome
+from icelake.request.models import MigrationRequest
+from icelake.workflow.models import PlanResult, TableOutcome
 
 
 def accounted(

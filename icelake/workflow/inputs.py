@@ -13,13 +13,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from icelake.migrate.models import MigrationResult
+from icelake.request.models import WorkItem
 from icelake.workflow.models import (
     AssessResult,
     InventoryResult,
     PlanResult,
     RunSummary,
     TableOutcome,
-    WorkItem,
 )
 
 

@@ -15,7 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from icelake.aws.lambda_metrics import metrics_of_one_invocation
-from icelake.workflow.steps.deps import Deps
+from icelake.request.deps import Deps
 
 In = TypeVar("In", bound=BaseModel)
 Out = TypeVar("Out", bound=BaseModel)

@@ -1,14 +1,11 @@
 """The migration workflow's wiring, written once: the ASL placeholders and the step Lambdas'
 environment, used by the CDK stack (cdk/orchestrator.py) and the embedded deployment
-(icelake/local/deploy.py) alike, and the settings model the Lambdas read that environment into.
-Importable with neither CDK nor moto installed."""
+(icelake/local/deploy.py) alike; the settings model the Lambdas read that environment into is
+`icelake.request.deps.WorkflowEnv`. Importable with neither CDK nor moto installed."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from icelake.constants import (
     ENV_ARTIFACTS_BUCKET,
@@ -20,20 +17,6 @@ from icelake.constants import (
 
 METRICS_NAMESPACE = "icelake"  # CloudWatch namespace of the step Lambdas' metrics (Powertools EMF)
 MIGRATE_SERVICE = "icelake-migrate"  # their `service` dimension
-
-
-class WorkflowEnv(BaseSettings):
-    """What every step Lambda reads from its environment (names from `migrate_lambda_environment`)."""
-
-    model_config = SettingsConfigDict(frozen=True, populate_by_name=True)
-
-    ledger_table: str = Field(validation_alias=ENV_LEDGER_TABLE)
-    artifacts_bucket: str = Field(validation_alias=ENV_ARTIFACTS_BUCKET)
-    event_bus: str = Field(default="default", validation_alias=ENV_EVENT_BUS)
-
-    @classmethod
-    def from_environ(cls) -> WorkflowEnv:
-        return cls()  # type: ignore[call-arg]  # pydantic-settings fills the fields from os.environ
 
 
 def migrate_lambda_environment(ledger_table: str, artifacts_bucket: str, *, embedded: bool) -> dict[str, str]:

@@ -15,10 +15,10 @@ from pyiceberg.catalog.sql import SqlCatalog
 
 from icelake.aws.fileio import LocalFileIO, ObjectInfo
 from icelake.migrate import migrate_table
+from icelake.migrate.journal import write_journal
+from icelake.migrate.prune import prune_target
 from icelake.migrate.reachable import reachable_files
 from icelake.uris import canonical
-from icelake.workflow.journal import write_journal
-from icelake.workflow.prune import prune_target
 from tests.verify import assert_same_table
 
 IO = LocalFileIO()

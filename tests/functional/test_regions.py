@@ -11,8 +11,8 @@ import pytest
 from icelake.aws.clients import new_session
 from icelake.aws.fileio import S3FileIO
 from icelake.migrate.copy import CopySettings, copy_file
-from icelake.workflow.models import MigrationRequest
-from icelake.workflow.steps.deps import Sessions
+from icelake.request.deps import Sessions
+from icelake.request.models import MigrationRequest
 
 pytestmark = pytest.mark.usefixtures("aws_env")
 

@@ -12,10 +12,10 @@ from icelake.aws import catalog
 from icelake.aws.fileio import io_for
 from icelake.aws.ledger import Ledger
 from icelake.errors import InvalidRequestError, TargetNotOursError, ValidationFailedError
+from icelake.migrate.journal import read_journal
 from icelake.migrate.models import RowsValidation
 from icelake.workflow import steps
 from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput, ReportInput, RollbackInput
-from icelake.workflow.journal import read_journal
 from icelake.workflow.models import PlanResult
 from tests.lake import (
     SOURCE_BUCKET,

@@ -23,7 +23,7 @@ from cdk.config import (
     IngestConfigError,
     Settings,
 )
-from icelake.workflow.models import MigrationRequest
+from icelake.request.models import MigrationRequest
 from tests.infrastructure.conftest import run_app_py
 from tests.infrastructure.helpers import (
     actions,

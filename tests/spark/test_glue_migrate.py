@@ -17,8 +17,8 @@ from glue_jobs import migrate_table as glue_job
 from icelake.aws.fileio import FileIO, FileIOSpec, LocalFileIO, S3FileIO
 from icelake.migrate import MigrationResult, migrate_table
 from icelake.migrate.engine import FileJobs
+from icelake.migrate.journal import read_journal, write_journal
 from icelake.uris import PrefixMap, canonical
-from icelake.workflow.journal import read_journal, write_journal
 from tests.spark.corpus import PYICEBERG_CASES, SourceTable
 from tests.spark.test_migrate_s3 import SOURCE_ROLE, TARGET_ROLE, _listing, _pyiceberg_props, aws
 from tests.verify import assert_same_table
@@ -252,7 +252,7 @@ def _find_state(node: Any, name: str) -> Any:
 
 
 def test_glue_job_takes_what_the_state_machine_passes() -> None:
-    from icelake.workflow.models import MigrationRequest, WorkItem
+    from icelake.request.models import MigrationRequest, WorkItem
 
     # Given a work item as the workflow plans it, with roles, a KMS key and a prefix outside the table
     request = MigrationRequest.model_validate(

@@ -20,7 +20,7 @@ from icelake.aws.session import (
 from icelake.cli import app
 from icelake.errors import SessionDurationError
 from icelake.migrate.distributed import executor_spec
-from icelake.workflow.models import MigrationRequest, Options, WorkItem
+from icelake.request.models import MigrationRequest, Options, WorkItem
 from icelake.workflow.steps import Sessions
 
 SOURCE_ROLE = "arn:aws:iam::111111111111:role/icelake-source-read"

@@ -15,8 +15,9 @@ import pytest
 from pydantic import BaseModel
 
 from icelake.constants import MIGRATE_ASL
+from icelake.request.models import WorkItem
 from icelake.workflow.inputs import STEPS, CaughtError
-from icelake.workflow.models import PlanResult, TableOutcome, WorkItem
+from icelake.workflow.models import PlanResult, TableOutcome
 
 REPO = Path(__file__).resolve().parents[2]
 DEFINITION = json.loads((REPO / MIGRATE_ASL).read_text())

@@ -8,8 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from icelake.errors import InvalidRequestError
-from icelake.workflow.models import TargetSpec
-from icelake.workflow.names import TargetName, check_targets
+from icelake.request.models import TargetSpec
+from icelake.request.names import TargetName, check_targets
 
 
 def _target(**fields: Any) -> TargetSpec:
@@ -101,7 +101,7 @@ def test_the_readmes_request_reference_examples_are_valid_requests() -> None:
     import re
     from pathlib import Path
 
-    from icelake.workflow.models import MigrationRequest
+    from icelake.request.models import MigrationRequest
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("#### Where each table goes", 1)[1].split("\n#### ", 1)[0].split("\n### ", 1)[0]

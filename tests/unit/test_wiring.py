@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from icelake.constants import ENV_ARTIFACTS_BUCKET, ENV_LEDGER_TABLE, LAMBDA_STEPS, MIGRATE_ASL
-from icelake.workflow.wiring import WorkflowEnv, migrate_lambda_environment, migrate_substitutions
+from icelake.request.deps import WorkflowEnv
+from icelake.workflow.wiring import migrate_lambda_environment, migrate_substitutions
 
 
 def test_substitutions_fill_every_placeholder_of_the_asl() -> None:

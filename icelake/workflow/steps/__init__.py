@@ -7,10 +7,11 @@ role (write) inside the step; the orchestrator's own credentials only touch the 
 the ledger, events and Step Functions.
 """
 
+from icelake.request.deps import Deps, Sessions
+from icelake.request.selection import parse_request
 from icelake.workflow.steps.assessing import assess
 from icelake.workflow.steps.copying import copy
-from icelake.workflow.steps.deps import Deps, Sessions
-from icelake.workflow.steps.inventorying import inventory, parse_request
+from icelake.workflow.steps.inventorying import inventory
 from icelake.workflow.steps.planning import plan
 from icelake.workflow.steps.registering import register
 from icelake.workflow.steps.reporting import report

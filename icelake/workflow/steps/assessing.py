@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import os
 
-# The module, not its names: icelake.assess.estate imports the steps package (its Inventory and
-# Plan code), which imports this module; whichever is imported first, both resolve at call time.
-from icelake.assess import estate
 from icelake.assess.assessment import Finding, Settings, TableAssessment, assemble
 from icelake.assess.cost import DEFAULT_REGION, regions_of
+from icelake.assess.estate import assess_item, scope_of, settings_for
 from icelake.assess.pages import render_assessment
 from icelake.assess.prices import load_prices
+from icelake.request.deps import Artifacts, Deps
+from icelake.request.models import WorkItem
 from icelake.workflow.inputs import PlanInput
-from icelake.workflow.models import AssessResult, RunState, RunSummary, WorkItem
-from icelake.workflow.steps.deps import Artifacts, Deps
+from icelake.workflow.models import AssessResult, RunState, RunSummary
 
 ASSESSMENT_NAME = "assessment.json"
 
@@ -23,10 +22,8 @@ ASSESSMENT_NAME = "assessment.json"
 def assess(given: PlanInput, deps: Deps) -> AssessResult:
     item = given.item
     region = regions_of(item.request)[1] or os.environ.get("AWS_REGION") or DEFAULT_REGION
-    settings = estate.settings_for(
-        item.request, load_prices(region), sync_days=item.request.options.sync_days
-    )
-    assessed = estate.assess_item(item, deps, settings)
+    settings = settings_for(item.request, load_prices(region), sync_days=item.request.options.sync_days)
+    assessed = assess_item(item, deps, settings)
     key = Artifacts.key(item.run_id, item.name, ASSESSMENT_NAME)
     deps.artifacts.put_json(key, assessed.model_dump(mode="json"))
     deps.ledger.record_table(item.run_id, item.name, "ASSESSED", blockers=len(assessed.blockers))
@@ -75,8 +72,8 @@ def report_assessment(run_id: str, worklist_key: str, worklist_bucket: str | Non
     region = (regions_of(request)[1] if request else None) or os.environ.get("AWS_REGION") or DEFAULT_REGION
     prices = load_prices(region)
     if request is not None:
-        settings = estate.settings_for(request, prices, sync_days=request.options.sync_days)
-        scope = estate.scope_of(request)
+        settings = settings_for(request, prices, sync_days=request.options.sync_days)
+        scope = scope_of(request)
     else:
         settings, scope = Settings(prices=prices), {}
     assessment = assemble(tables, settings, {**scope, "run_id": run_id})

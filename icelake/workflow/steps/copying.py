@@ -6,9 +6,10 @@ from __future__ import annotations
 from icelake.aws.fileio import io_for
 from icelake.migrate.engine import migrate_table
 from icelake.migrate.models import MigrationResult
+from icelake.migrate.settings import EngineSettings
+from icelake.request.deps import Deps
+from icelake.request.target import prefix_maps
 from icelake.workflow.inputs import PlannedInput
-from icelake.workflow.steps.deps import Deps
-from icelake.workflow.steps.shared import prefix_maps
 
 
 def copy(given: PlannedInput, deps: Deps) -> MigrationResult:
@@ -22,9 +23,7 @@ def copy(given: PlannedInput, deps: Deps) -> MigrationResult:
         prefix_maps(item),
         src_io=sessions.source_io(),
         dst_io=sessions.target_io(),
-        processes=1,  # Lambda cannot start worker processes
-        lock_target=False,  # the table's lock is in the ledger: a timed-out Lambda leaves none behind
-        history=item.request.options.history,
+        settings=EngineSettings(processes=1, lock_target=False, history=item.request.options.history),
     ).model_copy(update={"requests": sessions.requests.counts()})
     io_for(planned.copy_result_uri, deps.orchestrator).write(
         planned.copy_result_uri, result.model_dump_json().encode()

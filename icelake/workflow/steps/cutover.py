@@ -9,8 +9,8 @@ from icelake.aws import catalog
 from icelake.aws.fileio import FileIO
 from icelake.errors import ValidationFailedError
 from icelake.migrate.metadata_json import parse_metadata
+from icelake.request.deps import Deps
 from icelake.workflow.models import PlanResult, TableOutcome
-from icelake.workflow.steps.deps import Deps
 
 
 def _current_snapshot(io: FileIO, metadata_location: str) -> int | None:

@@ -4,7 +4,6 @@ engine (Lambda, Glue, or none)."""
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -14,15 +13,19 @@ from icelake.assess.assessment import expected_requests
 from icelake.aws import catalog
 from icelake.aws.fileio import FileIO
 from icelake.aws.request_count import RequestCount, subtracted
+from icelake.migrate.journal import JOURNAL_NAME, new_target_keys, write_journal
 from icelake.migrate.models import Orphans
-from icelake.migrate.plan import build_plan, read_metadata, table_prefix_map
+from icelake.migrate.plan.build import build_plan
+from icelake.migrate.plan.reads import read_metadata
+from icelake.migrate.plan.target import table_prefix_map
 from icelake.migrate.progress import NoProgress
+from icelake.migrate.settings import EngineSettings
 from icelake.migrate.table_size import estimate_size
+from icelake.request.deps import Artifacts, Deps, Sessions
+from icelake.request.models import WorkItem
+from icelake.request.target import foreign_commit, owner_of, prefix_maps
 from icelake.workflow.inputs import PlanInput
-from icelake.workflow.journal import JOURNAL_NAME, new_target_keys, write_journal
-from icelake.workflow.models import PlanResult, WorkItem
-from icelake.workflow.steps.deps import Artifacts, Deps, Sessions
-from icelake.workflow.steps.shared import owner_of, prefix_maps
+from icelake.workflow.models import PlanResult
 
 LOCK_LEASE_SECONDS = 24 * 3600  # longer than any table's copy; only a dead run's hold ever expires
 
@@ -164,11 +167,10 @@ def _plan_here(
         prefix_maps(item),
         src_io,
         dst_io,
-        overwrite=False,
-        workers=16,
-        progress=NoProgress(),
+        settings=EngineSettings(
+            overwrite=False, workers=16, progress=NoProgress(), history=item.request.options.history
+        ),
         source=source,
-        history=item.request.options.history,
     )
     replanned = subtracted(requests.counts(), before)
     write_journal(deps.artifacts.io, journal_uri, new_target_keys(table_plan, dst_io))
@@ -217,26 +219,6 @@ def _claim(item: WorkItem, deps: Deps) -> str | None:
     return (
         f"run {other} has been working on {item.target_location} since {claimed}; this run left the "
         "table alone: run it again when that run has ended"
-    )
-
-
-def foreign_commit(dst_io: FileIO, synced: dict[str, Any] | None, current: str | None) -> str | None:
-    """Why the target table is no longer what icelake last registered, or None if it still is.
-
-    A later commit by anyone else (an engine writing to the migrated table) moves the Glue
-    pointer; syncing over it would silently revert that commit."""
-    registered = synced.get("target_metadata") if synced else None
-    if not registered or current is None or current == registered:
-        return None  # never synced, dropped (to migrate again), or still ours
-    try:
-        updated_ms = json.loads(dst_io.read(current)).get("last-updated-ms")
-        when = f"at {datetime.fromtimestamp(updated_ms / 1000, UTC).isoformat(timespec='seconds')}"
-    except Exception:  # the foreign metadata may be gzipped, gone or unreadable: say so, go on
-        when = "at a time its metadata does not tell"
-    return (
-        f"the target table was committed to by someone else {when}: its metadata is {current}, "
-        f"icelake last registered {registered}; nothing was written. Keep the target's commits "
-        "(stop syncing this table), or drop the target table to migrate it again"
     )
 
 

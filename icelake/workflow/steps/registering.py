@@ -9,10 +9,11 @@ from typing import Any
 
 from icelake.aws import catalog
 from icelake.aws import lake_formation as lf
+from icelake.request.deps import Deps, Sessions
+from icelake.request.models import WorkItem
+from icelake.request.target import owner_of
 from icelake.workflow.inputs import PlannedInput, RegisterResult
-from icelake.workflow.models import PlanResult, WorkItem
-from icelake.workflow.steps.deps import Deps, Sessions
-from icelake.workflow.steps.shared import owner_of
+from icelake.workflow.models import PlanResult
 
 
 def register(given: PlannedInput, deps: Deps) -> RegisterResult:

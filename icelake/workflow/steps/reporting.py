@@ -12,10 +12,10 @@ from pydantic import ValidationError
 
 from icelake.assess.pages import render_report
 from icelake.constants import EVENT_SOURCE
+from icelake.request.deps import Artifacts, Deps
 from icelake.workflow.inputs import ReportInput, WriterDetails
 from icelake.workflow.models import RunReport, RunState, RunSummary, TableOutcome
 from icelake.workflow.steps.assessing import report_assessment
-from icelake.workflow.steps.deps import Artifacts, Deps
 from icelake.workflow.steps.shared import FAILED_STATUSES
 
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import time
 
 from icelake.aws import catalog
+from icelake.migrate.journal import read_journal
+from icelake.request.deps import Deps
+from icelake.request.target import owner_of
 from icelake.uris import PrefixMap
 from icelake.workflow.accounting import accounted
 from icelake.workflow.inputs import CaughtError, RollbackInput
-from icelake.workflow.journal import read_journal
 from icelake.workflow.models import TableOutcome
-from icelake.workflow.steps.deps import Deps
-from icelake.workflow.steps.shared import item_facts, owner_of, record_outcome, source_prefixes
+from icelake.workflow.steps.shared import item_facts, record_outcome, source_prefixes
 
 
 def rollback(given: RollbackInput, deps: Deps) -> TableOutcome:

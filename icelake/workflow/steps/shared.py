@@ -1,4 +1,5 @@
-"""Small facts about a work item that several steps share."""
+"""Small facts about a work item that several steps share (the owner mark and the prefix maps,
+which an assessment needs too, are in icelake/request/target.py)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,11 @@ from typing import Any
 
 from icelake import uris
 from icelake.aws.ledger import Ledger
-from icelake.workflow.models import TableOutcome, WorkItem
+from icelake.request.models import WorkItem
+from icelake.workflow.models import TableOutcome
 
 # Outcomes that mean the table is not where the request wanted it (README "Outcome states").
 FAILED_STATUSES = ("failed", "rolled_back", "diverged", "source_dropped", "busy")
-
-
-def owner_of(item: WorkItem) -> str:
-    """The owner mark icelake puts on the target table: which source table it mirrors."""
-    return f"{item.request.source.account_id}:{item.source_database}.{item.source_table}"
 
 
 def item_facts(item: WorkItem, registered: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -28,10 +25,6 @@ def item_facts(item: WorkItem, registered: dict[str, Any] | None = None) -> dict
     ]
     warnings += (registered or {}).get("register_warnings", [])
     return {"target": item.target_name, "warnings": warnings}
-
-
-def prefix_maps(item: WorkItem) -> list[tuple[str, str]]:
-    return [(m.source, m.target) for m in item.request.target.prefix_maps]
 
 
 def source_prefixes(item: WorkItem) -> list[str]:

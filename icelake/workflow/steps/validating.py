@@ -13,13 +13,13 @@ from icelake.aws.session import pyiceberg_props
 from icelake.errors import ValidationFailedError
 from icelake.migrate.history import dangling_versions, orphans_note, to_source_map
 from icelake.migrate.models import MigrationResult, RowsValidation
+from icelake.migrate.prune import prune_target
 from icelake.migrate.validate import Tier, check_target_files, validate_tables
+from icelake.request.deps import Deps, Sessions
 from icelake.workflow.accounting import accounted
 from icelake.workflow.inputs import PlannedInput
 from icelake.workflow.models import PlanResult, TableOutcome
-from icelake.workflow.prune import prune_target
 from icelake.workflow.steps.cutover import cutover
-from icelake.workflow.steps.deps import Deps, Sessions
 from icelake.workflow.steps.registering import record_access, register_and_carry
 from icelake.workflow.steps.shared import item_facts, record_outcome, source_prefixes
 
@@ -185,8 +185,8 @@ def _ledger_state(outcome: TableOutcome) -> str:
 
 
 def _prune(planned: PlanResult, sessions: Sessions, deps: Deps) -> tuple[int, str | None]:
-    """Mirror the source's retention (prune.py says what may go). A failed prune does not undo a
-    validated sync: the outcome says so, and the next run prunes again."""
+    """Mirror the source's retention (icelake/migrate/prune.py says what may go). A failed prune
+    does not undo a validated sync: the outcome says so, and the next run prunes again."""
     item = planned.item
     synced = deps.ledger.last_synced(item.target_location) or {}
     journals = [deps.artifacts.uri(key) for key in synced.get("journals", [])]

@@ -17,9 +17,9 @@ from collections.abc import Iterable
 from icelake.aws.fileio import FileIO
 from icelake.migrate.history import reached_by_history
 from icelake.migrate.inventory import stat_by_listing
+from icelake.migrate.journal import read_journal
 from icelake.migrate.reachable import reachable_files
 from icelake.uris import canonical, is_under
-from icelake.workflow.journal import read_journal
 
 
 def prune_requests(manifest_lists: int, manifests: int) -> dict[str, int]:

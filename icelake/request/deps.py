@@ -1,6 +1,7 @@
 """What a step needs from the outside, passed in rather than created inside: the settings its
 Lambda reads from the environment, the orchestrator's own boto3 session (artifacts bucket, ledger,
-events, Step Functions) and the request's source and target sessions (assumed roles)."""
+events, Step Functions) and the request's source and target sessions (assumed roles). An estate's
+assessment (`icelake assess --request`, the Assess step) reads its tables through the same."""
 
 from __future__ import annotations
 
@@ -10,14 +11,31 @@ from functools import cached_property
 from typing import Any, Literal
 
 import boto3
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from icelake.aws.clients import new_session
 from icelake.aws.fileio import FileIO, S3FileIO
 from icelake.aws.ledger import Ledger
 from icelake.aws.request_count import RequestCount
 from icelake.aws.session import AssumedRole
-from icelake.workflow.models import MigrationRequest
-from icelake.workflow.wiring import WorkflowEnv
+from icelake.constants import ENV_ARTIFACTS_BUCKET, ENV_EVENT_BUS, ENV_LEDGER_TABLE
+from icelake.request.models import MigrationRequest
+
+
+class WorkflowEnv(BaseSettings):
+    """What every step Lambda reads from its environment (names from
+    `icelake.workflow.wiring.migrate_lambda_environment`)."""
+
+    model_config = SettingsConfigDict(frozen=True, populate_by_name=True)
+
+    ledger_table: str = Field(validation_alias=ENV_LEDGER_TABLE)
+    artifacts_bucket: str = Field(validation_alias=ENV_ARTIFACTS_BUCKET)
+    event_bus: str = Field(default="default", validation_alias=ENV_EVENT_BUS)
+
+    @classmethod
+    def from_environ(cls) -> WorkflowEnv:
+        return cls()  # type: ignore[call-arg]  # pydantic-settings fills the fields from os.environ
 
 
 @dataclass

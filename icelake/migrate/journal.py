@@ -13,7 +13,7 @@ import json
 
 from icelake.aws.fileio import FileIO
 from icelake.migrate.inventory import stat_by_listing
-from icelake.migrate.plan import TablePlan
+from icelake.migrate.plan.model import TablePlan
 from icelake.uris import parent
 
 JOURNAL_NAME = "journal.json.gz"
