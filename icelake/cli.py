@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from icelake.assess.assessment import Assessment
 from icelake.assess.cli import assess_app, assessment_table
+from icelake.assess.schema import Assessment
 from icelake.aws.clients import client as aws_client
 from icelake.aws.fileio import io_for
 from icelake.aws.session import (

@@ -1,39 +1,41 @@
 """The assessment of tables before they move: what `icelake assess` and the workflow's Assess step
-both run (one implementation), and the schema of assessment.json.
+both run (one implementation). assessment.json's schema is in icelake/assess/schema.py.
 
 Per table it reads the source metadata, runs the planner a migration runs (`build_plan`, read-only:
-it lists and reads, never writes), and turns what it finds into sizes, blockers, warnings, commit
-rates and an estimate (icelake/assess/estimate.py). A table the planner refuses gets the refusal as
-a blocker and sizes from its snapshot summaries.
+it lists and reads, never writes), and turns what it finds into sizes, blockers and warnings
+(icelake/assess/findings.py), commit rates (commits.py) and an estimate of the requests the run
+will send (expected.py), its time and its cost (estimate.py). A table the planner refuses gets the
+refusal as a blocker and sizes from its snapshot summaries.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from botocore.exceptions import ClientError
-from pydantic import BaseModel, ConfigDict
 
+from icelake.assess.commits import CommitHistory, commit_history, commit_rate_warning
 from icelake.assess.cost import SYNC_DAYS, summed
-from icelake.assess.estimate import (
-    Lane,
-    PlannedWork,
-    TableEstimate,
-    ThroughputModel,
-    estimate_table,
-    lay_out,
-)
+from icelake.assess.estimate import PlannedWork, ThroughputModel, estimate_table, lay_out
+from icelake.assess.expected import expected_requests
+from icelake.assess.findings import SourceObjects, object_findings, refusal
 from icelake.assess.prices import PriceTable
+from icelake.assess.schema import (
+    Assessment,
+    DeleteFiles,
+    Finding,
+    PrefixUse,
+    RunEstimate,
+    TableAssessment,
+    Totals,
+)
 from icelake.aws.fileio import FileIO, S3FileIO
 from icelake.aws.request_count import RequestCount, added
 from icelake.errors import IcelakeError, UnmappedPrefixesError
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.copy import etag_verifies
-from icelake.migrate.engine import migration_requests
 from icelake.migrate.history import History
 from icelake.migrate.journal import new_target_keys
 from icelake.migrate.plan.build import build_plan
@@ -41,112 +43,9 @@ from icelake.migrate.plan.model import FileTally, TablePlan
 from icelake.migrate.plan.reads import read_metadata
 from icelake.migrate.plan.target import table_prefix_map
 from icelake.migrate.progress import NoProgress, ProgressSink
-from icelake.migrate.prune import prune_requests
 from icelake.migrate.settings import EngineSettings
 from icelake.migrate.table_size import estimate_size
-from icelake.migrate.validate import files_check_requests
-from icelake.uris import PrefixMap, canonical, is_under, parent
-
-SCHEMA_VERSION = 1
-# Storage classes CopyObject cannot read until the object is restored (RestoreObject).
-ARCHIVED = ("GLACIER", "DEEP_ARCHIVE")
-SHOWN = 20  # objects named in a finding; the count says how many there are
-
-
-class Finding(BaseModel):
-    """A blocker (what would fail) or a warning (what would work worse than expected)."""
-
-    model_config = ConfigDict(frozen=True)
-    kind: str
-    message: str
-    objects: list[str] = []  # the first SHOWN objects it is about
-    count: int = 0  # how many objects in all
-
-
-class PrefixUse(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    prefix: str
-    files: int
-    mapped: bool
-    target: str | None = None
-
-
-class DeleteFiles(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    position: int = 0
-    equality: int = 0
-    deletion_vectors: int = 0
-
-
-class TableAssessment(BaseModel):
-    """One table: counts over every retained snapshot (what a migration copies)."""
-
-    model_config = ConfigDict(frozen=True)
-    table: str
-    source_metadata_location: str
-    target_location: str
-    planned: bool  # False: the planner refused the table (see blockers); sizes from its summaries
-    format_version: int | None = None
-    snapshots: int = 0
-    refs: int = 0
-    data_files: int = 0
-    data_bytes: int = 0
-    delete_files: DeleteFiles = DeleteFiles()
-    delete_bytes: int = 0
-    metadata_files: int = 0  # metadata.json files, manifest lists and manifests
-    metadata_bytes: int = 0
-    statistics_files: int = 0
-    files_to_copy: int = 0  # not yet at the target
-    bytes_to_copy: int = 0
-    prefixes: list[PrefixUse] = []
-    commits_per_day: dict[str, float] = {}  # "7d", "30d"
-    bytes_added_per_day: dict[str, float] = {}
-    daily_commits: list[int] = []  # the last 30 days, oldest first
-    engine: Literal["lambda", "glue"] = "lambda"
-    blockers: list[Finding] = []
-    warnings: list[Finding] = []
-    estimate: TableEstimate | None = None
-
-
-class RunEstimate(BaseModel):
-    """The tables laid out on the Map's lanes."""
-
-    model_config = ConfigDict(frozen=True)
-    concurrency: int
-    duration_s: float
-    lanes: list[Lane]
-
-
-class Totals(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    tables: int = 0
-    blocked_tables: int = 0
-    data_files: int = 0
-    data_bytes: int = 0
-    delete_files: int = 0
-    delete_bytes: int = 0
-    metadata_files: int = 0
-    metadata_bytes: int = 0
-    statistics_files: int = 0
-    files_to_copy: int = 0
-    bytes_to_copy: int = 0
-    blockers: int = 0
-    warnings: int = 0
-    requests: dict[str, int] = {}
-    cost_usd: dict[str, float] = {}
-
-
-class Assessment(BaseModel):
-    """assessment.json (docs/assessment.md describes every field)."""
-
-    model_config = ConfigDict(frozen=True)
-    schema_version: int = SCHEMA_VERSION
-    generated_at: str
-    scope: dict[str, Any]  # what was assessed: the request's selection, or the one table
-    tables: list[TableAssessment]
-    totals: Totals
-    run: RunEstimate
-    model: dict[str, Any]  # the throughput model and the price table used
+from icelake.uris import canonical, parent
 
 
 @dataclass(frozen=True)
@@ -166,24 +65,6 @@ class Settings:
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
-@dataclass
-class _Objects:
-    """What the plan's listings and HEADs said of the source objects that matter: archived ones and
-    ones without a full-object checksum (thread-safe: listings run side by side)."""
-
-    archived: dict[str, str] = field(default_factory=dict)
-    unchecksummed: set[str] = field(default_factory=set)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __call__(self, uri: str, storage_class: str, checksummed: bool) -> None:
-        if storage_class in ARCHIVED or not checksummed:
-            with self.lock:
-                if storage_class in ARCHIVED:
-                    self.archived[uri] = storage_class
-                if not checksummed:
-                    self.unchecksummed.add(uri)
-
-
 def assess_table(
     name: str,
     source_metadata: str,
@@ -199,7 +80,7 @@ def assess_table(
     """Assess one table as a migration would move it. `findings`: blockers found by the caller
     (the target catalog and ledger: a diverged, busy or foreign target). Reads only."""
     counted = RequestCount()
-    objects = _Objects()
+    objects = SourceObjects()
     for io in (src_io, dst_io):
         if isinstance(io, S3FileIO):
             counted.attach_io(io)
@@ -210,7 +91,7 @@ def assess_table(
     try:
         source = read_metadata(src_io, source_metadata)
     except (IcelakeError, ClientError) as exc:
-        blockers.append(_refusal(exc))
+        blockers.append(refusal(exc))
         return TableAssessment(
             table=name,
             source_metadata_location=source_metadata,
@@ -219,7 +100,7 @@ def assess_table(
             blockers=blockers,
         )
     meta = source[0]
-    history = _history(meta, settings.now)
+    history = commit_history(meta, settings.now)
     plan, prefixes = _plan(
         source_metadata, target_location, maps, src_io, dst_io, source, blockers, progress, settings.history
     )
@@ -240,7 +121,7 @@ def assess_table(
                 count=tally.orc_delete_files,
             )
         )
-    _object_findings(plan, objects, blockers, warnings)
+    object_findings(plan, objects, blockers, warnings)
     files_to_copy = len(plan.copies)
     bytes_to_copy = sum(task.info.size for task in plan.copies)
     engine = _engine(meta, files_to_copy, bytes_to_copy, settings)
@@ -266,7 +147,7 @@ def assess_table(
         stored_bytes=plan.bytes_planned,
         sync_days=settings.sync_days,
     )
-    rate_warning = _commit_rate_warning(history, estimate.duration_s, settings.sync_days)
+    rate_warning = commit_rate_warning(history, estimate.duration_s, settings.sync_days)
     if rate_warning:
         warnings.append(rate_warning)
     return TableAssessment(
@@ -325,10 +206,10 @@ def _plan(
             source=source,
         )
     except UnmappedPrefixesError as exc:
-        blockers.append(_refusal(exc))
+        blockers.append(refusal(exc))
         return None, [PrefixUse(prefix=p, files=n, mapped=False) for p, n in sorted(exc.prefixes.items())]
     except (IcelakeError, ClientError) as exc:
-        blockers.append(_refusal(exc))
+        blockers.append(refusal(exc))
         return None, []
     return plan, []
 
@@ -376,73 +257,6 @@ def assemble(tables: list[TableAssessment], settings: Settings, scope: dict[str,
     )
 
 
-@dataclass(frozen=True)
-class _History:
-    """Commit rates from the snapshots' timestamps and summaries."""
-
-    per_day_7: float
-    per_day_30: float
-    bytes_7: float
-    bytes_30: float
-    daily: list[int]
-
-    def fields(self) -> dict[str, Any]:
-        return {
-            "commits_per_day": {"7d": self.per_day_7, "30d": self.per_day_30},
-            "bytes_added_per_day": {"7d": self.bytes_7, "30d": self.bytes_30},
-            "daily_commits": self.daily,
-        }
-
-
-def _history(meta: mj.Metadata, now: datetime) -> _History:
-    daily = [0] * 30
-    commits = {7: 0, 30: 0}
-    added_bytes = {7: 0, 30: 0}
-    for snapshot in meta.get("snapshots") or []:
-        when = datetime.fromtimestamp(int(snapshot.get("timestamp-ms", 0)) / 1000, UTC)
-        age = now - when
-        if age < timedelta(0) or age >= timedelta(days=30):
-            continue
-        daily[29 - age.days] += 1
-        size = _summary_int(snapshot, "added-files-size")
-        for days in (7, 30):
-            if age < timedelta(days=days):
-                commits[days] += 1
-                added_bytes[days] += size
-    return _History(
-        per_day_7=round(commits[7] / 7, 3),
-        per_day_30=round(commits[30] / 30, 3),
-        bytes_7=round(added_bytes[7] / 7, 1),
-        bytes_30=round(added_bytes[30] / 30, 1),
-        daily=daily,
-    )
-
-
-def _summary_int(snapshot: dict[str, Any], key: str) -> int:
-    try:
-        return int((snapshot.get("summary") or {}).get(key, 0))
-    except (TypeError, ValueError):
-        return 0
-
-
-def _commit_rate_warning(history: _History, duration_s: float, sync_days: float) -> Finding | None:
-    """A table that keeps committing between its copy and the cutover needs incremental syncs
-    (each copies only what was added) until writers stop: at least one commit expected in the
-    sync window."""
-    rate = max(history.per_day_7, history.per_day_30)
-    window = rate * sync_days
-    if window < 1:
-        return None
-    during = rate * duration_s / 86_400
-    return Finding(
-        kind="commit_rate",
-        message=f"the table commits {history.per_day_7:g} times a day (last 7 days; {history.per_day_30:g} "
-        f"over 30): about {window:,.0f} commit(s) in a {sync_days:g}-day sync window, {during:.2g} during "
-        "its estimated copy; plan incremental syncs (mode incremental, or the scheduled sync) until "
-        "writers stop, then icelake migrate cutover",
-    )
-
-
 def _engine(meta: mj.Metadata, files: int, size: int, settings: Settings) -> Literal["lambda", "glue"]:
     """As Plan chooses: a table over a threshold by its summaries, or by what it copies, goes to Glue."""
     summaries = estimate_size(meta)
@@ -452,41 +266,6 @@ def _engine(meta: mj.Metadata, files: int, size: int, settings: Settings) -> Lit
             summaries.files > settings.glue_threshold_files or summaries.bytes > settings.glue_threshold_bytes
         )
     return "glue" if over else "lambda"
-
-
-def _object_findings(
-    plan: TablePlan, objects: _Objects, blockers: list[Finding], warnings: list[Finding]
-) -> None:
-    """Blockers for archived objects the migration must read, warnings for copies that neither a
-    checksum nor MD5 ETags can verify (`copy.etag_verifies`)."""
-    etags = {task.source: task.info.etag for task in plan.copies}
-    copied = etags.keys()
-    read = copied | {t.source for t in plan.delete_files} | set(plan.manifests) | set(plan.manifest_lists)
-    read |= {canonical(p) for p in plan.metadata_files}
-    archived = sorted(uri for uri in objects.archived if uri in read)
-    if archived:
-        shown = [f"{uri} ({objects.archived[uri]})" for uri in archived[:SHOWN]]
-        blockers.append(
-            Finding(
-                kind="archived_objects",
-                message=f"{len(archived)} source object(s) are in GLACIER or DEEP_ARCHIVE, which CopyObject "
-                f"cannot read without a restore: {_few(shown)}; "
-                "restore them (S3 RestoreObject, for at least the migration's length) before migrating",
-                objects=shown,
-                count=len(archived),
-            )
-        )
-    unchecked = sorted(uri for uri in objects.unchecksummed if uri in etags and not etag_verifies(etags[uri]))
-    if unchecked:
-        warnings.append(
-            Finding(
-                kind="no_checksum",
-                message=f"{len(unchecked)} source object(s) were uploaded in parts and have no "
-                f"full-object checksum, so their copies are verified by size only: {_few(unchecked)}",
-                objects=unchecked[:SHOWN],
-                count=len(unchecked),
-            )
-        )
 
 
 def _metadata_bytes(src_io: FileIO, plan: TablePlan, paths: list[str]) -> int:
@@ -500,62 +279,6 @@ def _metadata_bytes(src_io: FileIO, plan: TablePlan, paths: list[str]) -> int:
         except Exception:  # a size this listing cannot give is left out, not guessed
             continue
     return sum(sizes.get(canonical(p), 0) for p in paths)
-
-
-def expected_requests(
-    plan: TablePlan,
-    target_location: str,
-    replanned: Mapping[str, int],
-    *,
-    prune: bool,
-    target_kms: bool = False,
-) -> dict[str, dict[str, int]]:
-    """What the copy (its own plan, `replanned`: what planning sent, then its writes) and Validate
-    (its file check, then the prune that follows a validated sync when `prune`) will send."""
-    validate = _validate_requests(plan, target_location)
-    if prune:
-        validate = added(validate, prune_requests(len(plan.manifest_lists), len(plan.manifests)))
-    copy = migration_requests(plan, target_kms=target_kms)
-    return {"copy": added(replanned, copy), "validate": validate}
-
-
-def _validate_requests(plan: TablePlan, target_location: str) -> dict[str, int]:
-    """Validate's file check of the target (its requests; pyiceberg's reads are not counted)."""
-    at_location = sum(
-        n for source, n in plan.prefix_counts.items() if _maps_into(plan.prefix_map, source, target_location)
-    )
-    files = plan.files_planned
-    return files_check_requests(
-        objects_at_location=max(at_location, files),
-        lists=len(plan.manifest_lists),
-        manifests=len(plan.manifests),
-        elsewhere=max(0, files - max(at_location, files)),
-    )
-
-
-def _maps_into(prefix_map: PrefixMap, source: str, target_location: str) -> bool:
-    mapping = prefix_map.match_canonical(source)
-    return mapping is not None and is_under(canonical(mapping.target), canonical(target_location))
-
-
-def _refusal(exc: BaseException) -> Finding:
-    """A refusal of the planner (or of S3) as a blocker, in its own words."""
-    if isinstance(exc, ClientError):
-        code = exc.response.get("Error", {}).get("Code", "error")
-        kind = (
-            "archived_objects" if code in ("InvalidObjectState", "ObjectNotInActiveTierError") else "s3_error"
-        )
-        return Finding(kind=kind, message=f"S3 refused a read ({code}): {exc}")
-    kind = _snake(type(exc).__name__.removesuffix("Error"))
-    return Finding(kind=kind, message=str(exc))
-
-
-def _snake(name: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name))
-
-
-def _few(items: list[str]) -> str:
-    return ", ".join(items[:3]) + (" ..." if len(items) > 3 else "")
 
 
 def _identity(name: str, source_metadata: str, target_location: str, meta: mj.Metadata) -> dict[str, Any]:
@@ -575,7 +298,7 @@ def _unplanned(
     source_metadata: str,
     target_location: str,
     meta: mj.Metadata,
-    history: _History,
+    history: CommitHistory,
     prefixes: list[PrefixUse],
     blockers: list[Finding],
     settings: Settings,

@@ -13,12 +13,13 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from icelake.assess.assessment import Assessment, Settings, TableAssessment, assemble, assess_table
+from icelake.assess.assessment import Settings, assemble, assess_table
 from icelake.assess.cost import DEFAULT_REGION, SYNC_DAYS, regions_of
 from icelake.assess.estate import assess_request, settings_for
 from icelake.assess.estimate import ThroughputModel
 from icelake.assess.pages import render_assessment
 from icelake.assess.prices import load_prices
+from icelake.assess.schema import Assessment, TableAssessment
 from icelake.aws.fileio import io_for
 from icelake.aws.session import assume_role_session
 from icelake.console import err, one_line_errors, stdout_console

@@ -11,10 +11,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from icelake.assess.assessment import Assessment, Finding, Settings, TableAssessment, assemble, assess_table
+from icelake.assess.assessment import Settings, assemble, assess_table
 from icelake.assess.cost import SYNC_DAYS, regions_of
 from icelake.assess.estimate import ThroughputModel
 from icelake.assess.prices import PriceTable
+from icelake.assess.schema import Assessment, Finding, TableAssessment
 from icelake.aws import catalog
 from icelake.errors import IcelakeError
 from icelake.request.deps import Deps

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import os
 
-from icelake.assess.assessment import Finding, Settings, TableAssessment, assemble
+from icelake.assess.assessment import Settings, assemble
 from icelake.assess.cost import DEFAULT_REGION, regions_of
 from icelake.assess.estate import assess_item, scope_of, settings_for
 from icelake.assess.pages import render_assessment
 from icelake.assess.prices import load_prices
+from icelake.assess.schema import Finding, TableAssessment
 from icelake.request.deps import Artifacts, Deps
 from icelake.request.models import WorkItem
 from icelake.workflow.inputs import PlanInput

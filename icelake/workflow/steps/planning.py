@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from icelake.assess.assessment import expected_requests
+from icelake.assess.expected import expected_requests
 from icelake.aws import catalog
 from icelake.aws.fileio import FileIO
 from icelake.aws.request_count import RequestCount, subtracted
@@ -143,7 +143,7 @@ class Figures:
     bytes_to_copy: int
     target_metadata: str
     orphans: Orphans = field(default_factory=Orphans)  # known when planned here
-    # The requests the copy and Validate's file check will send (`assess.assessment.expected_requests`)
+    # The requests the copy and Validate's file check will send (`assess.expected.expected_requests`)
     expected_requests: dict[str, dict[str, int]] | None = None
 
 

@@ -1,0 +1,78 @@
+"""A table's commit rates, from its snapshots' timestamps and summaries, and the warning a table
+that keeps committing gets: it needs incremental syncs until its writers stop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from icelake.assess.schema import Finding
+from icelake.migrate import metadata_json as mj
+
+
+@dataclass(frozen=True)
+class CommitHistory:
+    """Commit rates from the snapshots' timestamps and summaries."""
+
+    per_day_7: float
+    per_day_30: float
+    bytes_7: float
+    bytes_30: float
+    daily: list[int]
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "commits_per_day": {"7d": self.per_day_7, "30d": self.per_day_30},
+            "bytes_added_per_day": {"7d": self.bytes_7, "30d": self.bytes_30},
+            "daily_commits": self.daily,
+        }
+
+
+def commit_history(meta: mj.Metadata, now: datetime) -> CommitHistory:
+    daily = [0] * 30
+    commits = {7: 0, 30: 0}
+    added_bytes = {7: 0, 30: 0}
+    for snapshot in meta.get("snapshots") or []:
+        when = datetime.fromtimestamp(int(snapshot.get("timestamp-ms", 0)) / 1000, UTC)
+        age = now - when
+        if age < timedelta(0) or age >= timedelta(days=30):
+            continue
+        daily[29 - age.days] += 1
+        size = _summary_int(snapshot, "added-files-size")
+        for days in (7, 30):
+            if age < timedelta(days=days):
+                commits[days] += 1
+                added_bytes[days] += size
+    return CommitHistory(
+        per_day_7=round(commits[7] / 7, 3),
+        per_day_30=round(commits[30] / 30, 3),
+        bytes_7=round(added_bytes[7] / 7, 1),
+        bytes_30=round(added_bytes[30] / 30, 1),
+        daily=daily,
+    )
+
+
+def _summary_int(snapshot: dict[str, Any], key: str) -> int:
+    try:
+        return int((snapshot.get("summary") or {}).get(key, 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def commit_rate_warning(history: CommitHistory, duration_s: float, sync_days: float) -> Finding | None:
+    """A table that keeps committing between its copy and the cutover needs incremental syncs
+    (each copies only what was added) until writers stop: at least one commit expected in the
+    sync window."""
+    rate = max(history.per_day_7, history.per_day_30)
+    window = rate * sync_days
+    if window < 1:
+        return None
+    during = rate * duration_s / 86_400
+    return Finding(
+        kind="commit_rate",
+        message=f"the table commits {history.per_day_7:g} times a day (last 7 days; {history.per_day_30:g} "
+        f"over 30): about {window:,.0f} commit(s) in a {sync_days:g}-day sync window, {during:.2g} during "
+        "its estimated copy; plan incremental syncs (mode incremental, or the scheduled sync) until "
+        "writers stop, then icelake migrate cutover",
+    )

@@ -1,0 +1,108 @@
+"""assessment.json's schema (docs/assessment.md describes every field): each table's assessment,
+its findings (blockers and warnings), the run's totals and its layout on the Map's lanes."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from icelake.assess.estimate import Lane, TableEstimate
+
+SCHEMA_VERSION = 1
+
+
+class Finding(BaseModel):
+    """A blocker (what would fail) or a warning (what would work worse than expected)."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: str
+    message: str
+    objects: list[str] = []  # the first SHOWN objects it is about (findings.SHOWN)
+    count: int = 0  # how many objects in all
+
+
+class PrefixUse(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    prefix: str
+    files: int
+    mapped: bool
+    target: str | None = None
+
+
+class DeleteFiles(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    position: int = 0
+    equality: int = 0
+    deletion_vectors: int = 0
+
+
+class TableAssessment(BaseModel):
+    """One table: counts over every retained snapshot (what a migration copies)."""
+
+    model_config = ConfigDict(frozen=True)
+    table: str
+    source_metadata_location: str
+    target_location: str
+    planned: bool  # False: the planner refused the table (see blockers); sizes from its summaries
+    format_version: int | None = None
+    snapshots: int = 0
+    refs: int = 0
+    data_files: int = 0
+    data_bytes: int = 0
+    delete_files: DeleteFiles = DeleteFiles()
+    delete_bytes: int = 0
+    metadata_files: int = 0  # metadata.json files, manifest lists and manifests
+    metadata_bytes: int = 0
+    statistics_files: int = 0
+    files_to_copy: int = 0  # not yet at the target
+    bytes_to_copy: int = 0
+    prefixes: list[PrefixUse] = []
+    commits_per_day: dict[str, float] = {}  # "7d", "30d"
+    bytes_added_per_day: dict[str, float] = {}
+    daily_commits: list[int] = []  # the last 30 days, oldest first
+    engine: Literal["lambda", "glue"] = "lambda"
+    blockers: list[Finding] = []
+    warnings: list[Finding] = []
+    estimate: TableEstimate | None = None
+
+
+class RunEstimate(BaseModel):
+    """The tables laid out on the Map's lanes."""
+
+    model_config = ConfigDict(frozen=True)
+    concurrency: int
+    duration_s: float
+    lanes: list[Lane]
+
+
+class Totals(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    tables: int = 0
+    blocked_tables: int = 0
+    data_files: int = 0
+    data_bytes: int = 0
+    delete_files: int = 0
+    delete_bytes: int = 0
+    metadata_files: int = 0
+    metadata_bytes: int = 0
+    statistics_files: int = 0
+    files_to_copy: int = 0
+    bytes_to_copy: int = 0
+    blockers: int = 0
+    warnings: int = 0
+    requests: dict[str, int] = {}
+    cost_usd: dict[str, float] = {}
+
+
+class Assessment(BaseModel):
+    """assessment.json (docs/assessment.md describes every field)."""
+
+    model_config = ConfigDict(frozen=True)
+    schema_version: int = SCHEMA_VERSION
+    generated_at: str
+    scope: dict[str, Any]  # what was assessed: the request's selection, or the one table
+    tables: list[TableAssessment]
+    totals: Totals
+    run: RunEstimate
+    model: dict[str, Any]  # the throughput model and the price table used
