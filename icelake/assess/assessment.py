@@ -51,7 +51,7 @@ from icelake.uris import canonical, parent
 @dataclass(frozen=True)
 class Settings:
     """How the tables are assessed: the request's thresholds and concurrency, the sync window, the
-    prices and the throughput model."""
+    prices and the throughput model, and where the planner reports its progress."""
 
     prices: PriceTable
     model: ThroughputModel = field(default_factory=ThroughputModel)
@@ -63,6 +63,7 @@ class Settings:
     sync_days: float = SYNC_DAYS
     cross_region: bool = False
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
+    progress: ProgressSink | None = None  # the planner's progress (None: not shown)
 
 
 def assess_table(
@@ -75,7 +76,6 @@ def assess_table(
     settings: Settings,
     *,
     findings: Iterable[Finding] = (),
-    progress: ProgressSink | None = None,
 ) -> TableAssessment:
     """Assess one table as a migration would move it. `findings`: blockers found by the caller
     (the target catalog and ledger: a diverged, busy or foreign target). Reads only."""
@@ -101,9 +101,7 @@ def assess_table(
         )
     meta = source[0]
     history = commit_history(meta, settings.now)
-    plan, prefixes = _plan(
-        source_metadata, target_location, maps, src_io, dst_io, source, blockers, progress, settings.history
-    )
+    plan, prefixes = _plan(source_metadata, target_location, maps, src_io, dst_io, source, blockers, settings)
     replanned = counted.counts()  # what the Copy step's own plan sends again
     if plan is not None:
         # What the Plan step asks besides the plan: which keys the run creates (its journal).
@@ -188,11 +186,11 @@ def _plan(
     dst_io: FileIO,
     source: tuple[mj.Metadata, bool],
     blockers: list[Finding],
-    progress: ProgressSink | None,
-    history: History,
+    settings: Settings,
 ) -> tuple[TablePlan | None, list[PrefixUse]]:
     """The plan a migration makes (None when it refuses: the refusal joins `blockers`), and the
-    unmapped prefixes a refusal named."""
+    unmapped prefixes a refusal named. `settings`: the history the target keeps, the progress."""
+    progress, history = settings.progress, settings.history
     try:
         plan = build_plan(
             source_metadata,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,6 +23,7 @@ from icelake.assess.prices import load_prices
 from icelake.assess.schema import Assessment, TableAssessment
 from icelake.aws.fileio import io_for
 from icelake.aws.session import assume_role_session
+from icelake.cli_options import options_command
 from icelake.console import err, one_line_errors, stdout_console
 from icelake.constants import ARTIFACTS_BUCKET, LEDGER_TABLE
 from icelake.errors import IcelakeError
@@ -33,44 +35,51 @@ from icelake.uris import parse_map_option
 assess_app = typer.Typer(add_completion=False, help="Assess tables before moving them.")
 
 
-@assess_app.callback(invoke_without_command=True)
-def assess(
+@dataclass(frozen=True)
+class AssessOptions:
+    """The options of `icelake assess`."""
+
     request: Annotated[
         Path | None, typer.Option("--request", help="Migration request JSON: assess what it would move.")
-    ] = None,
+    ] = None
     metadata: Annotated[
         str | None, typer.Option("--metadata", help="One table's current metadata.json (as migrate path).")
-    ] = None,
+    ] = None
     target_location: Annotated[
         str | None, typer.Option("--target-location", help="With --metadata: where the table would go.")
-    ] = None,
+    ] = None
     map_: Annotated[
         list[str] | None, typer.Option("--map", help="With --metadata: SRC=DST for a prefix (repeatable).")
-    ] = None,
+    ] = None
     out: Annotated[Path, typer.Option("--out", help="Directory for assessment.json and .html.")] = Path(
         "assessment"
-    ),
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False,
+    )
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")] = False
     prices: Annotated[
         Path | None, typer.Option("--prices", help="A price table (same schema as the shipped ones).")
-    ] = None,
+    ] = None
     region: Annotated[
         str | None, typer.Option(help="Region whose prices apply (default: the target's, else AWS_REGION).")
-    ] = None,
+    ] = None
     sync_days: Annotated[
         float, typer.Option("--sync-days", min=0, help="Days both copies are kept while syncing.")
-    ] = SYNC_DAYS,
+    ] = SYNC_DAYS
     concurrency: Annotated[
         int, typer.Option(min=1, max=1000, help="With --metadata: the Map's concurrency.")
-    ] = 4,
-    source_role: Annotated[str | None, typer.Option(help="With --metadata: role ARN to read with.")] = None,
+    ] = 4
+    source_role: Annotated[str | None, typer.Option(help="With --metadata: role ARN to read with.")] = None
     target_role: Annotated[
         str | None, typer.Option(help="With --metadata: role ARN the target is read with.")
-    ] = None,
-) -> None:
+    ] = None
+
+
+@assess_app.callback(invoke_without_command=True)
+@options_command(AssessOptions)
+def assess(options: AssessOptions) -> None:
     """Assess an estate (--request) or one table (--metadata, --target-location) before moving it."""
+    o = options
     with one_line_errors():
-        if (request is None) == (metadata is None):
+        if (o.request is None) == (o.metadata is None):
             raise IcelakeError("give either --request FILE or --metadata URI --target-location URI")
 
         def shown(done: TableAssessment, count: int, total: int) -> None:
@@ -79,25 +88,13 @@ def assess(
                 f"[icelake] assessed {done.table} ({count}/{total}): {state}", highlight=False, markup=False
             )
 
-        if request is not None:
-            assessment = _of_request(request, prices, region, sync_days, shown)
+        if o.request is not None:
+            assessment = _of_request(o.request, o.prices, o.region, o.sync_days, shown)
         else:
-            if not target_location:
+            if not o.target_location:
                 raise IcelakeError("--metadata needs --target-location URI: where the table would go")
-            assert metadata is not None
-            assessment = _of_table(
-                metadata,
-                target_location,
-                map_ or [],
-                prices,
-                region,
-                sync_days,
-                concurrency,
-                source_role,
-                target_role,
-                shown,
-            )
-        paths = write_assessment(assessment, out)
+            assessment = _of_table(o, shown)
+        paths = write_assessment(assessment, o.out)
     summary = {
         "assessment_uri": paths[0].resolve().as_uri(),
         "assessment_html_uri": paths[1].resolve().as_uri(),
@@ -106,7 +103,7 @@ def assess(
         "duration_s": assessment.run.duration_s,
         "totals": assessment.totals.model_dump(mode="json"),
     }
-    if as_json:
+    if o.as_json:
         sys.stdout.write(json.dumps(summary) + "\n")
     else:
         stdout_console().print(assessment_table(assessment))
@@ -128,25 +125,18 @@ def _of_request(
     return assess_request(parsed, deps, settings_for(parsed, table, sync_days=sync_days), shown)
 
 
-def _of_table(
-    metadata: str,
-    target_location: str,
-    maps: list[str],
-    prices: Path | None,
-    region: str | None,
-    sync_days: float,
-    concurrency: int,
-    source_role: str | None,
-    target_role: str | None,
-    shown: Any,
-) -> Assessment:
+def _of_table(options: AssessOptions, shown: Any) -> Assessment:
+    """One table (--metadata, --target-location: both given, as the command checks)."""
+    o = options
+    metadata, target_location, maps = o.metadata, o.target_location, o.map_ or []
+    assert metadata is not None and target_location is not None
     pairs = [parse_map_option(m) for m in maps]
-    table_prices = load_prices(_price_region(region, None), prices)
+    table_prices = load_prices(_price_region(o.region, None), o.prices)
     settings = Settings(
-        prices=table_prices, model=ThroughputModel(), concurrency=concurrency, sync_days=sync_days
+        prices=table_prices, model=ThroughputModel(), concurrency=o.concurrency, sync_days=o.sync_days
     )
-    src_io = io_for(metadata, assume_role_session(source_role, session_name="icelake-assess-source"))
-    dst_io = io_for(target_location, assume_role_session(target_role, session_name="icelake-assess-target"))
+    src_io = io_for(metadata, assume_role_session(o.source_role, session_name="icelake-assess-source"))
+    dst_io = io_for(target_location, assume_role_session(o.target_role, session_name="icelake-assess-target"))
     name = metadata.rstrip("/").rsplit("/", 3)[-3] if metadata.count("/") >= 3 else metadata
     assessed = assess_table(name, metadata, target_location, pairs, src_io, dst_io, settings)
     shown(assessed, 1, 1)
