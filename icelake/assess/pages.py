@@ -130,80 +130,104 @@ def render_report(report: Mapping[str, Any]) -> str:
     tables: list[Mapping[str, Any]] = list(report.get("tables", []))
     failed = [t for t in tables if t.get("status") in _FAILED]
     estimated = [t for t in tables if t.get("estimate")]
-    actual_cost = sum(float((t.get("cost_usd") or {}).get("total", 0.0)) for t in tables)
-    estimated_cost = sum(float(t["estimate"]["cost_usd"].get("total", 0.0)) for t in estimated)
     subtitle = (
         f"run {escape(str(report.get('run_id', '')))} &middot; "
         f'<span class="{"bad" if failed else "ok"}">{escape(str(report.get("status", "")))}</span>'
     )
     body = [
-        h.cards(
-            [
-                ("tables", f"{len(tables):,}", ""),
-                ("not migrated", f"{len(failed):,}", "bad" if failed else "ok"),
-                ("files copied", f"{sum(t.get('files_copied', 0) for t in tables):,}", ""),
-                ("bytes copied", h.size(sum(t.get("bytes_copied", 0) for t in tables)), ""),
-                ("S3 requests", f"{sum(h.requests_total(t.get('requests')) for t in tables):,}", ""),
-                ("cost", h.usd(actual_cost), ""),
-                ("estimated cost", h.usd(estimated_cost) if estimated else "n/a", ""),
-            ]
-        ),
+        _run_cards(tables, failed, estimated),
         f'<h2 id="errors">Errors ({len(failed)})</h2>',
         h.findings(
             [(t["table"], {"kind": t["status"], "message": t.get("error") or ""}) for t in failed], "bad"
         ),
         "<h2>Tables</h2>",
-        h.table(
-            [
-                "table",
-                "state",
-                "files copied",
-                "verified",
-                "bytes copied",
-                "requests",
-                "est. requests",
-                "plan",
-                "copy",
-                "validate",
-                "est. time",
-                "cost",
-                "est. cost",
-                "error",
-            ],
-            (_outcome_row(t) for t in tables),
-            numeric=range(2, 13),
-            tid="tables",
-        ),
-        "<h2>S3 requests: estimated against actual</h2>",
-        h.paired_bars_chart(
-            "requests-chart",
-            [
-                (
-                    t["table"],
-                    float(h.requests_total(t["estimate"]["requests"])),
-                    float(h.requests_total(t.get("requests"))),
-                )
-                for t in estimated
-            ],
-            lambda v: f"{v:,.0f}",
-        )
-        or '<p class="meta">No table has an estimate (each was planned by the Glue job, or not at all).</p>',
-        "<h2>Cost: estimated against actual</h2>",
-        h.paired_bars_chart(
-            "cost-chart",
-            [
-                (
-                    t["table"],
-                    float(t["estimate"]["cost_usd"].get("total", 0.0)),
-                    float((t.get("cost_usd") or {}).get("total", 0.0)),
-                )
-                for t in estimated
-            ],
-            h.usd,
-        ),
+        _outcome_table(tables),
+        _estimated_against_actual(estimated),
         _request_kinds(tables),
     ]
     return h.page(f"icelake run {report.get('run_id', '')}", subtitle, "".join(body))
+
+
+def _run_cards(
+    tables: list[Mapping[str, Any]], failed: list[Mapping[str, Any]], estimated: list[Mapping[str, Any]]
+) -> str:
+    """The run's figures at the top of report.html: tables, failures, copies, requests, cost."""
+    actual_cost = sum(float((t.get("cost_usd") or {}).get("total", 0.0)) for t in tables)
+    estimated_cost = sum(float(t["estimate"]["cost_usd"].get("total", 0.0)) for t in estimated)
+    return h.cards(
+        [
+            ("tables", f"{len(tables):,}", ""),
+            ("not migrated", f"{len(failed):,}", "bad" if failed else "ok"),
+            ("files copied", f"{sum(t.get('files_copied', 0) for t in tables):,}", ""),
+            ("bytes copied", h.size(sum(t.get("bytes_copied", 0) for t in tables)), ""),
+            ("S3 requests", f"{sum(h.requests_total(t.get('requests')) for t in tables):,}", ""),
+            ("cost", h.usd(actual_cost), ""),
+            ("estimated cost", h.usd(estimated_cost) if estimated else "n/a", ""),
+        ]
+    )
+
+
+def _outcome_table(tables: list[Mapping[str, Any]]) -> str:
+    """Every table's outcome, one row each (`_outcome_row`)."""
+    return h.table(
+        [
+            "table",
+            "state",
+            "files copied",
+            "verified",
+            "bytes copied",
+            "requests",
+            "est. requests",
+            "plan",
+            "copy",
+            "validate",
+            "est. time",
+            "cost",
+            "est. cost",
+            "error",
+        ],
+        (_outcome_row(t) for t in tables),
+        numeric=range(2, 13),
+        tid="tables",
+    )
+
+
+def _estimated_against_actual(estimated: list[Mapping[str, Any]]) -> str:
+    """The S3 requests and the cost of each table with an estimate, estimated against actual."""
+    return "".join(
+        [
+            "<h2>S3 requests: estimated against actual</h2>",
+            h.paired_bars_chart(
+                "requests-chart",
+                [
+                    (
+                        t["table"],
+                        float(h.requests_total(t["estimate"]["requests"])),
+                        float(h.requests_total(t.get("requests"))),
+                    )
+                    for t in estimated
+                ],
+                lambda v: f"{v:,.0f}",
+            )
+            or (
+                '<p class="meta">No table has an estimate (each was planned by the Glue job, or not '
+                "at all).</p>"
+            ),
+            "<h2>Cost: estimated against actual</h2>",
+            h.paired_bars_chart(
+                "cost-chart",
+                [
+                    (
+                        t["table"],
+                        float(t["estimate"]["cost_usd"].get("total", 0.0)),
+                        float((t.get("cost_usd") or {}).get("total", 0.0)),
+                    )
+                    for t in estimated
+                ],
+                h.usd,
+            ),
+        ]
+    )
 
 
 def _outcome_row(t: Mapping[str, Any]) -> str:

@@ -48,61 +48,22 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
     catalog.check_target_is_ours(existing, owner_of(item), target_name)
     previous = catalog.metadata_location(existing) if existing else None
     synced = ledger.last_synced(item.target_location)
-    if synced and synced.get("promoted_at"):
-        why = (
-            f"{target_name} was promoted at {synced['promoted_at']} by run {synced.get('promoted_by')}: "
-            "it is the table's home now, and icelake writes nothing to it"
-        )
-        return _stopped(item, deps, "promoted", why, previous, existing is not None)
-    holder = _claim(item, deps)
-    if holder:
-        return _stopped(item, deps, "busy", holder, previous, existing is not None)
+    stop = _promoted_or_busy(item, deps, synced, target_name)
+    if stop is not None:
+        return _stopped(item, deps, stop[0], stop[1], previous, existing is not None)
     dst_io = sessions.target_io()
-    if item.source_dropped:
-        why = (
-            f"{item.name} no longer exists in account {item.request.source.account_id}; its target "
-            f"{target_name} was left as it is. Drop the target table, or keep it as the table's new home"
-        )
-        return _stopped(item, deps, "source_dropped", why, previous, existing is not None)
-    diverged = foreign_commit(dst_io, synced, previous)
-    if diverged:
-        return _stopped(item, deps, "diverged", diverged, previous, existing is not None)
+    stop = _dropped_or_diverged(item, dst_io, synced, previous, target_name)
+    if stop is not None:
+        return _stopped(item, deps, stop[0], stop[1], previous, existing is not None)
     src_io = sessions.source_io()
-    options = item.request.options
     before = sessions.requests.counts()
     source = read_metadata(src_io, item.source_metadata_location)
-    meta = source[0]
-    size = estimate_size(meta)
-    glue_sized = size is not None and (
-        size.files > options.glue_threshold_files or size.bytes > options.glue_threshold_bytes
-    )
     journal_key = Artifacts.key(item.run_id, item.name, JOURNAL_NAME)
     journal_uri = deps.artifacts.uri(journal_key)
-    figures: Figures
-    if glue_sized and size is not None and not options.dry_run:
-        # Planning grows with the table: the Glue job plans it, and journals what it will create
-        # before it copies. Until then the journal is empty: a failure before the job wrote its
-        # own leaves nothing of this run's to remove.
-        mapped = table_prefix_map(meta, prefix_maps(item), item.target_location)
-        target_metadata = mapped.map(item.source_metadata_location) or ""
-        write_journal(deps.artifacts.io, journal_uri, [])
-        figures = Figures("glue", size.files, size.bytes, size.files, size.bytes, target_metadata)
-    else:
+    figures = _planned_by_glue(item, source[0], journal_uri, deps)
+    if figures is None:
         figures = _plan_here(item, src_io, dst_io, source, journal_uri, deps, sessions.requests, before)
-    in_sync = (
-        item.request.mode in ("incremental", "cutover")
-        and synced is not None
-        and synced.get("source_metadata") == item.source_metadata_location
-        and previous == figures.target_metadata
-    )
-    engine: Literal["lambda", "glue", "none"]
-    if options.dry_run or in_sync:
-        engine = "none"
-    elif figures.planned_in == "glue":
-        engine = "glue"
-    else:
-        many = figures.files_to_copy > options.glue_threshold_files
-        engine = "glue" if many or figures.bytes_to_copy > options.glue_threshold_bytes else "lambda"
+    engine = _engine(item, figures, synced, previous)
     ledger.record_table(
         item.run_id,
         item.name,
@@ -130,6 +91,83 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
         orphans=figures.orphans,
         expected_requests=figures.expected_requests or {},
     )
+
+
+Stopped = Literal["diverged", "source_dropped", "busy", "promoted"]
+
+
+def _promoted_or_busy(
+    item: WorkItem, deps: Deps, synced: dict[str, Any] | None, target_name: str
+) -> tuple[Stopped, str] | None:
+    """Why the table is left alone before anything is read: its target was promoted (the table's
+    home now), or another run holds it; else None, with the table claimed for this run."""
+    if synced and synced.get("promoted_at"):
+        why = (
+            f"{target_name} was promoted at {synced['promoted_at']} by run {synced.get('promoted_by')}: "
+            "it is the table's home now, and icelake writes nothing to it"
+        )
+        return "promoted", why
+    holder = _claim(item, deps)
+    if holder:
+        return "busy", holder
+    return None
+
+
+def _dropped_or_diverged(
+    item: WorkItem, dst_io: FileIO, synced: dict[str, Any] | None, previous: str | None, target_name: str
+) -> tuple[Stopped, str] | None:
+    """Why the claimed table is left alone: its source is gone, or someone else committed to its
+    target since icelake last registered it; else None."""
+    if item.source_dropped:
+        why = (
+            f"{item.name} no longer exists in account {item.request.source.account_id}; its target "
+            f"{target_name} was left as it is. Drop the target table, or keep it as the table's new home"
+        )
+        return "source_dropped", why
+    diverged = foreign_commit(dst_io, synced, previous)
+    if diverged:
+        return "diverged", diverged
+    return None
+
+
+def _planned_by_glue(item: WorkItem, meta: dict[str, Any], journal_uri: str, deps: Deps) -> Figures | None:
+    """The figures of a table the Glue job plans (its snapshot summaries put it over a Glue
+    threshold, and this is no dry run), or None: it is planned here."""
+    options = item.request.options
+    size = estimate_size(meta)
+    glue_sized = size is not None and (
+        size.files > options.glue_threshold_files or size.bytes > options.glue_threshold_bytes
+    )
+    if glue_sized and size is not None and not options.dry_run:
+        # Planning grows with the table: the Glue job plans it, and journals what it will create
+        # before it copies. Until then the journal is empty: a failure before the job wrote its
+        # own leaves nothing of this run's to remove.
+        mapped = table_prefix_map(meta, prefix_maps(item), item.target_location)
+        target_metadata = mapped.map(item.source_metadata_location) or ""
+        write_journal(deps.artifacts.io, journal_uri, [])
+        return Figures("glue", size.files, size.bytes, size.files, size.bytes, target_metadata)
+    return None
+
+
+def _engine(
+    item: WorkItem, figures: Figures, synced: dict[str, Any] | None, previous: str | None
+) -> Literal["lambda", "glue", "none"]:
+    """Where the table copies: nowhere on a dry run or when the target is already in sync with
+    the pinned source (incremental, cutover); in the Glue job when the job plans it or there is
+    more to copy than a Glue threshold; else in a Lambda."""
+    options = item.request.options
+    in_sync = (
+        item.request.mode in ("incremental", "cutover")
+        and synced is not None
+        and synced.get("source_metadata") == item.source_metadata_location
+        and previous == figures.target_metadata
+    )
+    if options.dry_run or in_sync:
+        return "none"
+    if figures.planned_in == "glue":
+        return "glue"
+    many = figures.files_to_copy > options.glue_threshold_files
+    return "glue" if many or figures.bytes_to_copy > options.glue_threshold_bytes else "lambda"
 
 
 @dataclass(frozen=True)
@@ -225,7 +263,7 @@ def _claim(item: WorkItem, deps: Deps) -> str | None:
 def _stopped(
     item: WorkItem,
     deps: Deps,
-    status: Literal["diverged", "source_dropped", "busy", "promoted"],
+    status: Stopped,
     why: str,
     current: str | None,
     existed: bool,
