@@ -115,7 +115,7 @@ def test_an_estimate_is_priced_as_a_run_is() -> None:
 
 @pytest.mark.parametrize("module", ["icelake.cli", "icelake.assess.cli", "icelake.workflow.steps"])
 def test_each_entry_point_imports_first_in_a_fresh_interpreter(module: str) -> None:
-    # icelake.assess.estate and the workflow's steps import each other: any of them may come first
+    # Any of them may be the first imported (the workflow's Assess step imports icelake.assess.estate)
     done = subprocess.run(
         [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, check=False
     )
