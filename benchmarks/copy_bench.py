@@ -31,7 +31,6 @@ engines.glue, failed_tables, cost_usd_per_million_objects, copy_floor_usd_per_mi
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import subprocess
@@ -119,15 +118,11 @@ def run_lambda(source: str, target: str) -> tuple[Any, PhaseClock, int]:
     from icelake.migrate.settings import EngineSettings
 
     clock = PhaseClock()
-    threads = int(inspect.signature(migrate_table).parameters["workers"].default)
+    settings = EngineSettings(processes=1, lock_target=False, progress=clock)  # the copy step's
     result = migrate_table(
-        source,
-        target,
-        src_io=S3FileIO(_client()),
-        dst_io=S3FileIO(_client()),
-        settings=EngineSettings(processes=1, lock_target=False, progress=clock),
+        source, target, src_io=S3FileIO(_client()), dst_io=S3FileIO(_client()), settings=settings
     )
-    return result, clock, threads
+    return result, clock, settings.workers
 
 
 def run_glue(source: str, target: str, spark: Any) -> tuple[Any, PhaseClock, int]:
