@@ -12,18 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icelake.errors import NotPatchable
-from icelake.migrate.avro_binary import (
-    CODECS,
-    Skip,
-    blocks,
-    chain,
-    compiled_schema,
-    entry_compiler,
-    read_header,
-    read_long,
-    read_string,
-    unfinished,
-)
+from icelake.migrate.avro_binary import chain, compiled_schema, entry_compiler, unfinished
+from icelake.migrate.avro_container import CODECS, blocks, read_header, read_string
+from icelake.migrate.avro_primitives import Skip, read_long
 
 # (status, data_file.content, file_path, file_size_in_bytes, referenced_data_file, file_format)
 EntryFields = tuple[int, int, str, int, str | None, str | None]

@@ -17,7 +17,7 @@ from typing import Any
 import fastavro
 
 from icelake.errors import NotPatchable, UnsupportedFileError
-from icelake.migrate.avro_binary import container_header, read_header
+from icelake.migrate.avro_container import container_header, read_header
 from icelake.migrate.avro_patch import (
     ListHeads,
     ListLayout,

@@ -26,24 +26,17 @@ from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from icelake.errors import NotPatchable
-from icelake.migrate.avro_binary import (
+from icelake.migrate.avro_binary import Span, chain, compiled_schema, entry_compiler, unfinished
+from icelake.migrate.avro_container import (
     CODECS,
     SYNC_INTERVAL,
     Header,
-    Skip,
-    Span,
     blocks,
-    chain,
-    compiled_schema,
     container_header,
-    entry_compiler,
     read_header,
-    read_long,
-    skip_null,
-    unfinished,
-    zigzag,
 )
 from icelake.migrate.avro_entries import PathSpans
+from icelake.migrate.avro_primitives import Skip, read_long, skip_null, zigzag
 
 T = TypeVar("T")
 

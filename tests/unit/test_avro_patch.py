@@ -13,14 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from icelake.errors import NotPatchable, UnsupportedFileError
-from icelake.migrate import avro_binary
-from icelake.migrate.avro_binary import (
-    _skip_varints_slowly,
-    entry_compiler,
-    read_long,
-    skip_varints,
-    zigzag,
-)
+from icelake.migrate import avro_binary, avro_container
+from icelake.migrate.avro_binary import entry_compiler
 from icelake.migrate.avro_files import (
     DELETE_FILE_PATH_FIELD_ID,
     DeleteRewrite,
@@ -41,6 +35,12 @@ from icelake.migrate.avro_patch import (
     patch_manifest_list,
     read_manifest_refs,
     splice_manifest,
+)
+from icelake.migrate.avro_primitives import (
+    _skip_varints_slowly,
+    read_long,
+    skip_varints,
+    zigzag,
 )
 from icelake.migrate.plan_scan import entry_fields_fastavro, planned_entries
 
@@ -759,8 +759,8 @@ def test_a_list_ending_with_the_last_lists_bytes_inside_a_record_is_walked_whole
     base |= {"added_snapshot_id": 1, "added_files_count": 1, "partitions": None, "key_metadata": None}
     inner = base | {"manifest_path": "s3://b/t/metadata/inner.avro", "manifest_length": 5}
     first = _list_file([inner], 2)
-    header = avro_binary.read_header(first)
-    [(_count, inner_bytes)] = avro_binary.blocks(first, header, "deflate")
+    header = avro_container.read_header(first)
+    [(_count, inner_bytes)] = avro_container.blocks(first, header, "deflate")
     outer = base | {"manifest_path": "s3://b/t/metadata/outer.avro", "manifest_length": 9}
     second = _list_file([outer | {"key_metadata": inner_bytes}], 2)
     walker, walked = _counting_refs_walker()
