@@ -1,0 +1,245 @@
+"""The pieces of a workflow in the embedded AWS, created from the repo's files as the CDK app
+creates them in AWS: an IAM role moto's services accept, Lambda functions whose invocations run a
+repo handler in-process, Glue jobs whose runs call a repo script, state machines from the ASL
+files with every ${Name} substituted; and an execution of a state machine run to its end
+(`run_execution`). `icelake.local.embedded` re-exports all of it beside the server and patches."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import time
+import uuid
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from icelake.constants import LAMBDA_STEPS, REGION_LOCAL, STEP_LIMITS
+from icelake.local import glue_runtime, lambda_runtime
+from icelake.local.glue_runtime import LOCAL_SCRIPT_ARG
+from icelake.local.lambda_runtime import HANDLER_TAG, register_handler
+
+LOCAL_ROLE = "icelake-local-execution"
+_TRUST_POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": ["lambda.amazonaws.com", "states.amazonaws.com", "glue.amazonaws.com"]},
+            "Action": "sts:AssumeRole",
+        }
+    ],
+}
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.:-]+)\}")
+
+
+def _client(service: str) -> Any:
+    import boto3
+
+    return boto3.client(service, region_name=os.environ.get("AWS_DEFAULT_REGION", REGION_LOCAL))
+
+
+def _resolve(path: str | Path) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() else lambda_runtime.repo_root() / p
+
+
+def ensure_role(name: str = LOCAL_ROLE) -> str:
+    """An IAM role in the current account (moto's Lambda refuses roles that do not exist)."""
+    iam = _client("iam")
+    try:
+        return str(iam.get_role(RoleName=name)["Role"]["Arn"])
+    except iam.exceptions.NoSuchEntityException:
+        doc = json.dumps(_TRUST_POLICY)
+        return str(iam.create_role(RoleName=name, AssumeRolePolicyDocument=doc)["Role"]["Arn"])
+
+
+def render_asl(asl_path: str | Path, substitutions: Mapping[str, str]) -> str:
+    """The ASL text with every ${Name} replaced; raises ValueError if any is left or JSON breaks."""
+    text = _resolve(asl_path).read_text(encoding="utf-8")
+    missing = sorted({m.group(1) for m in _PLACEHOLDER.finditer(text)} - set(substitutions))
+    if missing:
+        raise ValueError(f"{asl_path}: no substitution for placeholder(s) {', '.join(missing)}")
+    rendered = _PLACEHOLDER.sub(lambda m: str(substitutions[m.group(1)]), text)
+    try:
+        json.loads(rendered)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{asl_path}: not valid JSON after substitution: {exc}") from exc
+    return rendered
+
+
+def create_state_machine(
+    asl_path: str | Path, substitutions: Mapping[str, str], name: str, role_arn: str | None = None
+) -> str:
+    """Create (or update, same name) a state machine from an ASL file; returns its ARN."""
+    definition = render_asl(asl_path, substitutions)
+    role_arn = role_arn or ensure_role()
+    sfn = _client("stepfunctions")
+    for page in sfn.get_paginator("list_state_machines").paginate():
+        for machine in page["stateMachines"]:
+            if machine["name"] == name:
+                arn = str(machine["stateMachineArn"])
+                sfn.update_state_machine(stateMachineArn=arn, definition=definition, roleArn=role_arn)
+                return arn
+    return str(
+        sfn.create_state_machine(name=name, definition=definition, roleArn=role_arn)["stateMachineArn"]
+    )
+
+
+def _stub_zip(handler_file: str) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("README.txt", f"icelake embedded AWS: this function runs {handler_file} in-process.\n")
+    return buf.getvalue()
+
+
+def create_lambda(
+    name: str,
+    repo_handler_path: str | Path,
+    handler_name: str = "handler",
+    env: Mapping[str, str] | None = None,
+    *,
+    role_arn: str | None = None,
+    timeout: int = 900,
+    memory_mb: int = 1024,
+) -> str:
+    """Create (or update) Lambda `name` whose invocations call `handler_name` in `repo_handler_path`."""
+    handler_file = str(repo_handler_path)
+    register_handler(name, handler_file)
+    handler = f"{Path(handler_file).stem}.{handler_name}"
+    variables = {str(k): str(v) for k, v in (env or {}).items()}
+    lam = _client("lambda")
+    try:
+        fn = lam.get_function(FunctionName=name)["Configuration"]
+    except lam.exceptions.ResourceNotFoundException:
+        fn = lam.create_function(
+            FunctionName=name,
+            Runtime="python3.12",
+            Role=role_arn or ensure_role(),
+            Handler=handler,
+            Code={"ZipFile": _stub_zip(handler_file)},
+            Timeout=timeout,
+            MemorySize=memory_mb,
+            Environment={"Variables": variables},
+            Tags={HANDLER_TAG: handler_file},
+        )
+    else:
+        fn = lam.update_function_configuration(
+            FunctionName=name,
+            Handler=handler,
+            Timeout=timeout,
+            MemorySize=memory_mb,
+            Environment={"Variables": variables},
+        )
+        lam.tag_resource(Resource=fn["FunctionArn"], Tags={HANDLER_TAG: handler_file})
+    return str(fn["FunctionArn"])
+
+
+def create_step_lambdas(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The migration workflow's functions from constants.LAMBDA_STEPS, with the memory and timeout
+    the CDK deploys (constants.STEP_LIMITS); returns {step: function ARN}."""
+    arns = {}
+    for step, (name, path, _) in LAMBDA_STEPS.items():
+        memory_mb, timeout = STEP_LIMITS[step]
+        arns[step] = create_lambda(name, path, "handler", env, timeout=timeout, memory_mb=memory_mb)
+    return arns
+
+
+def create_glue_job(
+    name: str,
+    repo_script: str | Path,
+    default_args: Mapping[str, str] | None = None,
+    *,
+    role_arn: str | None = None,
+    max_concurrent_runs: int = 16,
+    run_queuing: bool = False,
+    timeout_minutes: int = 2880,
+) -> str:
+    """Create (or re-create) Glue job `name` whose runs call `main(argv)` of `repo_script`.
+    `run_queuing` is Glue's JobRunQueuingEnabled: runs beyond the slots wait instead of failing."""
+    script = str(repo_script)
+    glue = _client("glue")
+    with contextlib.suppress(glue.exceptions.EntityNotFoundException):
+        glue.delete_job(JobName=name)  # moto has no UpdateJob: re-create
+    glue.create_job(
+        Name=name,
+        Role=role_arn or ensure_role(),
+        Command={
+            "Name": "glueetl",
+            "ScriptLocation": f"s3://icelake-local-assets/{script}",
+            "PythonVersion": "3",
+        },
+        DefaultArguments={
+            **{str(k): str(v) for k, v in (default_args or {}).items()},
+            LOCAL_SCRIPT_ARG: script,
+        },
+        ExecutionProperty={"MaxConcurrentRuns": max_concurrent_runs},
+        GlueVersion="5.0",
+        JobRunQueuingEnabled=run_queuing,
+        Timeout=timeout_minutes,
+    )
+    if run_queuing:
+        glue_runtime.enable_run_queuing(name, max_concurrent_runs)
+    else:
+        glue_runtime.disable_run_queuing(name)
+    return name
+
+
+class ExecutionResult(NamedTuple):
+    """(status, output, events) of a finished execution; unpacks like a tuple."""
+
+    status: str
+    output: dict[str, Any]
+    events: list[dict[str, Any]]
+
+    def failure(self) -> tuple[str | None, str | None]:
+        """(error, cause) of a failed execution, from its ExecutionFailed event."""
+        for event in reversed(self.events):
+            details = event.get("executionFailedEventDetails")
+            if details is not None:
+                return details.get("error"), details.get("cause")
+        return None, None
+
+
+def run_execution(
+    state_machine_arn: str,
+    input: Mapping[str, Any] | str | None = None,
+    timeout: float = 120.0,
+    *,
+    name: str | None = None,
+    poll: float = 0.1,
+) -> ExecutionResult:
+    """Start an execution, wait until it ends; TimeoutError (after stopping it) if it takes too long."""
+    sfn = _client("stepfunctions")
+    body = input if isinstance(input, str) else json.dumps(dict(input or {}))
+    # moto 5.2.5 quirk: with real execution on, an execution started without a name is named "None"
+    # (so a second one fails with ExecutionAlreadyExists). Always give one, like the console does.
+    name = name or f"run-{uuid.uuid4().hex}"
+    arn = sfn.start_execution(stateMachineArn=state_machine_arn, name=name, input=body)["executionArn"]
+    deadline = time.monotonic() + timeout
+    while True:
+        desc = sfn.describe_execution(executionArn=arn)
+        if desc["status"] != "RUNNING":
+            break
+        if time.monotonic() > deadline:
+            sfn.stop_execution(executionArn=arn, error="Timeout", cause=f"run_execution: over {timeout}s")
+            raise TimeoutError(f"execution {arn} still RUNNING after {timeout}s")
+        time.sleep(poll)
+    events: list[dict[str, Any]] = []
+    token: str | None = None
+    while True:
+        page = sfn.get_execution_history(
+            executionArn=arn, maxResults=1000, **({"nextToken": token} if token else {})
+        )
+        events.extend(page["events"])
+        token = page.get("nextToken")
+        if not token:
+            break
+    output = json.loads(desc["output"]) if desc.get("output") else {}
+    return ExecutionResult(
+        str(desc["status"]), output if isinstance(output, dict) else {"value": output}, events
+    )
