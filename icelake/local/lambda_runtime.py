@@ -190,38 +190,41 @@ def _parse_event(event: Any) -> Any:
     return event
 
 
-def call_handler(
-    *,
-    function_name: str,
-    handler: str,
-    handler_file: Path,
-    event: Any,
-    environment: Mapping[str, str],
-    function_arn: str,
-    memory_mb: int = 128,
-    timeout_seconds: float = 900.0,
-    region: str = "us-east-1",
-    version: str = "$LATEST",
-) -> tuple[Any, bool]:
+@dataclass(frozen=True)
+class FunctionConfig:
+    """What an invocation knows of its Lambda function: its name and ARN, its handler string, its
+    Environment variables and its limits (what moto's LambdaFunction holds, as plain data)."""
+
+    function_name: str
+    function_arn: str
+    handler: str
+    environment: Mapping[str, str]
+    memory_mb: int = 128
+    timeout_seconds: float = 900.0
+    region: str = "us-east-1"
+    version: str = "$LATEST"
+
+
+def call_handler(*, function: FunctionConfig, handler_file: Path, event: Any) -> tuple[Any, bool]:
     """Run one invocation in-process; returns (result or Lambda error document, errored)."""
-    attr = handler.rsplit(".", 1)[-1] if handler else ""
+    attr = function.handler.rsplit(".", 1)[-1] if function.handler else ""
     env = {
-        "AWS_LAMBDA_FUNCTION_NAME": function_name,
-        "AWS_LAMBDA_FUNCTION_VERSION": version,
-        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(memory_mb),
-        "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{function_name}",
-        "AWS_REGION": region,
-        "AWS_DEFAULT_REGION": region,
-        "_HANDLER": handler,
-        **{str(k): str(v) for k, v in environment.items()},
+        "AWS_LAMBDA_FUNCTION_NAME": function.function_name,
+        "AWS_LAMBDA_FUNCTION_VERSION": function.version,
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(function.memory_mb),
+        "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{function.function_name}",
+        "AWS_REGION": function.region,
+        "AWS_DEFAULT_REGION": function.region,
+        "_HANDLER": function.handler,
+        **{str(k): str(v) for k, v in function.environment.items()},
     }
     context = LambdaContext(
-        function_name=function_name,
-        invoked_function_arn=function_arn,
-        memory_limit_in_mb=int(memory_mb),
-        function_version=version,
-        log_group_name=f"/aws/lambda/{function_name}",
-        timeout_seconds=float(timeout_seconds),
+        function_name=function.function_name,
+        invoked_function_arn=function.function_arn,
+        memory_limit_in_mb=int(function.memory_mb),
+        function_version=function.version,
+        log_group_name=f"/aws/lambda/{function.function_name}",
+        timeout_seconds=float(function.timeout_seconds),
     )
     with _CALL_LOCK, _environment(env):
         if not _recorders:
@@ -231,10 +234,10 @@ def call_handler(
         started = time.monotonic()
         outcome = _call(handler_file, attr, event, context)
         measured = Invocation(
-            function_name=function_name,
+            function_name=function.function_name,
             seconds=time.monotonic() - started,
-            memory_limit_mb=int(memory_mb),
-            timeout_seconds=float(timeout_seconds),
+            memory_limit_mb=int(function.memory_mb),
+            timeout_seconds=float(function.timeout_seconds),
             rss_before_mib=before,
             peak_rss_mib=process_memory.peak_rss_mib(),
             errored=outcome[1],
@@ -301,11 +304,9 @@ def invoke_in_process(fn: Any, event: Any = None) -> tuple[str, bool, str]:
     except HandlerResolutionError as exc:
         doc, errored = _error("Runtime.HandlerNotFound", str(exc)), True
     else:
-        doc, errored = call_handler(
+        function = FunctionConfig(
             function_name=fn.function_name,
             handler=fn.handler or "",
-            handler_file=handler_file,
-            event=event,
             environment=dict(fn.environment_vars or {}),
             function_arn=fn.function_arn,
             memory_mb=int(fn.memory_size or 128),
@@ -313,6 +314,7 @@ def invoke_in_process(fn: Any, event: Any = None) -> tuple[str, bool, str]:
             region=fn.region,
             version=str(getattr(fn, "version", "$LATEST")),
         )
+        doc, errored = call_handler(function=function, handler_file=handler_file, event=event)
     try:
         payload = json.dumps(doc)
     except (TypeError, ValueError) as exc:
