@@ -6,17 +6,73 @@ requests alike."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, check_session_duration
+from icelake.errors import IcelakeError
 from icelake.request.names import Naming, split_name, template_fields
 
 _ACCOUNT = re.compile(r"^\d{12}$")
 _ROLE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
+# A source database or table name as a Glue catalog may hold it: 1-255 characters, no dot (the
+# separator of 'database.table'), no space or control character at either end.
+_SOURCE_NAME = re.compile(r"^[^\s.\x00-\x1f](?:[^.\x00-\x1f]{0,253}[^\s.\x00-\x1f])?$")
+# The principals Lake Formation grants to (DataLakePrincipalIdentifier): IAM users and roles, SAML
+# users and groups, IAM Identity Center users and groups, accounts, organizations and their units,
+# and IAM_ALLOWED_PRINCIPALS.
+_PRINCIPAL = re.compile(
+    r"^(\d{12}|IAM_ALLOWED_PRINCIPALS"
+    r"|arn:aws[a-z-]*:iam::\d{12}:(user|role)/[\w+=,.@/-]{1,512}"
+    r"|arn:aws[a-z-]*:iam::\d{12}:saml-provider/[\w.-]{1,128}:(user|group)/[^\s]{1,256}"
+    r"|arn:aws[a-z-]*:identitystore:::(user|group)/[\w-]{1,64}"
+    r"|arn:aws[a-z-]*:organizations::\d{12}:(organization/o-[a-z0-9]{10,32}|ou/o-[a-z0-9]{10,32}/ou-[a-z0-9-]{8,68}))$"
+)
+PRINCIPAL_EXAMPLE = "arn:aws:iam::222222222222:role/analyst"
+_KEY_ID = r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32})"
+_KMS_KEY = re.compile(rf"^{_KEY_ID}$")
+_KMS_ARN = re.compile(rf"^arn:aws[a-z-]*:kms:([a-z0-9-]+):\d{{12}}:(key/{_KEY_ID}|alias/[\w/-]{{1,250}})$")
+KMS_EXAMPLE = "arn:aws:kms:eu-west-1:222222222222:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+# S3 keys are at most 1,024 bytes: a target key is the prefix, the longest database and table
+# names Glue keeps (255 each), their slashes, and up to 200 bytes of the table's own file paths.
+MAX_PREFIX_BYTES = 1024 - 2 * 255 - 3 - 200
+
+
+def check_prefix(value: str, field: str, example: str) -> str:
+    """A key prefix as S3 keeps it and a path resolves it alike: no '.' or '..' segment (pyarrow and
+    a file system would normalise them away), no leading '/' or empty segment (another key than the
+    one meant), no control character, at most MAX_PREFIX_BYTES."""
+    problem = None
+    segments = value.removesuffix("/").split("/") if value else []
+    if value.startswith("/"):
+        problem = "starts with '/'"
+    elif any(s in (".", "..") for s in segments):
+        problem = "has a '.' or '..' segment"
+    elif any(not s for s in segments):
+        problem = "has an empty segment ('//')"
+    elif any(ord(c) < 32 or c in "\\\x7f" for c in value):
+        problem = "has a control character or a backslash"
+    elif len(value.encode()) > MAX_PREFIX_BYTES:
+        problem = (
+            f"is {len(value.encode()):,} bytes, more than the {MAX_PREFIX_BYTES} a table's keys leave it"
+        )
+    if problem:
+        raise ValueError(f"{field} {value!r} {problem}: give a relative key prefix such as {example!r}")
+    return value
+
+
+def check_principal(value: str, field: str) -> str:
+    if not _PRINCIPAL.match(value):
+        raise ValueError(
+            f"{field} {value!r} is not a principal Lake Formation grants to (an IAM user or role ARN, a "
+            "SAML or IAM Identity Center user or group ARN, an account id, an organization or unit "
+            f"ARN, or IAM_ALLOWED_PRINCIPALS), such as {PRINCIPAL_EXAMPLE!r}"
+        )
+    return value
 
 
 class _Frozen(BaseModel):
@@ -49,13 +105,42 @@ class SourceSpec(_Frozen):
     @classmethod
     def _role(cls, v: str | None) -> str | None:
         if v is not None and not _ROLE.match(v):
-            raise ValueError(f"role_arn must be an IAM role ARN, got {v!r}")
+            raise ValueError(
+                "role_arn must be an IAM role ARN such as "
+                f"'arn:aws:iam::222222222222:role/icelake-target-write', got {v!r}"
+            )
+        return v
+
+    @field_validator("external_id")
+    @classmethod
+    def _external_id(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^[\w+=,.@:/-]{2,1224}$", v):
+            raise ValueError(
+                f"external_id must be 2-1224 letters, digits or +=,.@:/-_ (as STS takes it), such as "
+                f"'icelake-migration', got {v!r}"
+            )
         return v
 
 
 class PrefixMapSpec(_Frozen):
     source: str
     target: str
+
+    @field_validator("source", "target")
+    @classmethod
+    def _uri(cls, v: str, info: ValidationInfo) -> str:
+        example = f"s3://{'source-lake/extra' if info.field_name == 'source' else 'target-lake/extra'}"
+        field = f"prefix_maps {info.field_name}"
+        scheme, sep, rest = v.partition("://")
+        if not sep or scheme not in ("s3", "file") or (scheme == "s3" and not rest.split("/")[0]):
+            raise ValueError(f"{field} {v!r} is not an s3://bucket/prefix URI, such as {example!r}")
+        if scheme == "s3":
+            bucket, _, key = rest.partition("/")
+            if not _BUCKET.match(bucket):
+                raise ValueError(f"{field} {v!r} names no S3 bucket: give one such as {example!r}")
+            if key:
+                check_prefix(key, field, example)
+        return v
 
 
 class NamesSpec(_Frozen):
@@ -67,6 +152,8 @@ class NamesSpec(_Frozen):
     @field_validator("database")
     @classmethod
     def _database(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("names.database is empty: give a template such as '{database}_eu'")
         if "table" in template_fields(v):
             raise ValueError(
                 f"names.database {v!r} uses {{table}}: a database's tables go to one target database "
@@ -77,6 +164,8 @@ class NamesSpec(_Frozen):
     @field_validator("table")
     @classmethod
     def _table(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("names.table is empty: give a template such as '{table}' or '{table}_v2'")
         template_fields(v)
         return v
 
@@ -87,6 +176,14 @@ class LakeFormationSpec(_Frozen):
     copy_permissions: bool = False  # the source's grants, to the principals principal_map names
     principal_map: dict[str, str] = Field(default_factory=dict)  # source principal ARN -> target's
     copy_tags: bool = False  # the LF-tags of the table and its columns (created in the target)
+
+    @field_validator("principal_map")
+    @classmethod
+    def _principals(cls, v: dict[str, str]) -> dict[str, str]:
+        for source, target in v.items():
+            check_principal(source, "a principal_map key")
+            check_principal(target, f"principal_map[{source!r}]")
+        return v
 
 
 class TargetSpec(SourceSpec):
@@ -106,6 +203,49 @@ class TargetSpec(SourceSpec):
         if not _BUCKET.match(v):
             raise ValueError(f"bucket must be an S3 bucket name, got {v!r}")
         return v
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, v: str) -> str:
+        return check_prefix(v, "prefix", "warehouse/sales")
+
+    @field_validator("database_prefix")
+    @classmethod
+    def _database_prefix(cls, v: str) -> str:
+        if not re.match(r"^[a-z0-9_-]{0,200}$", v):
+            raise ValueError(
+                f"database_prefix {v!r} must be lower-case letters, digits, _ or - (Glue keeps names in "
+                "lower case), such as 'migrated_'"
+            )
+        return v
+
+    @field_validator("lake_formation_principals")
+    @classmethod
+    def _readers(cls, v: list[str]) -> list[str]:
+        for i, principal in enumerate(v):
+            check_principal(principal, f"lake_formation_principals[{i}]")
+        return v
+
+    @field_validator("kms_key_id")
+    @classmethod
+    def _kms(cls, v: str | None) -> str | None:
+        if v is not None and not (_KMS_KEY.match(v) or _KMS_ARN.match(v)):
+            raise ValueError(
+                f"kms_key_id {v!r} is not a KMS key ARN, alias ARN or key id: give one such as "
+                f"{KMS_EXAMPLE!r}"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _kms_in_region(self) -> TargetSpec:
+        arn = _KMS_ARN.match(self.kms_key_id or "")
+        if arn and self.region and arn.group(1) != self.region:
+            raise ValueError(
+                f"kms_key_id {self.kms_key_id!r} is a key of {arn.group(1)}, and the target is in "
+                f"{self.region}: S3 encrypts with a key of the bucket's region; give one such as "
+                f"{KMS_EXAMPLE.replace('eu-west-1', self.region)!r}"
+            )
+        return self
 
     @field_validator("renames")
     @classmethod
@@ -145,10 +285,19 @@ class Selection(_Frozen):
     @model_validator(mode="after")
     def _something(self) -> Selection:
         if not self.databases and not self.tables:
-            raise ValueError("selection needs 'databases' or 'tables'")
+            raise ValueError("selection needs 'databases' or 'tables', such as {\"databases\": [\"sales\"]}")
+        for d in self.databases:
+            if not _SOURCE_NAME.match(d):
+                raise ValueError(f"databases entries are database names such as 'sales', got {d!r}")
         for t in self.tables:
-            if t.count(".") != 1:
-                raise ValueError(f"tables entries are 'database.table', got {t!r}")
+            if t.count(".") != 1 or not all(_SOURCE_NAME.match(p) for p in t.split(".")):
+                raise ValueError(f"tables entries are 'database.table' such as 'sales.orders', got {t!r}")
+        for p in self.patterns:
+            if not p.strip():
+                raise ValueError("patterns entries are table name patterns such as '*' or 'orders_*', got ''")
+        twice = sorted(t for t, n in Counter(self.tables).items() if n > 1)
+        if twice:
+            raise ValueError(f"tables lists {twice[0]} more than once: list each table once")
         return self
 
 
@@ -202,6 +351,35 @@ class MigrationRequest(_Frozen):
         if not re.match(r"^[A-Za-z0-9_.:-]{1,80}$", v):
             raise ValueError(f"run_id must be 1-80 letters, digits or _.:-, got {v!r}")
         return v
+
+    @model_validator(mode="after")
+    def _not_onto_itself(self) -> MigrationRequest:
+        """A target table that is its source table (one Glue catalog: same account and region,
+        same database and name) is refused by name: its copy would overwrite what it reads."""
+        if self.source.account_id != self.target.account_id or self.source.region != self.target.region:
+            return self
+        naming = self.target.naming
+        itself = [f"{s}" for s, t in naming.renames.items() if s == t]
+        for ident in self.selection.tables:
+            database, table = ident.split(".")
+            if ident not in naming.renames and _unchanged(naming, database, table):
+                itself.append(ident)
+        for database in self.selection.databases:
+            if naming.table_template == "{table}" and naming.target_db_of(database) == database:
+                itself.append(f"{database}.<each table>")
+        if itself:
+            raise ValueError(
+                f"target {itself[0]} is the source table itself: set target.names, target.renames or "
+                "another account"
+            )
+        return self
+
+
+def _unchanged(naming: Naming, database: str, table: str) -> bool:
+    try:
+        return naming.target_of(database, table).name == f"{database}.{table}"
+    except IcelakeError:
+        return False  # a name Glue refuses: the Inventory says so
 
 
 class WorkItem(_Frozen):

@@ -6,6 +6,7 @@ whose source has gone. The Inventory step writes them as the run's worklist; `ic
 from __future__ import annotations
 
 import fnmatch
+from collections import Counter
 from typing import Any
 
 from pydantic import ValidationError
@@ -15,14 +16,32 @@ from icelake.errors import InvalidRequestError
 from icelake.request.deps import Deps
 from icelake.request.models import MigrationRequest, WorkItem
 from icelake.request.names import Naming, TargetName, check_targets
+from icelake.uris import canonical
 
 
-def parse_request(raw: dict[str, Any]) -> MigrationRequest:
+def parse_request(raw: object) -> MigrationRequest:
+    """The request, every field checked (icelake/request/models.py), or one line naming each field
+    that is wrong and what a valid one looks like."""
     try:
         return MigrationRequest.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(_problem(e) for e in exc.errors()[:5])
+        more = len(exc.errors()) - 5
+        if more > 0:
+            problems += f"; and {more} more"
         raise InvalidRequestError(f"malformed migration request: {problems}") from None
+
+
+def _problem(error: Any) -> str:
+    where = ".".join(map(str, error["loc"])) or "request"
+    if error["type"] == "extra_forbidden":
+        return (
+            f"{where}: not a field of a migration request (check its spelling; README 'Migrate many tables')"
+        )
+    if error["type"] == "missing":
+        return f"{where}: missing (see tests/events/migrate_request.json for a whole request)"
+    message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    return f"{where}: {' '.join(message.split())}"
 
 
 def work_items(request: MigrationRequest, deps: Deps, execution_arn: str | None = None) -> list[WorkItem]:
@@ -35,6 +54,7 @@ def work_items(request: MigrationRequest, deps: Deps, execution_arn: str | None 
     targets = {key: naming.target_of(*key, _location(table)) for key, table in chosen.items()}
     targets |= {key: _found_target(naming, key, marked.of(key)) for key in dropped}
     check_targets(naming, targets)
+    _not_onto_sources(request, chosen, targets)
     items = [_item(request, key, targets[key], marked) for key in sorted(dropped)]
     for key, table in sorted(chosen.items()):
         location = catalog.metadata_location(table)
@@ -50,6 +70,47 @@ Key = tuple[str, str]  # (source database, source table)
 
 def _location(table: Table) -> str | None:
     return table.get("StorageDescriptor", {}).get("Location") or None
+
+
+def _not_onto_sources(
+    request: MigrationRequest, chosen: dict[Key, Table], targets: dict[Key, TargetName]
+) -> None:
+    """Refuse, before anything runs, a target that is a selected source table (one catalog, one
+    name) or whose location overlaps a source table's: a copy there would write what it reads."""
+    one_catalog = (request.source.account_id, request.source.region) == (
+        request.target.account_id,
+        request.target.region,
+    )
+    # every source location and each of its parents -> the source table it is or holds
+    around: dict[str, Key] = {}
+    for key, table in sorted(chosen.items()):
+        location = _location(table)
+        for path in _self_and_parents(canonical(location)) if location else ():
+            around.setdefault(path, key)
+    sources = {canonical(loc): key for key, table in chosen.items() if (loc := _location(table))}
+    for key, target in sorted(targets.items()):
+        if one_catalog and (target.database, target.table) in chosen:
+            raise InvalidRequestError(
+                f"target {target.name} is the source table itself: set target.names, target.renames or "
+                "another account"
+            )
+        where = canonical(target.location)
+        other = around.get(where) or next(
+            (sources[p] for p in _self_and_parents(where) if p in sources), None
+        )
+        if other is not None:
+            raise InvalidRequestError(
+                f"target {target.name} of {key[0]}.{key[1]} at {target.location} overlaps the location "
+                f"of source table {other[0]}.{other[1]}: set target.bucket, target.prefix or "
+                "target.prefix_maps so that no target lies in or around a source table"
+            )
+
+
+def _self_and_parents(uri: str) -> list[str]:
+    """s3://b/a/c -> [s3://b/a/c, s3://b/a, s3://b]."""
+    scheme, _, rest = uri.rstrip("/").partition("://")
+    parts = rest.split("/")
+    return [f"{scheme}://{'/'.join(parts[:n])}" for n in range(len(parts), 0, -1)]
 
 
 class _MarkedTargets:
@@ -119,13 +180,14 @@ def _named_tables(
     request: MigrationRequest, glue: Any, marked: _MarkedTargets
 ) -> tuple[dict[Key, Table], set[Key]]:
     """The tables the selection names one by one: found, or gone from a source icelake migrated
-    before; any other name is refused, all problems in one error."""
+    before; any other name is refused, the problems in one line (the first few, and a count)."""
     found_tables: dict[Key, Table] = {}
     dropped: set[Key] = set()
     problems = []
+    lookup = _NamedLookup(glue, request.selection.tables)
     for ident in request.selection.tables:
         database, name = ident.split(".")
-        found = catalog.get_table(glue, database, name)
+        found = lookup.get(database, name)
         if found is None and marked.of((database, name)):
             dropped.add((database, name))
         elif found is None:
@@ -135,8 +197,30 @@ def _named_tables(
         else:
             found_tables[(database, name)] = found
     if problems:
-        raise InvalidRequestError("; ".join(problems))
+        more = f"; and {len(problems) - 5:,} more" if len(problems) > 5 else ""
+        raise InvalidRequestError("; ".join(problems[:5]) + more)
     return found_tables, dropped
+
+
+class _NamedLookup:
+    """The source tables a selection names: asked one by one (GetTable), or, for a database the
+    selection names many tables of, listed once (GetTables pages of 100)."""
+
+    MANY = 50
+
+    def __init__(self, glue: Any, idents: list[str]) -> None:
+        self.glue = glue
+        self.counts = Counter(ident.split(".")[0] for ident in idents)
+        self.listed: dict[str, dict[str, Table]] = {}
+
+    def get(self, database: str, name: str) -> Table | None:
+        if self.counts[database] <= self.MANY:
+            return catalog.get_table(self.glue, database, name)
+        if database not in self.listed:
+            exists = catalog.database_exists(self.glue, database)
+            tables = catalog.list_tables(self.glue, database) if exists else []
+            self.listed[database] = {t["Name"]: t for t in tables}
+        return self.listed[database].get(name)
 
 
 def _matches(request: MigrationRequest, name: str) -> bool:
