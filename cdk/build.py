@@ -35,6 +35,7 @@ LOCAL_ONLY = (
     "local",
     "demo.py",
     "cli.py",
+    "cli_options.py",
     "console.py",
     "assess/cli.py",
     "ingest/cli.py",
