@@ -31,6 +31,7 @@ from icelake.ingest.cli import ingest_app
 from icelake.migrate import MigrationResult, migrate_table
 from icelake.migrate.history import History, orphans_note
 from icelake.migrate.settings import EngineSettings
+from icelake.request.selection import parse_request
 from icelake.uris import parse_map_option
 from icelake.workflow.client import (
     RunStatus,
@@ -235,9 +236,22 @@ def _report_table(report: dict[str, object]) -> Table:
             str(t["files_skipped"]),
             str(t.get("files_pruned", 0)),
             str(t["snapshots_validated"]),
-            (t.get("error") or "")[:80],
+            _error_text(t.get("error")),
         )
     return table
+
+
+def _error_text(error: object) -> str:
+    """A table's error in the CLI's table: its type and message on one line (report.json and
+    report.html hold the whole message and hint)."""
+    if not error:
+        return ""
+    if not isinstance(error, dict):  # a report written before errors had their shape
+        return " ".join(str(error).split())[:300]
+    text = " ".join(
+        f"{error.get('type', 'Error')} in {error.get('step', '?')}: {error.get('message', '')}".split()
+    )
+    return text if len(text) <= 300 else text[:299] + "…"
 
 
 def _follow(execution_arn: str, run_id: str) -> RunStatus:
@@ -285,7 +299,10 @@ def migrate_start(
         bool, typer.Option("--allow-empty", help="A selection that matches no table is not an error.")
     ] = False,
 ) -> None:
-    """Start a migration through the Step Functions workflow and follow it until it ends."""
+    """Start a migration through the Step Functions workflow and follow it until it ends.
+
+    Exit code 0 when every table succeeded, 1 when any did not, 2 when the request is refused
+    (checked here, then by the Inventory against the catalogs; nothing runs)."""
     _start(request, run_id, state_machine_arn, no_follow, as_json, allow_empty)
 
 
@@ -322,6 +339,8 @@ def _start(
             raise IcelakeError(f"{request.name} is not JSON ({exc}): fix the request file") from exc
         if mode and isinstance(body, dict):
             body["mode"] = mode
+        if isinstance(body, dict):  # refused here, with exit code 2, before anything starts
+            parse_request({"run_id": "unnamed", **body} if run_id is None else {**body, "run_id": run_id})
         execution_arn, rid = start_migration(body, state_machine_arn, run_id)
         err.print(f"started {execution_arn}", highlight=False, markup=False)
         if no_follow:
@@ -353,8 +372,14 @@ def _print_outcome(status: RunStatus, as_json: bool) -> None:
     else:
         stdout_console().print(_run_table(status))
     if status.execution_status != "SUCCEEDED":
-        err.print(f"icelake: run {status.run_id} {status.execution_status}: {status.error}", highlight=False)
-        raise typer.Exit(1)
+        err.print(
+            f"icelake: run {status.run_id} {status.execution_status}: {status.error}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        # the Inventory refused the request (it reads the catalogs): bad input, as a refusal here
+        raise typer.Exit(2 if (status.error or "").startswith("InvalidRequest") else 1)
     if status.output and status.output.get("status") != "succeeded":
         raise typer.Exit(1)
 

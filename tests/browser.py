@@ -65,3 +65,47 @@ def assert_readable(seen: Loaded, page_file: Path, tables: list[str], charts: li
     for selector in charts:
         assert seen.charts.get(selector, 0) > 0, f"no bars in {selector}: {seen.charts}"
     assert seen.screenshot is not None and seen.screenshot.stat().st_size > 10_000
+
+
+@dataclass
+class Fitted:
+    """What a page shows at 1280 px: its width against the window's, its text, and the text a
+    click on its first <details> opens."""
+
+    scroll_width: int = 0
+    client_width: int = 0
+    text: str = ""
+    details: int = 0
+    opened: str = ""
+    links: list[str] = field(default_factory=list)
+
+
+def load_at_1280(page_file: Path, name: str) -> Fitted:
+    """Open `page_file` in a 1280 px wide window, as a person reading a failed run's report does."""
+    seen = Fitted()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(page_file.resolve().as_uri(), wait_until="load")
+            seen.scroll_width = page.evaluate("document.documentElement.scrollWidth")
+            seen.client_width = page.evaluate("document.documentElement.clientWidth")
+            seen.text = page.inner_text("body")
+            seen.details = page.locator("details").count()
+            seen.links = page.locator("a").evaluate_all("links => links.map(a => a.href)")
+            if seen.details:
+                page.locator("details summary").first.click()
+                seen.opened = page.locator("details").first.inner_text()
+            seen.scroll_width = max(seen.scroll_width, page.evaluate("document.documentElement.scrollWidth"))
+            page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        finally:
+            browser.close()
+    return seen
+
+
+def assert_fits_and_hides_traces(seen: Fitted) -> None:
+    """No horizontal scroll at 1280 px, and no stack trace anywhere in the page's text."""
+    assert seen.scroll_width <= seen.client_width, (seen.scroll_width, seen.client_width)
+    for trace in ("stackTrace", "Traceback", 'File "/'):
+        assert trace not in seen.text and trace not in seen.opened, trace

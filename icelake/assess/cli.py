@@ -32,7 +32,12 @@ from icelake.request.models import MigrationRequest
 from icelake.request.selection import parse_request
 from icelake.uris import parse_map_option
 
-assess_app = typer.Typer(add_completion=False, help="Assess tables before moving them.")
+assess_app = typer.Typer(
+    add_completion=False,
+    help="Assess tables before moving them.\n\nExit code 0 when no table is blocked, 1 when any table "
+    "is blocked (a gate before `icelake migrate start`; the assessment is written either way), 2 "
+    "when the request or an option is refused (nothing is read or written).",
+)
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,8 @@ class AssessOptions:
 @assess_app.callback(invoke_without_command=True)
 @options_command(AssessOptions)
 def assess(options: AssessOptions) -> None:
-    """Assess an estate (--request) or one table (--metadata, --target-location) before moving it."""
+    """Assess an estate (--request) or one table (--metadata, --target-location) before moving it;
+    the exit codes are in assess_app's help."""
     o = options
     with one_line_errors():
         if (o.request is None) == (o.metadata is None):
@@ -108,6 +114,15 @@ def assess(options: AssessOptions) -> None:
     else:
         stdout_console().print(assessment_table(assessment))
         err.print(f"assessment: {summary['assessment_html_uri']}", highlight=False, markup=False)
+    if assessment.totals.blocked_tables:
+        err.print(
+            f"icelake: {assessment.totals.blocked_tables} of {assessment.totals.tables} table(s) blocked: "
+            "see each table's blockers in the assessment",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
 
 
 def _of_request(

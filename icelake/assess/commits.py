@@ -71,8 +71,30 @@ def commit_rate_warning(history: CommitHistory, duration_s: float, sync_days: fl
     during = rate * duration_s / 86_400
     return Finding(
         kind="commit_rate",
-        message=f"the table commits {history.per_day_7:g} times a day (last 7 days; {history.per_day_30:g} "
-        f"over 30): about {window:,.0f} commit(s) in a {sync_days:g}-day sync window, {during:.2g} during "
-        "its estimated copy; plan incremental syncs (mode incremental, or the scheduled sync) until "
+        message=f"the table keeps committing ({a_day(history.per_day_7)} over the last 7 days, "
+        f"{a_day(history.per_day_30)} over 30): {count(window, 'commit')} in a {sync_days:g}-day sync "
+        f"window; {count(during)} expected "
+        "during the copy. Plan incremental syncs (mode incremental, or the scheduled sync) until "
         "writers stop, then icelake migrate cutover",
     )
+
+
+def count(n: float, noun: str = "") -> str:
+    """An expected count as a person says it: 'fewer than 1', 'about 4 commits', 'about 1,200
+    commits'; never a float."""
+    if n < 1:
+        said = "fewer than 1"
+    else:
+        rounded = round(n) if n < 100 else round(n, -1) if n < 1000 else round(n, -2)
+        said = f"about {rounded:,.0f}"
+        noun = noun + ("s" if noun and rounded != 1 else "")
+    return f"{said} {noun}" if noun else said
+
+
+def a_day(rate: float) -> str:
+    """A daily rate as a person says it: 'about 3 commits a day', 'about 1 commit every 5 days'."""
+    if rate <= 0:
+        return "no commits"
+    if rate >= 0.75:
+        return f"{count(rate, 'commit')} a day"
+    return f"about 1 commit every {round(1 / rate):,} days"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
+from urllib.parse import quote
 
 from icelake.assess.cost import COST_KEYS
 from icelake.aws.request_count import REQUEST_KINDS
@@ -22,7 +23,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bott
 .card{border:1px solid #dde3ea;border-radius:6px;padding:8px 14px;min-width:130px}
 .card b{display:block;font-size:20px}.bad{color:#b42318}.warn{color:#9a6700}.ok{color:#1a7f37}
 table{border-collapse:collapse;width:100%;margin:6px 0}th,td{padding:4px 8px;border-bottom:1px solid #eef1f4;
-text-align:left;vertical-align:top}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+text-align:left;vertical-align:top;overflow-wrap:anywhere}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 th{background:#f6f8fa;cursor:pointer;user-select:none;white-space:nowrap}
 th[aria-sort]::after{content:" \\2195";color:#8c959f}
 ul.findings li{margin:4px 0}
@@ -31,6 +32,9 @@ border-radius:4px}
 svg text{font:11px system-ui,sans-serif;fill:#1d2430}.chart{margin:8px 0}code{font-size:12px}
 .state-migrated,.state-in_sync,.state-promoted,.state-dry_run{color:#1a7f37}
 .state-rolled_back,.state-failed,.state-diverged,.state-busy,.state-source_dropped{color:#b42318}
+.findings li,.error{overflow-wrap:anywhere}td.error{min-width:160px;max-width:360px}
+pre.message{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f8fa;padding:6px 8px;
+border-radius:4px;font-size:12px;margin:4px 0}.hint{color:#5b6776}
 """
 
 # Sorts a table by the clicked header: numbers by their data-v value, text otherwise.
@@ -243,3 +247,25 @@ def requests_total(requests: Mapping[str, int] | None) -> int:
 
 def cost_rows(cost: Mapping[str, float]) -> list[tuple[str, float]]:
     return [(k, float(cost.get(k, 0.0))) for k in COST_KEYS if k != "total"]
+
+
+def log_link(error: Mapping[str, Any]) -> str:
+    """A link to the log that holds an error whole (CloudWatch Logs in the console), filtered on
+    its request id when the error names one; '' when it names no log group."""
+    group = error.get("log_group")
+    if not group:
+        return ""
+    region = error.get("region")
+
+    def console(text: str) -> str:  # the console's own escaping of its #fragment
+        return quote(text, safe="").replace("%", "$25")
+
+    url = (
+        f"https://{region + '.' if region else ''}console.aws.amazon.com/cloudwatch/home"
+        f"{'?region=' + region if region else ''}#logsV2:log-groups/log-group/{console(group)}"
+    )
+    request = error.get("request_id")
+    if request:
+        url += "/log-events$3FfilterPattern$3D" + console(f'"{request}"')
+    said = f"{group}{', request ' + request if request else ''}"
+    return f'<a href="{escape(url)}" rel="noreferrer">log: {escape(said)}</a>'

@@ -137,9 +137,7 @@ def render_report(report: Mapping[str, Any]) -> str:
     body = [
         _run_cards(tables, failed, estimated),
         f'<h2 id="errors">Errors ({len(failed)})</h2>',
-        h.findings(
-            [(t["table"], {"kind": t["status"], "message": t.get("error") or ""}) for t in failed], "bad"
-        ),
+        _errors(failed),
         "<h2>Tables</h2>",
         _outcome_table(tables),
         _estimated_against_actual(estimated),
@@ -255,9 +253,61 @@ def _outcome_row(t: Mapping[str, Any]) -> str:
             h.cell(h.duration(est_time) if estimate else "n/a", number=est_time),
             h.cell(h.usd(cost) if t.get("cost_usd") else "n/a", number=cost),
             h.cell(h.usd(est_cost) if estimate else "n/a", number=est_cost),
-            h.cell((t.get("error") or "")[:300]),
+            _error_cell(t.get("error")),
         ]
     )
+
+
+SHORT = 160  # characters of a message shown before its <details>
+
+
+def _error_of(error: Any) -> Mapping[str, Any]:
+    """An outcome's error in its shape ({type, message, step, hint?, log_group?, ...}); a report
+    written before errors had one holds text."""
+    if isinstance(error, Mapping):
+        return error
+    return {"type": "error", "message": str(error or ""), "step": ""}
+
+
+def _message(error: Mapping[str, Any]) -> str:
+    """The message, wrapped; a long one cut, with the whole of it on demand (<details>)."""
+    message = str(error.get("message") or "")
+    if len(message) <= SHORT:
+        return escape(message)
+    return (
+        f"{escape(message[:SHORT].rstrip())}&hellip;<details><summary>full message "
+        f'({len(message):,} characters)</summary><pre class="message">{escape(message)}</pre></details>'
+    )
+
+
+def _errors(failed: list[Mapping[str, Any]]) -> str:
+    """report.html's Errors: each table's error type, the step it failed in, its message (whole on
+    demand), what to do, and a link to the step's log."""
+    items = []
+    for t in failed:
+        error = _error_of(t.get("error"))
+        step = f" in {escape(str(error['step']))}" if error.get("step") else ""
+        hint = (
+            f'<div class="hint">What to do: {escape(str(error["hint"]))}</div>' if error.get("hint") else ""
+        )
+        link = h.log_link(error)
+        items.append(
+            f'<li class="bad error"><b>{escape(str(t["table"]))}</b> '
+            f'<span class="kind">{escape(str(t.get("status", "")))}</span> '
+            f"{escape(str(error.get('type', '')))}{step}: {_message(error)}{hint}"
+            f"{f'<div>{link}</div>' if link else ''}</li>"
+        )
+    return f'<ul class="findings">{"".join(items)}</ul>' if items else '<p class="ok">None.</p>'
+
+
+def _error_cell(error: Any) -> str:
+    if not error:
+        return '<td class="error"></td>'
+    shape = _error_of(error)
+    message = " ".join(str(shape.get("message") or "").split())
+    short = message if len(message) <= SHORT else message[:SHORT].rstrip() + "…"
+    shown = escape(f"{shape.get('type')}: {short}")
+    return f'<td class="error" title="{escape(message[:1000])}">{shown}</td>'
 
 
 def _request_kinds(tables: list[Mapping[str, Any]]) -> str:

@@ -156,8 +156,9 @@ def check_target_is_ours(existing: dict[str, Any] | None, owner: str, target: st
     found = existing.get("Parameters", {}).get(OWNER_PARAMETER)
     if found != owner:
         raise TargetNotOursError(
-            f"target table {target} exists and was not created by icelake for {owner} "
-            f"(owner: {found or 'none'}); drop it or choose another target database"
+            f"target table {target} exists and icelake did not create it for {owner} (owner mark: "
+            f"{found or 'none'}), so icelake leaves it untouched: send this table to another target "
+            "name (target.names or target.renames) or another target database"
         )
 
 

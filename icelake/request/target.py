@@ -37,5 +37,6 @@ def foreign_commit(dst_io: FileIO, synced: dict[str, Any] | None, current: str |
     return (
         f"the target table was committed to by someone else {when}: its metadata is {current}, "
         f"icelake last registered {registered}; nothing was written. Keep the target's commits "
-        "(stop syncing this table), or drop the target table to migrate it again"
+        "(stop syncing this table), or, once nothing of them is needed, drop the target table icelake "
+        "created to migrate it again"
     )

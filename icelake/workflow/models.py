@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from icelake.assess.estimate import TableEstimate
 from icelake.migrate.models import Orphans
 from icelake.request.models import WorkItem
+from icelake.workflow.failures import TableError, coerced
 
 
 class _Frozen(BaseModel):
@@ -116,7 +117,9 @@ class TableOutcome(_Frozen):
     # What the run did not do for this table that someone should know of (an earlier target left
     # in place, a source grant whose principal has no mapping, ...).
     warnings: list[str] = []
-    error: str | None = None
+    # What went wrong, or why the table was left alone: {type, message, step, hint} and where the
+    # step logged it (icelake/workflow/failures.py); never a stack trace.
+    error: TableError | None = None
     seconds: float = 0.0
     # The table's own account: S3 requests by kind (copy, list, head, get, put, delete) that the
     # steps' clients sent, each phase's seconds (plan, copy, validate, rollback), and what those
@@ -127,6 +130,11 @@ class TableOutcome(_Frozen):
     # The estimate model applied to this run's own plan (icelake/assess/estimate.py): what
     # report.html sets beside the account above. None when the Glue job planned the table.
     estimate: TableEstimate | None = None
+
+    @field_validator("error", mode="before")
+    @classmethod
+    def _error(cls, value: object) -> object:
+        return coerced(value)
 
 
 RunState = Literal["succeeded", "partial", "failed"]

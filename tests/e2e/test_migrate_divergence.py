@@ -61,8 +61,8 @@ def test_a_commit_on_the_target_makes_the_next_sync_diverged(
 
     (outcome,) = report["tables"]
     assert outcome["status"] == "diverged", outcome
-    assert foreign in outcome["error"] and registered in outcome["error"]
-    assert "committed to by someone else at 20" in outcome["error"]  # the foreign commit's time
+    assert foreign in outcome["error"]["message"] and registered in outcome["error"]["message"]
+    assert "committed to by someone else at 20" in outcome["error"]["message"]  # the foreign commit's time
     assert report["status"] == "failed"
     # nothing written, nothing rolled over: the foreign row is still there
     assert bucket_state(lake.target, TARGET_BUCKET) == target_before

@@ -45,7 +45,7 @@ def test_a_table_held_by_a_running_run_is_busy(world: tuple[Lake, LocalDeploymen
 
     outcomes = {t["table"]: t for t in report["tables"]}
     assert outcomes["sales.orders"]["status"] == "busy"
-    assert "run other-run has been working on" in outcomes["sales.orders"]["error"]
+    assert "run other-run has been working on" in outcomes["sales.orders"]["error"]["message"]
     assert outcomes["sales.customers"]["status"] == "migrated"
     assert report["status"] == "partial"
     assert not [k for k in bucket_state(lake.target, TARGET_BUCKET) if "/orders/" in k]

@@ -93,9 +93,10 @@ def test_a_failed_table_never_deletes_another_tables_files_under_a_shared_prefix
 
     outcomes = {t["table"]: t for t in report["tables"]}
     assert outcomes["sales.a"]["status"] == "rolled_back"
-    assert "injected failure" in outcomes["sales.a"]["error"]
+    error = outcomes["sales.a"]["error"]
+    assert "injected failure" in error["message"] and error["step"] == "Validate"
     # the copy finished: the outcome says that validation, not the copy, failed
-    assert outcomes["sales.a"]["error"].startswith("validation failed, not the copy")
+    assert error["hint"].startswith("validation failed, not the copy")
     assert outcomes["sales.b"]["status"] == "migrated"
     assert outcomes["sales.b"]["validation"] == "rows"  # the request's tier, fully done
     # Every object of b is still there, b still reads like its source, the foreign object stays

@@ -38,7 +38,7 @@ def test_a_dropped_source_table_is_reported_and_its_target_left_alone(
     for report in (by_database, explicit):
         outcomes = {t["table"]: t for t in report["tables"]}
         assert outcomes["sales.customers"]["status"] == "source_dropped"
-        assert "no longer exists" in outcomes["sales.customers"]["error"]
+        assert "no longer exists" in outcomes["sales.customers"]["error"]["message"]
         assert outcomes["sales.orders"]["status"] == "in_sync"
         assert report["status"] == "partial"
     assert {t["table"]: t["status"] for t in by_database["tables"]}["sales.returns"] == "migrated"

@@ -29,7 +29,7 @@ def test_a_copy_that_fails_its_checksum_is_rolled_back(world: tuple[Lake, LocalD
     outcomes = {t["table"]: t for t in report["tables"]}
     orders, customers = outcomes["sales.orders"], outcomes["sales.customers"]
     assert orders["status"] == "rolled_back", orders
-    assert "is not the source's bytes" in orders["error"] and damaged in orders["error"]
+    assert "is not the source's bytes" in orders["error"]["message"] and damaged in orders["error"]["message"]
     assert customers["status"] == "migrated"
     assert customers["files_verified"] == customers["files_copied"] == 2
     assert report["status"] == "partial"

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from pyiceberg.table import StaticTable
+from typer.testing import CliRunner
 
 from icelake.aws.fileio import io_for
-from icelake.constants import GLUE_MIGRATE_JOB
+from icelake.cli import app
+from icelake.constants import EVENT_SOURCE, GLUE_MIGRATE_JOB
 from icelake.local.deploy import LocalDeployment
 from icelake.local.embedded import run_execution
 from icelake.local.lake import SOURCE_ROLE, TARGET_ROLE
+from tests.browser import assert_fits_and_hides_traces, load_at_1280
 from tests.e2e.conftest import run_workflow
 from tests.functional.moto_sts import assumed_roles
 from tests.lake import (
@@ -75,7 +79,9 @@ def test_full_migration_then_incremental_sync(world: tuple[Lake, LocalDeployment
     )
 
 
-def test_a_failing_table_is_rolled_back_and_the_others_migrate(world: tuple[Lake, LocalDeployment]) -> None:
+def test_a_failing_table_is_rolled_back_and_the_others_migrate(
+    world: tuple[Lake, LocalDeployment], tmp_path: Path
+) -> None:
     lake, deployment = world
     add_source_table(lake, "good", [[1], [2]])
     add_source_table(lake, "broken", [[1], [2]])
@@ -95,6 +101,7 @@ def test_a_failing_table_is_rolled_back_and_the_others_migrate(world: tuple[Lake
     )
     source_before = bucket_state(lake.source, SOURCE_BUCKET)
     catalog_theirs = catalog_state(lake.target)["sales.theirs"]
+    queue = _events_queue()  # the run's EventBridge event, as a rule delivers it
 
     report = run_workflow(deployment, lake.request("mixed-1"))
 
@@ -103,17 +110,66 @@ def test_a_failing_table_is_rolled_back_and_the_others_migrate(world: tuple[Lake
     assert outcomes["sales.good"]["status"] == "migrated"
     assert (
         outcomes["sales.broken"]["status"] == "rolled_back"
-        and data_key.split("/")[-1] in outcomes["sales.broken"]["error"]
+        and data_key.split("/")[-1] in outcomes["sales.broken"]["error"]["message"]
     )
     assert (
         outcomes["sales.theirs"]["status"] == "rolled_back"
-        and "not created by icelake" in outcomes["sales.theirs"]["error"]
+        and "icelake did not create it" in outcomes["sales.theirs"]["error"]["message"]
     )
     target = bucket_state(lake.target, TARGET_BUCKET)
     assert target and all("/good/" in k for k in target)  # nothing left behind for the failed tables
     assert catalog_state(lake.target)["sales.theirs"] == catalog_theirs
     assert "sales.broken" not in catalog_state(lake.target)
     assert bucket_state(lake.source, SOURCE_BUCKET) == source_before
+    _errors_read_alike_everywhere(report, queue, tmp_path)
+
+
+def _events_queue() -> str:
+    """An SQS queue that an EventBridge rule on icelake's events (the default bus) feeds."""
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName="icelake-run-events")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events = boto3.client("events")
+    events.put_rule(Name="icelake-runs", EventPattern=json.dumps({"source": [EVENT_SOURCE]}))
+    events.put_targets(Rule="icelake-runs", Targets=[{"Id": "queue", "Arn": arn}])
+    return str(url)
+
+
+def _errors_read_alike_everywhere(report: dict[str, Any], queue: str, tmp_path: Path) -> None:
+    """Each failed table's error is {type, message, step, hint?} in report.json, the run's event,
+    the CLI's table and report.html, with no stack trace in any; the page fits 1280 px."""
+    outcomes = {t["table"]: t for t in report["tables"]}
+    theirs = outcomes["sales.theirs"]["error"]
+    assert (theirs["type"], theirs["step"]) == ("TargetNotOursError", "Plan")
+    assert "another target name" in theirs["hint"] and theirs["log_group"] == "/aws/lambda/icelake-plan"
+    broken = outcomes["sales.broken"]["error"]
+    assert broken["step"] in ("Plan", "Copy") and broken["message"]
+    assert "stackTrace" not in json.dumps(report) and "Traceback" not in json.dumps(report)
+    assert "drop it" not in json.dumps(report)
+    # the event
+    bodies = [json.loads(m["Body"]) for m in boto3.client("sqs").receive_message(QueueUrl=queue)["Messages"]]
+    detail = next(b["detail"] for b in bodies if b["detail"].get("run_id") == "mixed-1")
+    by_table = {e["table"]: e for e in detail["errors"]}
+    assert set(by_table) == {"sales.theirs", "sales.broken"}
+    assert {k: by_table["sales.theirs"][k] for k in ("type", "message", "step")} == {
+        k: theirs[k] for k in ("type", "message", "step")
+    }
+    assert "stackTrace" not in json.dumps(detail)
+    # the CLI's table (`icelake migrate status`, as a person runs it)
+    shown = CliRunner().invoke(app, ["migrate", "status", "mixed-1"])
+    assert shown.exit_code == 1, shown.stderr  # a partial run
+    words = shown.stdout.split()
+    assert "TargetNotOursError" in words and "sales.theirs" in words and "untouched:" in words, shown.stdout
+    assert "errorType" not in shown.stdout and "stackTrace" not in shown.stdout
+    # report.html, in a browser at 1280 px
+    bucket, _, key = str(report["report_html_uri"]).removeprefix("s3://").partition("/")
+    page = tmp_path / "report.html"
+    page.write_bytes(boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())
+    seen = load_at_1280(page, "report-failed-tables")
+    assert_fits_and_hides_traces(seen)
+    assert "icelake did not create it" in seen.text and "What to do:" in seen.text
+    assert seen.details >= 1 and "full message" in seen.opened and len(seen.opened) > 200
+    assert any("log-group/$252Faws$252Flambda$252Ficelake-plan" in link for link in seen.links), seen.links
 
 
 def test_malformed_request_fails_at_once(world: tuple[Lake, LocalDeployment]) -> None:

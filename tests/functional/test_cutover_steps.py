@@ -54,7 +54,11 @@ def test_a_source_that_moves_during_every_sync_is_never_promoted(lake: Lake) -> 
             assert outcome["sync_again"] and outcome["status"] == "migrated", outcome
         else:
             assert not outcome["sync_again"] and outcome["status"] == "failed", outcome
-            assert "moved during each of 3 syncs" in outcome["error"]
+            assert "moved during each of 3 syncs" in outcome["error"]["message"]
+            assert (
+                outcome["error"]["step"] == "Validate"
+                and "stop the source's writers" in outcome["error"]["hint"]
+            )
     target = catalog_state(lake.target)["sales.orders"]
     assert catalog.PROMOTED_PARAMETER not in target  # not promoted
 

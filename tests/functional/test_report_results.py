@@ -211,6 +211,11 @@ def test_a_failed_iteration_and_a_missing_table_become_failed_outcomes(real: Rea
     assert summary.status == "partial" and summary.counts == {"failed": 2, "migrated": 1}
     assert outcomes["sales.ok"]["status"] == "migrated"
     assert outcomes["sales.bad"]["status"] == "failed"
-    assert outcomes["sales.bad"]["error"] == "States.Runtime: JSONPath $.plan not found"
+    bad = outcomes["sales.bad"]["error"]
+    assert (bad["type"], bad["message"], bad["step"]) == (
+        "States.Runtime",
+        "JSONPath $.plan not found",
+        "Map",
+    )
     assert outcomes["sales.lost"]["status"] == "failed"
-    assert "no outcome recorded" in outcomes["sales.lost"]["error"]
+    assert "no outcome recorded" in outcomes["sales.lost"]["error"]["message"]

@@ -115,7 +115,7 @@ def test_target_table_that_is_not_ours_is_refused(lake: Lake) -> None:
         DatabaseName="sales", TableInput={"Name": "orders", "Parameters": {"table_type": "ICEBERG"}}
     )
     inv = steps.inventory(InventoryInput.model_validate(lake.request("run-1")), lake.deps)
-    with pytest.raises(TargetNotOursError, match="not created by icelake"):
+    with pytest.raises(TargetNotOursError, match="icelake did not create it"):
         steps.plan(PlanInput.model_validate({"item": _worklist(lake, inv)[0]}), lake.deps)
 
 

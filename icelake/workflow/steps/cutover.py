@@ -10,6 +10,7 @@ from icelake.aws.fileio import FileIO
 from icelake.errors import ValidationFailedError
 from icelake.migrate.metadata_json import parse_metadata
 from icelake.request.deps import Deps
+from icelake.workflow.failures import TableError
 from icelake.workflow.models import PlanResult, TableOutcome
 
 
@@ -34,9 +35,13 @@ def cutover(planned: PlanResult, deps: Deps, synced: TableOutcome) -> TableOutco
         return synced.model_copy(
             update={
                 "status": "failed",
-                "error": f"the source {item.name} moved during each of {syncs} syncs (now {now_at}); the "
-                "target is a good copy of an earlier version and was not promoted: stop the source's "
-                "writers, then run the cutover again",
+                "error": TableError(
+                    type="SourceMoved",
+                    message=f"the source {item.name} moved during each of {syncs} syncs (now {now_at}); "
+                    "the target is a good copy of an earlier version and was not promoted",
+                    step="Validate",
+                    hint="stop the source's writers, then run the cutover again",
+                ),
             }
         )
     source_snapshot = _current_snapshot(sessions.source_io(), item.source_metadata_location)

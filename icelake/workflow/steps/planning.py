@@ -121,7 +121,8 @@ def _dropped_or_diverged(
     if item.source_dropped:
         why = (
             f"{item.name} no longer exists in account {item.request.source.account_id}; its target "
-            f"{target_name} was left as it is. Drop the target table, or keep it as the table's new home"
+            f"{target_name} (icelake created it) was left as it is: keep it as the table's new home, or "
+            "drop it once nothing reads it"
         )
         return "source_dropped", why
     diverged = foreign_commit(dst_io, synced, previous)

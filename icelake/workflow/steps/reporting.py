@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from icelake.assess.pages import render_report
 from icelake.constants import EVENT_SOURCE
 from icelake.request.deps import Artifacts, Deps
+from icelake.workflow.failures import MAX_MESSAGE, TableError, table_error
 from icelake.workflow.inputs import ReportInput, WriterDetails
 from icelake.workflow.models import RunReport, RunState, RunSummary, TableOutcome
 from icelake.workflow.steps.assessing import report_assessment
@@ -40,7 +41,7 @@ def report(given: ReportInput, deps: Deps) -> RunSummary:
     deps.artifacts.put_json(key, written.model_dump(mode="json"))
     # The same run for people: estimated against actual, states, errors and timings.
     deps.artifacts.io.write(html_uri, render_report(written.model_dump(mode="json")).encode())
-    _announce(deps, run_id, status, failed, len(outcomes), "Migration run")
+    _announce(deps, run_id, status, failed, len(outcomes), "Migration run", _event_errors(outcomes))
     return RunSummary(
         run_id=run_id,
         status=status,
@@ -52,8 +53,31 @@ def report(given: ReportInput, deps: Deps) -> RunSummary:
     )
 
 
-def _announce(deps: Deps, run_id: str, status: str, failed: int, tables: int, what: str) -> None:
-    """The run's EventBridge event (source icelake): rules notify the topic and start nothing."""
+EVENT_ERRORS = 20  # tables whose error the event carries (an event entry is at most 256 KB)
+
+
+def _event_errors(outcomes: list[TableOutcome]) -> list[dict[str, Any]]:
+    """The first EVENT_ERRORS tables' errors, in the outcome's shape, for the run's event."""
+    errors = [(o, o.error) for o in outcomes if o.status in FAILED_STATUSES and o.error]
+    return [
+        {"table": o.table, "status": o.status, "type": e.type, "message": e.message[:1000], "step": e.step}
+        | ({"hint": e.hint} if e.hint else {})
+        for o, e in errors[:EVENT_ERRORS]
+    ]
+
+
+def _announce(
+    deps: Deps,
+    run_id: str,
+    status: str,
+    failed: int,
+    tables: int,
+    what: str,
+    errors: list[dict[str, Any]] | None = None,
+) -> None:
+    """The run's EventBridge event (source icelake): rules notify the topic and start nothing. A
+    migration run's detail names its failed tables' errors ({table, status, type, message, step,
+    hint}; the first EVENT_ERRORS, the rest are in report.json)."""
     deps.client("events").put_events(
         Entries=[
             {
@@ -61,6 +85,7 @@ def _announce(deps: Deps, run_id: str, status: str, failed: int, tables: int, wh
                 "DetailType": f"{what} {status}",
                 "Detail": json.dumps(
                     {"run_id": run_id, "status": status, "failed": failed, "tables": tables}
+                    | ({"errors": errors} if errors is not None else {})
                 ),
                 "EventBusName": deps.env.event_bus,
             }
@@ -100,8 +125,8 @@ def map_outcomes(run_id: str, writer: WriterDetails, artifacts: Artifacts) -> It
                 yield _result_outcome(run_id, status, entry)
 
 
-def _failed(run_id: str, table: str, error: str) -> TableOutcome:
-    return TableOutcome(run_id=run_id, table=table, status="failed", error=error[:2000])
+def _failed(run_id: str, table: str, error: TableError) -> TableOutcome:
+    return TableOutcome(run_id=run_id, table=table, status="failed", error=error)
 
 
 def _item_name(item: dict[str, Any]) -> str:
@@ -114,11 +139,21 @@ def _result_outcome(run_id: str, status: str, entry: dict[str, Any]) -> TableOut
         try:
             return TableOutcome.model_validate_json(entry["Output"])
         except (KeyError, TypeError, ValidationError) as exc:
-            error = f"unreadable output of {entry.get('ExecutionArn', 'a child execution')}: {exc}"
+            error = TableError(
+                type="UnreadableOutput",
+                message=f"unreadable output of {entry.get('ExecutionArn', 'a child execution')}: "
+                + " ".join(str(exc).split())[:MAX_MESSAGE],
+                step="Map",
+            )
     elif status == "FAILED":  # failed despite the item's own catches (e.g. a States.Runtime error)
-        error = f"{entry.get('Error') or 'States.ALL'}: {entry.get('Cause') or 'no cause given'}"
+        error = table_error(entry.get("Error") or "States.ALL", entry.get("Cause") or "no cause given", "Map")
     else:
-        error = f"the Map run ended before this table finished ({status})"
+        error = TableError(
+            type=f"Map{status.title()}",
+            message=f"the Map run ended before this table finished ({status})",
+            step="Map",
+            hint="run again: what was copied is skipped",
+        )
     try:
         table = _item_name(json.loads(entry["Input"])["item"])
     except (KeyError, TypeError, ValueError):
@@ -136,6 +171,5 @@ def _ledger_outcomes(run_id: str, tables: Iterable[str], deps: Deps) -> Iterator
         if row.get("outcome"):
             yield TableOutcome.model_validate_json(row["outcome"])
         else:
-            yield _failed(
-                run_id, table, f"no outcome recorded (last state in the ledger: {row.get('state', 'none')})"
-            )
+            message = f"no outcome recorded (last state in the ledger: {row.get('state', 'none')})"
+            yield _failed(run_id, table, TableError(type="NoOutcome", message=message, step="Map"))

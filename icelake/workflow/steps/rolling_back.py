@@ -11,6 +11,7 @@ from icelake.request.deps import Deps
 from icelake.request.target import owner_of
 from icelake.uris import PrefixMap
 from icelake.workflow.accounting import accounted
+from icelake.workflow.failures import table_error
 from icelake.workflow.inputs import CaughtError, RollbackInput
 from icelake.workflow.models import TableOutcome
 from icelake.workflow.steps.shared import item_facts, record_outcome, source_prefixes
@@ -19,14 +20,17 @@ from icelake.workflow.steps.shared import item_facts, record_outcome, source_pre
 def rollback(given: RollbackInput, deps: Deps) -> TableOutcome:
     started = time.monotonic()
     item = given.item
-    error = given.error or CaughtError()
-    cause = error.cause or error.error or "unknown error"
-    if error.step == "Validate":
-        cause = (
-            f"validation failed, not the copy ({error.error or 'error'}): the copied table could "
-            f"not be shown to read like its source, so it was rolled back. {cause}"
-        )
     planned = given.plan
+    caught = given.error or CaughtError()
+    step = caught.step or ("Plan" if planned is None else "Copy")
+    error = table_error(caught.error, caught.cause, step, deps.orchestrator.region_name)
+    if step == "Validate":
+        error = error.model_copy(
+            update={
+                "hint": "validation failed, not the copy: the copied table could not be shown to read "
+                "like its source, so it was rolled back; the source is untouched"
+            }
+        )
     removed = 0
     sessions = deps.sessions(item.request)
     if planned is not None:
@@ -41,11 +45,11 @@ def rollback(given: RollbackInput, deps: Deps) -> TableOutcome:
             owner_of(item),
         )
     outcome = TableOutcome(
-        run_id=item.run_id, table=item.name, status="rolled_back", error=cause[:2000], **item_facts(item)
+        run_id=item.run_id, table=item.name, status="rolled_back", error=error, **item_facts(item)
     )
     # The copy's own account is not read back: a failed copy may have written none.
     seconds = time.monotonic() - started
     outcome = accounted(outcome, item.request, planned, None, "rollback", sessions.requests.counts(), seconds)
-    record_outcome(deps.ledger, outcome, "ROLLED_BACK", error=outcome.error, files_removed=removed)
+    record_outcome(deps.ledger, outcome, "ROLLED_BACK", error=error.line(), files_removed=removed)
     deps.ledger.release_table(item.target_location, item.run_id)
     return outcome

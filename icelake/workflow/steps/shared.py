@@ -20,7 +20,7 @@ def item_facts(item: WorkItem, registered: dict[str, Any] | None = None) -> dict
     Register recorded in the ledger row `registered` (unmapped principals, data filters)."""
     warnings = [
         f"{earlier} is an earlier target of {item.name} (its target name has changed since); it was "
-        "left as it is: drop it when nothing reads it any more"
+        "left as it is (icelake created it): drop it when nothing reads it any more"
         for earlier in item.earlier_targets
     ]
     warnings += (registered or {}).get("register_warnings", [])

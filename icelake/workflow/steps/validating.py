@@ -17,6 +17,7 @@ from icelake.migrate.prune import prune_target
 from icelake.migrate.validate import Tier, check_target_files, validate_tables
 from icelake.request.deps import Deps, Sessions
 from icelake.workflow.accounting import accounted
+from icelake.workflow.failures import TableError, stopped_error
 from icelake.workflow.inputs import PlannedInput
 from icelake.workflow.models import PlanResult, TableOutcome
 from icelake.workflow.steps.cutover import cutover
@@ -88,7 +89,7 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
         files_pruned=pruned,
         orphans=copied.orphans,
         history_note=orphans_note(copied.history, copied.orphans),
-        error=prune_error,
+        error=TableError(type="PruneFailed", message=prune_error, step="Validate") if prune_error else None,
         seconds=copied.elapsed_seconds,
         **item_facts(item, ledger.get_table(item.run_id, item.name)),
     )
@@ -138,7 +139,7 @@ def skipped(planned: PlanResult) -> TableOutcome:
             table=planned.item.name,
             status=planned.stopped,
             target_metadata_location=planned.previous_target_metadata,
-            error=planned.stop_reason,
+            error=stopped_error(planned.stopped, planned.stop_reason or planned.stopped),
             **item_facts(planned.item),
         )
     status: Literal["dry_run", "in_sync"] = "dry_run" if planned.item.request.options.dry_run else "in_sync"
