@@ -263,7 +263,7 @@ def test_glue_job_takes_what_the_state_machine_passes() -> None:
                 "account_id": "222222222222",
                 "role_arn": TARGET_ROLE,
                 "bucket": "target-lake",
-                "kms_key_id": "arn:aws:kms:us-east-1:222222222222:key/k",
+                "kms_key_id": "arn:aws:kms:us-east-1:222222222222:key/1234abcd-12ab-34cd-56ef-1234567890ab",
                 "prefix_maps": [{"source": "s3://source-lake/extra", "target": "s3://target-lake/extra"}],
             },
             "selection": {"tables": ["db.t"]},
@@ -301,7 +301,7 @@ def test_glue_job_takes_what_the_state_machine_passes() -> None:
         item.target_location,
     )
     assert (args.source_role_arn, args.target_role_arn) == (SOURCE_ROLE, TARGET_ROLE)
-    assert args.target_kms_key == "arn:aws:kms:us-east-1:222222222222:key/k"
+    assert args.target_kms_key == "arn:aws:kms:us-east-1:222222222222:key/1234abcd-12ab-34cd-56ef-1234567890ab"
     assert args.map == [("s3://source-lake/extra", "s3://target-lake/extra")]
     assert (args.run_id, args.result_uri, args.overwrite) == ("run-7", "s3://artifacts/r.json", False)
     # and journals into the run's journal, and validates at the request's tier
