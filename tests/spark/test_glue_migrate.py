@@ -301,7 +301,8 @@ def test_glue_job_takes_what_the_state_machine_passes() -> None:
         item.target_location,
     )
     assert (args.source_role_arn, args.target_role_arn) == (SOURCE_ROLE, TARGET_ROLE)
-    assert args.target_kms_key == "arn:aws:kms:us-east-1:222222222222:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    key = "arn:aws:kms:us-east-1:222222222222:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    assert args.target_kms_key == key
     assert args.map == [("s3://source-lake/extra", "s3://target-lake/extra")]
     assert (args.run_id, args.result_uri, args.overwrite) == ("run-7", "s3://artifacts/r.json", False)
     # and journals into the run's journal, and validates at the request's tier
