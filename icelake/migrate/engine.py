@@ -48,13 +48,12 @@ from icelake.migrate.plan.reads import fetch_metadata
 from icelake.migrate.plan.target import refuse_other_table
 from icelake.migrate.plan_scan import fetched_ahead, map_unordered
 from icelake.migrate.progress import ProgressSink
-from icelake.migrate.settings import EngineSettings
+from icelake.migrate.settings import DEFAULT_SETTINGS, EngineSettings
 from icelake.uris import PrefixMap, is_local, parent
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-DEFAULT_SETTINGS = EngineSettings()
 
 IOLike = FileIO | FileIOSpec  # a FileIO here, or how to open one in another process
 

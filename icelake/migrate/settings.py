@@ -38,3 +38,7 @@ class EngineSettings:
     def plan_processes(self) -> int:
         """Worker processes of a plan made alone: threads only unless told."""
         return self.processes if self.processes is not None else 1
+
+
+# The defaults, one frozen instance: what a caller that says nothing gets (a function default).
+DEFAULT_SETTINGS = EngineSettings()

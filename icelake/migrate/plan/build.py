@@ -20,10 +20,8 @@ from icelake.migrate.plan.reach import Reach, reach
 from icelake.migrate.plan.reads import PlanContext, read_metadata
 from icelake.migrate.plan.source import AtSource, at_source
 from icelake.migrate.plan.target import refuse_other_table, table_prefix_map
-from icelake.migrate.settings import EngineSettings
+from icelake.migrate.settings import DEFAULT_SETTINGS, EngineSettings
 from icelake.uris import parent
-
-DEFAULT_SETTINGS = EngineSettings()
 
 
 def build_plan(
