@@ -30,6 +30,7 @@ from icelake.errors import IcelakeError
 from icelake.ingest.cli import ingest_app
 from icelake.migrate import MigrationResult, migrate_table
 from icelake.migrate.history import History, orphans_note
+from icelake.migrate.plan.since import Since
 from icelake.migrate.settings import EngineSettings
 from icelake.request.selection import parse_request
 from icelake.uris import parse_map_option
@@ -107,6 +108,7 @@ def _summary(result: MigrationResult) -> Table:
     table.add_row("target metadata", result.target_metadata_location)
     for m in result.prefix_mappings:
         table.add_row("prefix", f"{m.source} -> {m.target} ({m.files} paths)")
+    table.add_row("sync", f"{result.sync}: {result.sync_reason}" if result.sync_reason else result.sync)
     table.add_row("snapshots / metadata files", f"{result.snapshots} / {result.metadata_files}")
     table.add_row("files planned", f"{result.files_planned} ({_human_bytes(result.bytes_planned)})")
     verb = "to copy" if result.dry_run else "copied"
@@ -116,11 +118,12 @@ def _summary(result: MigrationResult) -> Table:
     table.add_row("files rewritten", str(result.files_rewritten))
     table.add_row("files skipped (identical)", str(result.files_skipped))
     orphans = result.orphans
-    table.add_row(
-        f"older versions only (history {result.history})",
-        f"{orphans.files} files ({_human_bytes(orphans.bytes)}) "
-        + ("copied" if result.history == "all" else "not copied"),
-    )
+    if result.sync == "full":  # an incremental sync reads only what is new, not older versions
+        table.add_row(
+            f"older versions only (history {result.history})",
+            f"{orphans.files} files ({_human_bytes(orphans.bytes)}) "
+            + ("copied" if result.history == "all" else "not copied"),
+        )
     table.add_row("elapsed", f"{result.elapsed_seconds:.1f} s")
     return table
 
@@ -160,6 +163,14 @@ class PathOptions:
             'metadata versions reach and the source still has (README "History").',
         ),
     ] = "live"
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="Plan the whole table. Without it, a target that holds an earlier sync of this "
+            "source gets only what the source committed since.",
+        ),
+    ] = False
 
 
 @migrate_app.command("path")
@@ -185,6 +196,7 @@ def migrate_path(options: PathOptions) -> None:
                 overwrite=o.overwrite,
                 dry_run=o.dry_run,
                 progress=progress,
+                since=Since(reason="--full asks for it") if o.full else Since(from_target=True),
             )
             result = migrate_table(
                 o.metadata, o.target_location, maps, src_io=src_io, dst_io=dst_io, settings=settings
@@ -321,6 +333,23 @@ def migrate_cutover(
     Stop the source's writers first. A promoted table is the target's from then on: every later
     run reports it `promoted` and writes nothing (docs/runbook.md "Cutover")."""
     _start(request, run_id, state_machine_arn, no_follow, as_json, allow_empty=False, mode="cutover")
+
+
+@migrate_app.command("verify")
+def migrate_verify(
+    request: Annotated[
+        typer.FileText, typer.Option("--request", help="Migration request JSON; its mode becomes verify.")
+    ],
+    run_id: RunIdOption = None,
+    state_machine_arn: StateMachineOption = None,
+    no_follow: NoFollowOption = False,
+    as_json: JsonReportOption = False,
+) -> None:
+    """Check each selected target again, migrated or promoted, writing nothing to any table.
+
+    Each table ends verified, or damaged naming its missing or changed files (exit code 1;
+    docs/runbook.md "Day 2")."""
+    _start(request, run_id, state_machine_arn, no_follow, as_json, allow_empty=False, mode="verify")
 
 
 def _start(

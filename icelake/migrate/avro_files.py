@@ -36,6 +36,7 @@ DELETE_FILE_PATH_FIELD_ID = 2147483546
 DATA = 0
 POSITION_DELETES = 1
 EQUALITY_DELETES = 2  # a manifest entry's content
+ADDED = 1  # manifest entry status: the file joined the table in that entry's snapshot
 DELETED = 2  # manifest entry status: the file left the table in that entry's snapshot
 
 

@@ -312,6 +312,8 @@ def _result(
         elapsed_seconds=round(elapsed, 3),
         history=plan.history,
         orphans=plan.orphans,
+        sync=plan.sync,
+        sync_reason=plan.sync_reason,
     )
 
 
@@ -385,7 +387,9 @@ def _execute(
     outcomes += manifests
     # A manifest the source no longer has keeps its recorded length in the lists carried over
     # (history all): the target's older version dangles there as the source's does.
-    new_lengths = plan.absent_manifests | {ref.path: o.size for ref, o in zip(refs, manifests, strict=True)}
+    # An incremental plan's lists also name manifests the target holds already (`reused_lengths`).
+    new_lengths = plan.absent_manifests | plan.reused_lengths
+    new_lengths.update((ref.path, o.size) for ref, o in zip(refs, manifests, strict=True))
     logged = plan.metadata_files[:-1]
     # The lists and the logged metadata.json files are parsed in one pool of worker processes.
     with driver.cpu_pool(max(len(plan.manifest_lists), len(logged))) as cpu:
@@ -396,7 +400,7 @@ def _execute(
         _refuse_conflicts(outcomes)
 
         # 4. metadata.json files, oldest first, the current one last: it makes the table visible.
-        kept_logs = frozenset(plan.metadata_files)
+        kept_logs = plan.kept_logs if plan.kept_logs is not None else frozenset(plan.metadata_files)
         progress = driver.progress
         progress.start("rewrite metadata.json", len(plan.metadata_files))
         for uri, data in rewritten_metadata_files(logged, open_io(jobs.src), plan.prefix_map, kept_logs, cpu):

@@ -80,3 +80,7 @@ class MigrationResult(BaseModel):
     # S3 requests by kind (icelake.aws.request_count) the copy's clients sent, where they were
     # counted (the workflow's Copy Lambda; not yet the Glue job's executors)
     requests: dict[str, int] | None = None
+    # What the plan covered: the whole table, or what the source committed since the last sync
+    # (icelake.migrate.plan.incremental); and why.
+    sync: Literal["full", "incremental"] = "full"
+    sync_reason: str = ""

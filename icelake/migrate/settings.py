@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from icelake.migrate.copy import CopySettings
 from icelake.migrate.history import History
 from icelake.migrate.plan.reads import FAST_READS, PlanReads
+from icelake.migrate.plan.since import FULL, Since
 from icelake.migrate.progress import NoProgress, ProgressSink
 
 
@@ -30,6 +31,8 @@ class EngineSettings:
     # How the plan reads manifests and learns what exists: the fast reads, or the tests' reference.
     reads: PlanReads = FAST_READS
     tally: bool = False  # count the table's files by kind (`FileTally`, what an assessment reports)
+    # Where a sync may start (`plan.since`): a full plan unless told the last synced version.
+    since: Since = FULL
 
     def migration_processes(self) -> int:
         """Worker processes of a whole migration: every CPU unless told."""

@@ -10,18 +10,22 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable
+from typing import TypedDict
 
 from icelake.aws.fileio import FileIO, ObjectInfo
 from icelake.migrate import metadata_json as mj
+from icelake.migrate.avro_files import ManifestRef
 from icelake.migrate.cpu_pool import CpuPools
 from icelake.migrate.plan.copies import decide_copies
+from icelake.migrate.plan.incremental import asked_alone, increment
 from icelake.migrate.plan.model import DeleteFileTask, TablePlan
 from icelake.migrate.plan.reach import Reach, reach
 from icelake.migrate.plan.reads import PlanContext, read_metadata
-from icelake.migrate.plan.source import AtSource, at_source
+from icelake.migrate.plan.since import NoBase, SyncBase, sync_base
+from icelake.migrate.plan.source import at_source, check_sources, count_files
 from icelake.migrate.plan.target import refuse_other_table, table_prefix_map
 from icelake.migrate.settings import DEFAULT_SETTINGS, EngineSettings
-from icelake.uris import parent
+from icelake.uris import PrefixMap, parent
 
 
 def build_plan(
@@ -49,6 +53,11 @@ def build_plan(
         if cpus is None:
             cpus = stack.enter_context(CpuPools(settings.plan_processes()))
         ctx = PlanContext(src_io, dst_io, settings.reads, settings.workers, settings.progress, cpus)
+        try:
+            base = sync_base(settings.since, source_metadata, meta, prefix_map, dst_io)
+            return incremental_plan(ctx, base, source_metadata, meta, prefix_map, settings)
+        except NoBase as why:
+            full_reason = str(why)
         reached = reach(ctx, source_metadata, meta, prefix_map, settings.history)
         refuse_other_table(dst_io, parent(target_metadata), mj.table_uuid(meta))
         found = at_source(ctx, reached, meta, prefix_map, settings)
@@ -73,7 +82,49 @@ def build_plan(
         orphans=found.orphans,
         absent_manifests=reached.older.absent_manifests if settings.history == "all" else {},
         tally=found.tally,
-        **_planned_totals(reached, found),
+        sync_reason=full_reason,
+        **_planned_totals(reached.metadata_files, reached.lists, reached.manifests, found.info),
+    )
+
+
+def incremental_plan(
+    ctx: PlanContext,
+    base: SyncBase,
+    source_metadata: str,
+    meta: mj.Metadata,
+    prefix_map: PrefixMap,
+    settings: EngineSettings,
+) -> TablePlan:
+    """The plan of what the source committed since `base` (`plan.incremental`); `NoBase` when it
+    cannot be planned so."""
+    inc = increment(ctx, base, source_metadata, meta, prefix_map, settings.history)
+    asked = asked_alone(ctx, len(inc.files))
+    info = check_sources(asked, inc.files, inc.delete_formats, prefix_map, None)
+    copy_paths = [p for p in inc.files if p not in inc.delete_formats and info[p] is not None]
+    copies, skipped = decide_copies(asked, copy_paths, info, prefix_map, overwrite=settings.overwrite)
+    tally = count_files(inc.files, inc.delete_formats, inc.equality, meta, info) if settings.tally else None
+    return TablePlan(
+        source_metadata=source_metadata,
+        target_metadata=prefix_map.require(source_metadata),
+        meta=meta,
+        prefix_map=prefix_map,
+        metadata_files=inc.metadata_files,
+        manifest_lists=inc.lists,
+        manifests=inc.manifests,
+        delete_files=[
+            DeleteFileTask(p, prefix_map.map(p) or "", f) for p, f in inc.delete_formats.items() if info[p]
+        ],
+        copies=copies,
+        skipped_copies=skipped,
+        prefix_counts=inc.prefix_counts,
+        planned_manifests=inc.planned,
+        history=settings.history,
+        tally=tally,
+        sync="incremental",
+        sync_reason=f"the target holds the last sync, {base.source_metadata}, and the source continues it",
+        kept_logs=inc.kept_logs,
+        reused_lengths=inc.reused_lengths,
+        **_planned_totals(inc.metadata_files, inc.lists, inc.manifests, info),
     )
 
 
@@ -86,12 +137,22 @@ def _delete_files(
     ]
 
 
-def _planned_totals(reached: Reach, found: AtSource) -> dict[str, int]:
+class _Totals(TypedDict):
+    files_planned: int
+    bytes_planned: int
+
+
+def _planned_totals(
+    metadata_files: list[str],
+    lists: list[str],
+    manifests: dict[str, ManifestRef],
+    info: dict[str, ObjectInfo | None],
+) -> _Totals:
     """files_planned (every file present at the source and every metadata file) and bytes_planned."""
     present, bytes_planned = 0, 0
-    for info in found.info.values():
-        if info is not None:
+    for found in info.values():
+        if found is not None:
             present += 1
-            bytes_planned += info.size
-    metadata = len(reached.metadata_files) + len(reached.lists) + len(reached.manifests)
+            bytes_planned += found.size
+    metadata = len(metadata_files) + len(lists) + len(manifests)
     return {"files_planned": present + metadata, "bytes_planned": bytes_planned}

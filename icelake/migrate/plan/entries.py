@@ -8,6 +8,7 @@ from array import array
 from dataclasses import dataclass
 
 from icelake.migrate.avro_files import (
+    ADDED,
     DELETED,
     EQUALITY_DELETES,
     POSITION_DELETES,
@@ -83,14 +84,38 @@ def add_entries(
     delete_formats: dict[str, str],
     refs: set[str],
     equality: set[str] | None = None,  # given: equality delete files are added to it
+    *,
+    only_added: bool = False,
 ) -> None:
+    """`only_added`: of an incremental plan, which copies only what the new snapshots added (an
+    EXISTING or DELETED entry names a file an earlier sync carried); position delete files are
+    taken whatever their status, since a rewritten delete manifest needs what rewriting each one
+    changed."""
     paths = parsed.paths
+    if only_added:
+        _add_added(parsed, files)
+        _add_others(parsed, delete_formats, refs, equality)
+        return
     # `recorded(size, live=...)`, inlined: a million entries. A live entry's file is live.
     if DELETED not in parsed.statuses:  # every entry live (the common case): set at once
         files.update(zip(paths, [size * 2 + 1 for size in parsed.sizes], strict=True))
     else:  # a deleted entry leaves its file as live as an earlier entry made it
         for path, size, status in zip(paths, parsed.sizes, parsed.statuses, strict=True):
             files[path] = size * 2 + (status != DELETED or files.get(path, 0) & 1)
+    _add_others(parsed, delete_formats, refs, equality)
+
+
+def _add_added(parsed: ManifestFiles, files: dict[str, int]) -> None:
+    deletes = {i for i, content, _, _ in parsed.others if content == POSITION_DELETES}
+    for i, (path, size, status) in enumerate(zip(parsed.paths, parsed.sizes, parsed.statuses, strict=True)):
+        if status == ADDED or i in deletes:
+            files[path] = size * 2 + (status != DELETED or files.get(path, 0) & 1)
+
+
+def _add_others(
+    parsed: ManifestFiles, delete_formats: dict[str, str], refs: set[str], equality: set[str] | None
+) -> None:
+    paths = parsed.paths
     for i, content, reference, file_format in parsed.others:
         if reference:
             refs.add(reference)

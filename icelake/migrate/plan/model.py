@@ -14,6 +14,7 @@ from icelake.migrate.avro_patch import PlannedManifest
 from icelake.migrate.history import History
 from icelake.migrate.models import Orphans
 from icelake.migrate.plan.copies import Copies
+from icelake.migrate.plan.since import SyncKind
 from icelake.uris import PrefixMap
 
 
@@ -66,6 +67,14 @@ class TablePlan:
     absent_manifests: dict[str, int] = field(default_factory=dict)
     # What the table's files are, counted when the plan is asked to (`build_plan(tally=True)`).
     tally: FileTally | None = None
+    # A full plan carries everything; an incremental one what the source committed since the last
+    # sync (`plan.incremental`), and says why a full one ran instead.
+    sync: SyncKind = "full"
+    sync_reason: str = ""
+    # Of an incremental plan: every logged version the target keeps (a full plan's are its
+    # metadata files), and the manifests the target holds already -> their length there.
+    kept_logs: frozenset[str] | None = None
+    reused_lengths: dict[str, int] = field(default_factory=dict)
 
     def map_path(self, uri: str) -> str:
         return self.prefix_map.require(uri)

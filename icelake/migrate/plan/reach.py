@@ -137,12 +137,15 @@ def read_manifests(
     refs: set[str],
     phase: str = "scan manifests",
     equality: set[str] | None = None,
+    *,
+    only_added: bool = False,
 ) -> tuple[dict[str, int], dict[str, str], dict[str, PlannedManifest]]:
     """Every data and delete file: canonical path -> `recorded(size, live)`, the position
     delete files' formats, and the data manifests as read (`PlannedManifest`). Live files must
     exist; deleted-entry ones may be gone. Manifests are fetched ahead on threads, parsed there or
     in worker processes (`processes`, for many manifests: parsing is CPU-bound) and taken here in
-    order (`live` depends on the order)."""
+    order (`live` depends on the order). `only_added`: the files entries ADDED (an incremental
+    plan's new manifests, `entries.add_entries`)."""
     files: dict[str, int] = {}
     delete_formats: dict[str, str] = {}
     planned: dict[str, PlannedManifest] = {}
@@ -163,7 +166,7 @@ def read_manifests(
             # raised as icelake explains it.
             data = read_required(src_io, uri) if fetched is None else fetched
             parsed, read = manifest_files(reads.entries, uri, data)
-        add_entries(parsed, files, delete_formats, refs, equality)
+        add_entries(parsed, files, delete_formats, refs, equality, only_added=only_added)
         if read is not None:
             planned[uri] = read
         progress.advance(phase)
