@@ -142,6 +142,11 @@ class PriceTableError(IcelakeError):
     """A price table that is missing, unreadable or not for the region an estimate prices."""
 
 
+class CarryRefusedError(IcelakeError):
+    """A stranded commit that a carry-over does not bring (not an append, or what it needs of the
+    target is gone): the table's outcome names it, and nothing is written."""
+
+
 class ValidationFailedError(IcelakeError):
     """The target does not read like the source: the table is rolled back."""
 

@@ -31,7 +31,7 @@ ul.findings li{margin:4px 0}
 border-radius:4px}
 svg text{font:11px system-ui,sans-serif;fill:#1d2430}.chart{margin:8px 0}code{font-size:12px}
 .state-migrated,.state-in_sync,.state-promoted,.state-dry_run{color:#1a7f37}
-.state-rolled_back,.state-failed,.state-diverged,.state-busy,.state-source_dropped{color:#b42318}
+.state-rolled_back,.state-failed,.state-diverged,.state-busy,.state-source_dropped,.state-stranded{color:#b42318}
 .findings li,.error{overflow-wrap:anywhere}td.error{min-width:160px;max-width:360px}
 pre.message{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f8fa;padding:6px 8px;
 border-radius:4px;font-size:12px;margin:4px 0}.hint{color:#5b6776}

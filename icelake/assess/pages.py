@@ -9,7 +9,7 @@ from typing import Any
 
 from icelake.assess import html as h
 
-_FAILED = ("failed", "rolled_back", "diverged", "source_dropped", "busy")
+_FAILED = ("failed", "rolled_back", "diverged", "source_dropped", "busy", "stranded")
 
 
 def render_assessment(data: Mapping[str, Any]) -> str:
@@ -138,12 +138,40 @@ def render_report(report: Mapping[str, Any]) -> str:
         _run_cards(tables, failed, estimated),
         f'<h2 id="errors">Errors ({len(failed)})</h2>',
         _errors(failed),
+        _stranded(tables),
         "<h2>Tables</h2>",
         _outcome_table(tables),
         _estimated_against_actual(estimated),
         _request_kinds(tables),
     ]
     return h.page(f"icelake run {report.get('run_id', '')}", subtitle, "".join(body))
+
+
+def _stranded(tables: list[Mapping[str, Any]]) -> str:
+    """Each commit made to a promoted table's source after promotion (none: nothing is shown)."""
+    rows = [
+        "".join(
+            [
+                h.cell(t["table"]),
+                h.cell(c["snapshot_id"]),
+                h.cell(c["committed_at"]),
+                h.cell(c["operation"]),
+                *(h.cell(f"{c[k]:,}", number=c[k]) for k in _COMMIT_FIGURES),
+            ]
+        )
+        for t in tables
+        if t.get("status") == "stranded"
+        for c in t.get("stranded") or []
+    ]
+    if not rows:
+        return ""
+    headers = ["table", "snapshot", "committed at", "operation", "+files", "+records", "-files", "-records"]
+    return f'<h2 id="stranded">Stranded commits ({len(rows)})</h2>' + h.table(
+        headers, rows, numeric=range(4, 8), tid="stranded-commits"
+    )
+
+
+_COMMIT_FIGURES = ("added_files", "added_records", "removed_files", "removed_records")
 
 
 def _run_cards(

@@ -234,3 +234,27 @@ def set_parameters(glue: Any, database: str, name: str, parameters: dict[str, st
     table_input["Parameters"] = {**current.get("Parameters", {}), **parameters}
     kwargs: dict[str, Any] = {"VersionId": current["VersionId"]} if current.get("VersionId") else {}
     glue.update_table(DatabaseName=database, TableInput=table_input, **kwargs)
+
+
+def move_pointer(glue: Any, database: str, name: str, new_metadata: str, expected: str) -> None:
+    """Point a table icelake promoted at `new_metadata`, only from `expected` (a carry-over's
+    commit, or its rollback), keeping everything else of the Glue table as it is: someone else's
+    commit since is never overwritten."""
+    current = get_table(glue, database, name)
+    found = metadata_location(current) if current else None
+    if found == new_metadata:
+        return  # a re-run of a step that already moved it
+    if current is None or found != expected:
+        raise ConcurrentCatalogChangeError(
+            f"{database}.{name} points at {found}, expected {expected}: a writer committed to it meanwhile; "
+            "nothing was overwritten, run the carry-over again"
+        )
+    table_input = {k: current[k] for k in _TABLE_INPUT_FIELDS if k in current}
+    table_input["Parameters"] = {
+        **current.get("Parameters", {}),
+        "metadata_location": new_metadata,
+        "previous_metadata_location": expected,
+    }
+    # VersionId of the version read above: AWS refuses the update if another one landed since.
+    kwargs: dict[str, Any] = {"VersionId": current["VersionId"]} if current.get("VersionId") else {}
+    glue.update_table(DatabaseName=database, TableInput=table_input, **kwargs)

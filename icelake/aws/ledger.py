@@ -101,6 +101,20 @@ class Ledger:
             ExpressionAttributeValues={":at": {"S": promoted_at}, ":r": {"S": run_id}},
         )
 
+    def add_carried(self, target_location: str, snapshot_ids: list[int]) -> None:
+        """Source snapshots a carry-over brought to the promoted target: never stranded again, even
+        once the target's own maintenance expires the snapshot that names them."""
+        self.db.update_item(
+            TableName=self.table,
+            Key=_item({"pk": f"SYNC#{target_location}", "sk": "LAST"}),
+            UpdateExpression="SET carried = list_append(if_not_exists(carried, :none), :ids)",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues={
+                ":ids": _ser.serialize(list(snapshot_ids)),
+                ":none": _ser.serialize([]),
+            },
+        )
+
     def count_cutover_attempt(self, run_id: str, table: str) -> int:
         """One more sync of a cutover whose source moved; returns how many there have been."""
         out = self.db.update_item(

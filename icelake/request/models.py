@@ -342,7 +342,9 @@ class MigrationRequest(_Frozen):
     # target promoted to the table's home (docs/runbook.md "Cutover").
     # assess: Inventory, an Assess step per table, then Report writes runs/<run_id>/assessment.json
     # and assessment.html (icelake/assess); no target is touched.
-    mode: Literal["full", "incremental", "cutover", "assess"] = "full"
+    # carry_over: a promoted table's stranded appends carried onto its target
+    # (icelake/workflow/steps/carrying.py; docs/runbook.md "Cutover").
+    mode: Literal["full", "incremental", "cutover", "assess", "carry_over"] = "full"
     options: Options = Field(default_factory=Options)
 
     @field_validator("run_id")

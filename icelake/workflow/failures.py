@@ -37,6 +37,12 @@ HINTS: dict[str, str] = {
     "diverged": "keep the target's commits and stop syncing this table, or, once nothing in that "
     "commit is needed, drop the target table icelake created to migrate it again",
     "busy": "run again when the other run has ended",
+    "stranded": 'stop the writers that still commit to the source (docs/runbook.md "Cutover"); bring '
+    "the appends over with `icelake migrate carry-over --request FILE`; redo anything else on the target "
+    "by hand, then decommission the source",
+    "CarryOverRefused": "carry-over brings appends only: redo each commit named on the target by hand "
+    "(e.g. the same DELETE or MERGE), then decommission the source",
+    "NotPromoted": "a carry-over is for tables a cutover promoted: run icelake migrate cutover first",
     "source_dropped": "keep the target as the table's new home, or drop it (icelake created it) once "
     "nothing reads it",
 }

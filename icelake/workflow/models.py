@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from icelake.assess.estimate import TableEstimate
 from icelake.migrate.models import Orphans
+from icelake.migrate.stranded import StrandedCommit
 from icelake.request.models import WorkItem
 from icelake.workflow.failures import TableError, coerced
 
@@ -58,8 +59,12 @@ class PlanResult(_Frozen):
     # kind): with `requests`, the table's estimate in its outcome (empty when the Glue job plans).
     expected_requests: dict[str, dict[str, int]] = {}
     # Set when the table is left alone (engine "none"): its outcome and why.
-    stopped: Literal["diverged", "source_dropped", "busy", "promoted"] | None = None
+    stopped: Literal["diverged", "source_dropped", "busy", "promoted", "stranded", "failed"] | None = None
     stop_reason: str | None = None
+    stop_type: str | None = None  # the error's type when it is not the state (CarryOverRefused)
+    # A promoted table: the commits made to its source after promotion (stranded), or in a
+    # carry-over those it carries (icelake/workflow/steps/carrying.py).
+    stranded: list[StrandedCommit] = []
     orphans: Orphans = Orphans()  # what only older logged versions reach (a table planned here)
 
 
@@ -73,6 +78,7 @@ OutcomeStatus = Literal[
     "busy",
     "failed",
     "rolled_back",
+    "stranded",
 ]
 # The CloudWatch metric (namespace icelake) that counts each outcome: the Report Lambda publishes
 # them and the dashboard graphs them, from this one table.
@@ -92,6 +98,7 @@ class TableOutcome(_Frozen):
     # busy: another run that is still going holds the table; this run left it alone.
     # promoted: a cutover ended with the target as the table's home; every later run reports it
     # and writes nothing.
+    # stranded: a promoted table whose source got commits after promotion (`stranded` names them).
     status: OutcomeStatus
     target_metadata_location: str | None = None
     files_copied: int = 0
@@ -114,6 +121,11 @@ class TableOutcome(_Frozen):
     target_snapshot_id: int | None = None
     sync_again: bool = False  # cutover: the source moved during the sync; the state machine loops
     target: str | None = None  # the target table's "database.table"
+    # stranded: the source's commits after promotion, oldest first (at most 200); a carry-over's
+    # outcome lists those it refused. carried: the source snapshot ids a carry-over brought.
+    stranded: list[StrandedCommit] = []
+    carried: list[int] = []
+    carried_rows: int = 0
     # What the run did not do for this table that someone should know of (an earlier target left
     # in place, a source grant whose principal has no mapping, ...).
     warnings: list[str] = []

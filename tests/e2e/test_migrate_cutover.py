@@ -59,14 +59,18 @@ def test_cutover_promotes_the_target_and_later_runs_write_nothing(
     assert bucket_state(lake.source, SOURCE_BUCKET) == source_before
     assert catalog_state(lake.source) == source_catalog
 
-    # From now on every run reports promoted and writes nothing, even when the source moves again.
-    commit(lake, "orders", [4])
+    # From now on every run reports promoted and writes nothing; once the source moves again (a
+    # writer that was missed), stranded, naming the commit (tests/e2e/test_migrate_stranded.py).
     target_before = bucket_state(lake.target, TARGET_BUCKET)
-    for run_id, mode in (("sync-after", "incremental"), ("cutover-again", "cutover")):
+    later = run_workflow(deployment, lake.request("sync-after", mode="incremental"))
+    assert later["tables"][0]["status"] == "promoted" and later["status"] == "succeeded", later
+    assert "promoted at" in later["tables"][0]["error"]["message"]
+    late = StaticTable.from_metadata(commit(lake, "orders", [4]), properties=s3_props()).metadata
+    for run_id, mode in (("sync-moved", "incremental"), ("cutover-again", "cutover")):
         later = run_workflow(deployment, lake.request(run_id, mode=mode))
         (after,) = later["tables"]
-        assert after["status"] == "promoted" and "promoted at" in after["error"]["message"], after
-        assert later["status"] == "succeeded"
+        assert after["status"] == "stranded" and later["status"] != "succeeded", after
+        assert [c["snapshot_id"] for c in after["stranded"]] == [late.current_snapshot_id]
     assert bucket_state(lake.target, TARGET_BUCKET) == target_before
     assert catalog_state(lake.target)["sales.orders"] == target_table
 

@@ -10,12 +10,19 @@ from icelake.migrate.settings import EngineSettings
 from icelake.request.deps import Deps
 from icelake.request.target import prefix_maps
 from icelake.workflow.inputs import PlannedInput
+from icelake.workflow.steps.carrying import carry_copy
 
 
 def copy(given: PlannedInput, deps: Deps) -> MigrationResult:
     planned = given.plan
     item = planned.item
     sessions = deps.sessions(item.request)
+    if item.request.mode == "carry_over":  # a promoted table's stranded appends
+        result = carry_copy(planned, deps)
+        io_for(planned.copy_result_uri, deps.orchestrator).write(
+            planned.copy_result_uri, result.model_dump_json().encode()
+        )
+        return result
     deps.ledger.record_table(item.run_id, item.name, "COPYING")
     result = migrate_table(
         item.source_metadata_location,

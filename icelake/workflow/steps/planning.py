@@ -26,6 +26,7 @@ from icelake.request.models import WorkItem
 from icelake.request.target import foreign_commit, owner_of, prefix_maps
 from icelake.workflow.inputs import PlanInput
 from icelake.workflow.models import PlanResult
+from icelake.workflow.steps.carrying import carry_plan, promoted_state
 
 LOCK_LEASE_SECONDS = 24 * 3600  # longer than any table's copy; only a dead run's hold ever expires
 
@@ -48,7 +49,15 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
     catalog.check_target_is_ours(existing, owner_of(item), target_name)
     previous = catalog.metadata_location(existing) if existing else None
     synced = ledger.last_synced(item.target_location)
-    stop = _promoted_or_busy(item, deps, synced, target_name)
+    if synced and synced.get("promoted_at"):
+        return _promoted(item, deps, sessions, synced, previous)
+    if item.request.mode == "carry_over":
+        why = (
+            f"{target_name} was never promoted: a carry-over brings only commits made to the source "
+            "after a cutover; sync the table (mode incremental) or cut it over"
+        )
+        return _stopped(item, deps, "failed", why, previous, existing is not None, kind="NotPromoted")
+    stop = _busy(item, deps)
     if stop is not None:
         return _stopped(item, deps, stop[0], stop[1], previous, existing is not None)
     dst_io = sessions.target_io()
@@ -93,20 +102,29 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
     )
 
 
-Stopped = Literal["diverged", "source_dropped", "busy", "promoted"]
+Stopped = Literal["diverged", "source_dropped", "busy", "promoted", "stranded", "failed"]
 
 
-def _promoted_or_busy(
-    item: WorkItem, deps: Deps, synced: dict[str, Any] | None, target_name: str
-) -> tuple[Stopped, str] | None:
-    """Why the table is left alone before anything is read: its target was promoted (the table's
-    home now), or another run holds it; else None, with the table claimed for this run."""
-    if synced and synced.get("promoted_at"):
-        why = (
-            f"{target_name} was promoted at {synced['promoted_at']} by run {synced.get('promoted_by')}: "
-            "it is the table's home now, and icelake writes nothing to it"
+def _promoted(
+    item: WorkItem, deps: Deps, sessions: Sessions, synced: dict[str, Any], previous: str | None
+) -> PlanResult:
+    """A promoted table: reported promoted, or stranded naming the source's commits since
+    promotion; in a carry-over, claimed and planned when its stranded commits can be carried."""
+    found = promoted_state(item, sessions, synced, previous)
+    if found.carry is None or previous is None:
+        stopped = _stopped(
+            item, deps, found.status, found.why, previous, previous is not None, kind=found.kind
         )
-        return "promoted", why
+        return stopped.model_copy(update={"stranded": found.commits})
+    holder = _claim(item, deps)
+    if holder:
+        return _stopped(item, deps, "busy", holder, previous, True)
+    return carry_plan(item, deps, found.carry, previous, sessions.target_io())
+
+
+def _busy(item: WorkItem, deps: Deps) -> tuple[Stopped, str] | None:
+    """Why the table is left alone before anything is read: another run holds it; else None, with
+    the table claimed for this run (a promoted table never gets here: `_promoted`)."""
     holder = _claim(item, deps)
     if holder:
         return "busy", holder
@@ -268,8 +286,10 @@ def _stopped(
     why: str,
     current: str | None,
     existed: bool,
+    kind: str = "",
 ) -> PlanResult:
-    """The table is left alone: nothing is written, so there is nothing to roll back."""
+    """The table is left alone: nothing is written, so there is nothing to roll back. `kind`: the
+    error's type when it is not the state."""
     deps.ledger.record_table(
         item.run_id, item.name, status.upper(), error=why, previous_target_metadata=current
     )
@@ -287,4 +307,5 @@ def _stopped(
         copy_result_uri="",
         stopped=status,
         stop_reason=why,
+        stop_type=kind or None,
     )

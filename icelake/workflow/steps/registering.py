@@ -14,11 +14,15 @@ from icelake.request.models import WorkItem
 from icelake.request.target import owner_of
 from icelake.workflow.inputs import PlannedInput, RegisterResult
 from icelake.workflow.models import PlanResult
+from icelake.workflow.steps.carrying import carry_register
 
 
 def register(given: PlannedInput, deps: Deps) -> RegisterResult:
     planned = given.plan
     item = planned.item
+    if item.request.mode == "carry_over":  # a promoted table: its pointer moves, nothing else
+        carry_register(planned, deps)
+        return RegisterResult(table=item.target_name, metadata_location=planned.target_metadata_location)
     access = register_and_carry(planned, deps.sessions(item.request))
     record_access(deps, item, "REGISTERED", access)
     return RegisterResult(table=item.target_name, metadata_location=planned.target_metadata_location)

@@ -42,6 +42,7 @@ def report(given: ReportInput, deps: Deps) -> RunSummary:
     # The same run for people: estimated against actual, states, errors and timings.
     deps.artifacts.io.write(html_uri, render_report(written.model_dump(mode="json")).encode())
     _announce(deps, run_id, status, failed, len(outcomes), "Migration run", _event_errors(outcomes))
+    _announce_stranded(deps, run_id, outcomes)
     return RunSummary(
         run_id=run_id,
         status=status,
@@ -64,6 +65,37 @@ def _event_errors(outcomes: list[TableOutcome]) -> list[dict[str, Any]]:
         | ({"hint": e.hint} if e.hint else {})
         for o, e in errors[:EVENT_ERRORS]
     ]
+
+
+STRANDED_DETAIL_TYPE = "Stranded commits"
+
+
+def _announce_stranded(deps: Deps, run_id: str, outcomes: list[TableOutcome]) -> None:
+    """A run that met stranded tables sends its own event besides the run's (detail type
+    STRANDED_DETAIL_TYPE): each table, its target and the commits made to its source after
+    promotion (the first EVENT_ERRORS tables and commits of each; report.json has them all)."""
+    stranded = [o for o in outcomes if o.status == "stranded"]
+    if not stranded:
+        return
+    tables = [
+        {
+            "table": o.table,
+            "target": o.target,
+            "commits": [c.model_dump(mode="json") for c in o.stranded[:EVENT_ERRORS]],
+            "error": o.error.type if o.error else None,
+        }
+        for o in stranded[:EVENT_ERRORS]
+    ]
+    deps.client("events").put_events(
+        Entries=[
+            {
+                "Source": EVENT_SOURCE,
+                "DetailType": STRANDED_DETAIL_TYPE,
+                "Detail": json.dumps({"run_id": run_id, "stranded": len(stranded), "tables": tables}),
+                "EventBusName": deps.env.event_bus,
+            }
+        ]
+    )
 
 
 def _announce(

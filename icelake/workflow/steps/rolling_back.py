@@ -14,6 +14,7 @@ from icelake.workflow.accounting import accounted
 from icelake.workflow.failures import table_error
 from icelake.workflow.inputs import CaughtError, RollbackInput
 from icelake.workflow.models import TableOutcome
+from icelake.workflow.steps.carrying import carry_undo
 from icelake.workflow.steps.shared import item_facts, record_outcome, source_prefixes
 
 
@@ -33,7 +34,11 @@ def rollback(given: RollbackInput, deps: Deps) -> TableOutcome:
         )
     removed = 0
     sessions = deps.sessions(item.request)
-    if planned is not None:
+    if planned is not None and item.request.mode == "carry_over":  # a promoted table: guarded
+        removed, left = carry_undo(planned, deps, sessions)
+        if left:
+            error = error.model_copy(update={"message": f"{error.message}; {left}"})
+    elif planned is not None:
         journaled = read_journal(deps.artifacts.io, deps.artifacts.uri(planned.journal_key))
         source = PrefixMap([(p, "s3://never/written") for p in source_prefixes(item)])
         removed = sessions.target_io().delete_many([k for k in journaled if not source.under_any_source(k)])

@@ -20,6 +20,7 @@ from icelake.workflow.accounting import accounted
 from icelake.workflow.failures import TableError, stopped_error
 from icelake.workflow.inputs import PlannedInput
 from icelake.workflow.models import PlanResult, TableOutcome
+from icelake.workflow.steps.carrying import carried_outcome
 from icelake.workflow.steps.cutover import cutover
 from icelake.workflow.steps.registering import record_access, register_and_carry
 from icelake.workflow.steps.shared import item_facts, record_outcome, source_prefixes
@@ -30,6 +31,8 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
     planned = given.plan
     item = planned.item
     ledger = deps.ledger
+    if item.request.mode == "carry_over" and planned.engine != "none":
+        return carried_outcome(planned, deps)  # a promoted table's carried snapshot, read back
     if planned.engine == "none":  # dry run, in sync, or left alone: nothing was written to check
         outcome = skipped(planned)
         if outcome.status == "in_sync":  # the data is; the source's Glue metadata and access may not be
@@ -139,7 +142,8 @@ def skipped(planned: PlanResult) -> TableOutcome:
             table=planned.item.name,
             status=planned.stopped,
             target_metadata_location=planned.previous_target_metadata,
-            error=stopped_error(planned.stopped, planned.stop_reason or planned.stopped),
+            error=stopped_error(planned.stop_type or planned.stopped, planned.stop_reason or planned.stopped),
+            stranded=planned.stranded,
             **item_facts(planned.item),
         )
     status: Literal["dry_run", "in_sync"] = "dry_run" if planned.item.request.options.dry_run else "in_sync"
