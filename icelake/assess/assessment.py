@@ -10,7 +10,8 @@ refusal as a blocker and sizes from its snapshot summaries.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -19,9 +20,10 @@ from botocore.exceptions import ClientError
 
 from icelake.assess.commits import CommitHistory, commit_history, commit_rate_warning
 from icelake.assess.cost import SYNC_DAYS, summed
-from icelake.assess.estimate import PlannedWork, ThroughputModel, estimate_table, lay_out
+from icelake.assess.estimate import PlannedWork, TableEstimate, ThroughputModel, estimate_table, lay_out
 from icelake.assess.expected import expected_requests
 from icelake.assess.findings import SourceObjects, object_findings, refusal
+from icelake.assess.kinds import by_kind
 from icelake.assess.prices import PriceTable
 from icelake.assess.schema import (
     Assessment,
@@ -79,13 +81,50 @@ def assess_table(
 ) -> TableAssessment:
     """Assess one table as a migration would move it. `findings`: blockers found by the caller
     (the target catalog and ledger: a diverged, busy or foreign target). Reads only."""
-    counted = RequestCount()
-    objects = SourceObjects()
-    for io in (src_io, dst_io):
-        if isinstance(io, S3FileIO):
-            counted.attach_io(io)
+    with _observed(src_io, dst_io) as (counted, objects):
+        return _assessed(
+            name,
+            (source_metadata, target_location, maps),
+            (src_io, dst_io),
+            settings,
+            findings,
+            counted,
+            objects,
+        )
+
+
+@contextmanager
+def _observed(src_io: FileIO, dst_io: FileIO) -> Iterator[tuple[RequestCount, SourceObjects]]:
+    """The table's own count of S3 requests and what its reads say of the source objects, for as
+    long as it is assessed: the IOs' clients may serve other tables next (an estate's assessment
+    lends them), so counting stops when the table is done."""
+    counted, objects = RequestCount(), SourceObjects()
+    ios = [io for io in (src_io, dst_io) if isinstance(io, S3FileIO)]
+    for io in ios:
+        counted.attach_io(io)
     if isinstance(src_io, S3FileIO):
         src_io.observe = objects
+    try:
+        yield counted, objects
+    finally:
+        for io in ios:
+            counted.detach_io(io)
+        if isinstance(src_io, S3FileIO):
+            src_io.observe = None
+
+
+def _assessed(
+    name: str,
+    where: tuple[str, str, Sequence[tuple[str, str]]],
+    ios: tuple[FileIO, FileIO],
+    settings: Settings,
+    findings: Iterable[Finding],
+    counted: RequestCount,
+    objects: SourceObjects,
+) -> TableAssessment:
+    """assess_table's work, with the table's requests counted and its source objects observed."""
+    source_metadata, target_location, maps = where
+    src_io, dst_io = ios
     blockers = list(findings)
     warnings: list[Finding] = []
     try:
@@ -217,7 +256,30 @@ def assemble(tables: list[TableAssessment], settings: Settings, scope: dict[str,
     estimates = [t.estimate for t in tables if t.estimate is not None]
     lanes = lay_out({t.table: t.estimate.duration_s for t in tables if t.estimate}, settings.concurrency)
     duration = max((lane.end_s for lane in lanes), default=0.0) + settings.model.map_overhead_s
-    totals = Totals(
+    totals = _totals(tables, estimates)
+    prices = settings.prices
+    return Assessment(
+        generated_at=settings.now.isoformat(timespec="seconds"),
+        scope=scope,
+        tables=tables,
+        totals=totals,
+        run=RunEstimate(concurrency=settings.concurrency, duration_s=round(duration, 3), lanes=lanes),
+        warnings_by_kind=by_kind((t.table, f.kind, f.message) for t in tables for f in t.warnings),
+        blockers_by_kind=by_kind((t.table, f.kind, f.message) for t in tables for f in t.blockers),
+        model={
+            "throughput": settings.model.model_dump(),
+            "sync_days": settings.sync_days,
+            "cross_region": settings.cross_region,
+            "glue_threshold_files": settings.glue_threshold_files,
+            "glue_threshold_bytes": settings.glue_threshold_bytes,
+            "prices": prices.model_dump(mode="json"),
+        },
+    )
+
+
+def _totals(tables: list[TableAssessment], estimates: list[TableEstimate]) -> Totals:
+    """Sums over the tables."""
+    return Totals(
         tables=len(tables),
         blocked_tables=sum(bool(t.blockers) for t in tables),
         data_files=sum(t.data_files for t in tables),
@@ -236,22 +298,6 @@ def assemble(tables: list[TableAssessment], settings: Settings, scope: dict[str,
         warnings=sum(len(t.warnings) for t in tables),
         requests=added(*(e.requests for e in estimates)),
         cost_usd=summed([e.cost_usd for e in estimates]),
-    )
-    prices = settings.prices
-    return Assessment(
-        generated_at=settings.now.isoformat(timespec="seconds"),
-        scope=scope,
-        tables=tables,
-        totals=totals,
-        run=RunEstimate(concurrency=settings.concurrency, duration_s=round(duration, 3), lanes=lanes),
-        model={
-            "throughput": settings.model.model_dump(),
-            "sync_days": settings.sync_days,
-            "cross_region": settings.cross_region,
-            "glue_threshold_files": settings.glue_threshold_files,
-            "glue_threshold_bytes": settings.glue_threshold_bytes,
-            "prices": prices.model_dump(mode="json"),
-        },
     )
 
 

@@ -7,16 +7,19 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from icelake.assess.assessment import Settings, assemble, assess_table
 from icelake.assess.cost import DEFAULT_REGION, SYNC_DAYS, regions_of
-from icelake.assess.estate import assess_request, settings_for
+from icelake.assess.estate import assess_request, default_concurrency, settings_for
 from icelake.assess.estimate import ThroughputModel
 from icelake.assess.pages import render_assessment
 from icelake.assess.prices import load_prices
@@ -70,7 +73,17 @@ class AssessOptions:
         float, typer.Option("--sync-days", min=0, help="Days both copies are kept while syncing.")
     ] = SYNC_DAYS
     concurrency: Annotated[
-        int, typer.Option(min=1, max=1000, help="With --metadata: the Map's concurrency.")
+        int | None,
+        typer.Option(
+            min=1,
+            max=256,
+            help="Tables assessed at once (default: four a core, at most 16); the output is the same "
+            "for any value.",
+        ),
+    ] = None
+    map_concurrency: Annotated[
+        int,
+        typer.Option("--map-concurrency", min=1, max=1000, help="With --metadata: the Map's concurrency."),
     ] = 4
     source_role: Annotated[str | None, typer.Option(help="With --metadata: role ARN to read with.")] = None
     target_role: Annotated[
@@ -87,19 +100,10 @@ def assess(options: AssessOptions) -> None:
     with one_line_errors():
         if (o.request is None) == (o.metadata is None):
             raise IcelakeError("give either --request FILE or --metadata URI --target-location URI")
-
-        def shown(done: TableAssessment, count: int, total: int) -> None:
-            state = f"{len(done.blockers)} blocker(s)" if done.blockers else "ok"
-            err.print(
-                f"[icelake] assessed {done.table} ({count}/{total}): {state}", highlight=False, markup=False
-            )
-
-        if o.request is not None:
-            assessment = _of_request(o.request, o.prices, o.region, o.sync_days, shown)
-        else:
-            if not o.target_location:
-                raise IcelakeError("--metadata needs --target-location URI: where the table would go")
-            assessment = _of_table(o, shown)
+        if o.metadata is not None and not o.target_location:
+            raise IcelakeError("--metadata needs --target-location URI: where the table would go")
+        with Tally(err) as shown:
+            assessment = _of_request(o, o.request, shown) if o.request else _of_table(o, shown)
         paths = write_assessment(assessment, o.out)
     summary = {
         "assessment_uri": paths[0].resolve().as_uri(),
@@ -125,9 +129,7 @@ def assess(options: AssessOptions) -> None:
         raise typer.Exit(1)
 
 
-def _of_request(
-    path: Path, prices: Path | None, region: str | None, sync_days: float, shown: Any
-) -> Assessment:
+def _of_request(options: AssessOptions, path: Path, shown: Tally) -> Assessment:
     try:
         body = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
@@ -135,12 +137,14 @@ def _of_request(
     if not isinstance(body, dict):
         raise IcelakeError(f"{path} must be one JSON object (a migration request)")
     parsed: MigrationRequest = parse_request({"run_id": "assessment", **body})
-    table = load_prices(_price_region(region, regions_of(parsed)[1]), prices)
+    o = options
+    table = load_prices(_price_region(o.region, regions_of(parsed)[1]), o.prices)
     deps = Deps(WorkflowEnv(ledger_table=LEDGER_TABLE, artifacts_bucket=ARTIFACTS_BUCKET))
-    return assess_request(parsed, deps, settings_for(parsed, table, sync_days=sync_days), shown)
+    settings = settings_for(parsed, table, sync_days=o.sync_days)
+    return assess_request(parsed, deps, settings, shown, o.concurrency or default_concurrency())
 
 
-def _of_table(options: AssessOptions, shown: Any) -> Assessment:
+def _of_table(options: AssessOptions, shown: Tally) -> Assessment:
     """One table (--metadata, --target-location: both given, as the command checks)."""
     o = options
     metadata, target_location, maps = o.metadata, o.target_location, o.map_ or []
@@ -148,7 +152,7 @@ def _of_table(options: AssessOptions, shown: Any) -> Assessment:
     pairs = [parse_map_option(m) for m in maps]
     table_prices = load_prices(_price_region(o.region, None), o.prices)
     settings = Settings(
-        prices=table_prices, model=ThroughputModel(), concurrency=o.concurrency, sync_days=o.sync_days
+        prices=table_prices, model=ThroughputModel(), concurrency=o.map_concurrency, sync_days=o.sync_days
     )
     src_io = io_for(metadata, assume_role_session(o.source_role, session_name="icelake-assess-source"))
     dst_io = io_for(target_location, assume_role_session(o.target_role, session_name="icelake-assess-target"))
@@ -157,6 +161,52 @@ def _of_table(options: AssessOptions, shown: Any) -> Assessment:
     shown(assessed, 1, 1)
     scope = {"source_metadata_location": metadata, "target_location": target_location, "maps": maps}
     return assemble([assessed], settings, scope)
+
+
+class Tally:
+    """How far an assessment is, by outcome (ok, warnings, blocked): a live bar on a terminal; off
+    one (logs, CI), a line at each tenth of the tables and at the end, never a line per table."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.counts = {"ok": 0, "warnings": 0, "blocked": 0}
+        self.started = time.monotonic()
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+
+    def __enter__(self) -> Tally:
+        if self.console.is_terminal:
+            self._bar = Progress(
+                TextColumn("assessing"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[counts]}"),
+                TimeElapsedColumn(),
+                console=self.console,
+            )
+            self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+    def text(self) -> str:
+        return ", ".join(f"{n} {outcome}" for outcome, n in self.counts.items())
+
+    def __call__(self, done: TableAssessment, count: int, total: int) -> None:
+        self.counts["blocked" if done.blockers else "warnings" if done.warnings else "ok"] += 1
+        if self._bar is not None:
+            if self._task is None:
+                self._task = self._bar.add_task("assess", total=total, counts="")
+            self._bar.update(self._task, completed=count, counts=self.text())
+        elif count == total or count * 10 // total != (count - 1) * 10 // total:
+            self.console.print(
+                f"[icelake] assessed {count}/{total} table(s) in {time.monotonic() - self.started:.1f} s: "
+                f"{self.text()}",
+                highlight=False,
+                markup=False,
+            )
 
 
 def _price_region(asked: str | None, target_region: str | None) -> str:

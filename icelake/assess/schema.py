@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from icelake.assess.estimate import Lane, TableEstimate
+from icelake.assess.kinds import KindSummary
 
 SCHEMA_VERSION = 1
 
@@ -106,3 +107,6 @@ class Assessment(BaseModel):
     totals: Totals
     run: RunEstimate
     model: dict[str, Any]  # the throughput model and the price table used
+    # The findings grouped by kind across the tables: {kind: {count, tables, message, hint}}.
+    warnings_by_kind: dict[str, KindSummary] = {}
+    blockers_by_kind: dict[str, KindSummary] = {}

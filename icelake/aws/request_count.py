@@ -75,6 +75,13 @@ class RequestCount:
         self.attach(io.client)
         io.on_new_client = self.attach
 
+    def detach_io(self, io: Any) -> None:
+        """Stop counting an `S3FileIO`'s requests: its clients outlive it when they are lent to one
+        table after another (an estate's assessment), and each table counts only its own."""
+        for client in io.clients():
+            client.meta.events.unregister("before-send.s3", self._sent)
+        io.on_new_client = None
+
     def _sent(self, event_name: str = "", **_: Any) -> None:
         kind = kind_of(event_name.rsplit(".", 1)[-1])
         with self._lock:

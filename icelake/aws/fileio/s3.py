@@ -115,6 +115,11 @@ class S3FileIO(FileIO):
                     self.on_new_client(self._by_region[region])
             return self._by_bucket.setdefault(bucket, self._by_region[region])
 
+    def clients(self) -> list[Any]:
+        """Every client this IO has sent with: its own and those made for other regions."""
+        with self._clients_lock:
+            return [self.client, *(c for c in self._by_region.values() if c is not self.client)]
+
     def encryption_args(self) -> dict[str, str]:
         if not self.kms_key_id:
             return {}

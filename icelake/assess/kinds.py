@@ -1,0 +1,92 @@
+"""Warnings and blockers grouped by kind, for an estate read at a glance (issue 48): per kind, how
+many tables it touches, which, what it means and what to do. assessment.json and report.json
+carry them as `warnings_by_kind` and `blockers_by_kind`, and both pages open with them.
+
+A kind named here is said in general terms (a table's own finding says its counts and objects); a
+kind not named (a refusal of the planner under its own name, an error type of a run) is said by
+the first table's own message."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict
+
+# kind -> (what it means, what to do)
+KINDS: dict[str, tuple[str, str]] = {
+    "commit_rate": (
+        "The table keeps committing: commits are expected while it is being moved or kept in sync.",
+        "Plan incremental syncs (mode incremental, or the scheduled sync) until its writers stop, then "
+        "icelake migrate cutover.",
+    ),
+    "no_checksum": (
+        "Source objects were uploaded in parts without a full-object checksum: neither a checksum nor "
+        "an MD5 ETag can verify their copies, which are checked by size only.",
+        "Accept size-only checks for them, or copy them once in place with a checksum (CopyObject with "
+        "ChecksumAlgorithm) before migrating.",
+    ),
+    "archived_objects": (
+        "Source objects are in GLACIER or DEEP_ARCHIVE, which CopyObject cannot read.",
+        "Restore them (S3 RestoreObject, for at least the migration's length) before migrating.",
+    ),
+    "orc_delete_files": (
+        "Position delete files are ORC, which icelake cannot rewrite.",
+        "Rewrite them as Parquet (Spark's rewrite_position_delete_files) first.",
+    ),
+    "unmapped_prefixes": (
+        "The table references files under prefixes the request does not map to the target.",
+        "Add target.prefix_maps entries for those prefixes.",
+    ),
+    "target_not_ours": (
+        "A table of the target's name exists that icelake did not create; icelake leaves it untouched.",
+        "Choose another target name or database (target.names, target.renames).",
+    ),
+    "diverged": (
+        "Someone else committed to the target table icelake created since it was last synced.",
+        "Keep the target's commits (leave the table out) or drop the target icelake created and "
+        "migrate it again.",
+    ),
+    "busy": (
+        "Another run that is still going holds the table.",
+        "Wait for that run to end (icelake migrate status RUN_ID), then run again.",
+    ),
+    "promoted": (
+        "The target was promoted at cutover: it is the table's home now and icelake writes nothing to it.",
+        "Leave the table out of the request.",
+    ),
+    "not_assessed": (
+        "The Assess step did not finish for the table.",
+        "Read its error in the execution's history (icelake migrate status RUN_ID) and assess it again.",
+    ),
+    "s3_error": (
+        "S3 refused a read of the source.",
+        "Check the source role's access to the table's bucket and objects.",
+    ),
+}
+
+
+class KindSummary(BaseModel):
+    """One kind of warning or blocker across the tables: `count` tables (`tables`, sorted) have it."""
+
+    model_config = ConfigDict(frozen=True)
+    count: int
+    tables: list[str]
+    message: str  # what it means (or, for a kind not known here, the first table's own message)
+    hint: str = ""  # what to do
+
+
+def by_kind(found: Iterable[tuple[str, str, str]]) -> dict[str, KindSummary]:
+    """(table, kind, message) triples grouped by kind, kinds sorted by how many tables they touch
+    (most first), then by name."""
+    tables: dict[str, set[str]] = {}
+    first: dict[str, str] = {}
+    for table, kind, message in found:
+        tables.setdefault(kind, set()).add(table)
+        first.setdefault(kind, message)
+    summaries = {}
+    for kind in sorted(tables, key=lambda k: (-len(tables[k]), k)):
+        meaning, hint = KINDS.get(kind, (first[kind], ""))
+        summaries[kind] = KindSummary(
+            count=len(tables[kind]), tables=sorted(tables[kind]), message=meaning, hint=hint
+        )
+    return summaries
