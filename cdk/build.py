@@ -36,6 +36,7 @@ LOCAL_ONLY = (
     "demo.py",
     "cli.py",
     "cli_options.py",
+    "cli_path.py",
     "console.py",
     "assess/cli.py",
     "ingest/cli.py",

@@ -44,6 +44,7 @@ from icelake.migrate.history import HISTORIES, History, dangling_versions, to_so
 from icelake.migrate.journal import new_target_keys, read_journal, write_journal
 from icelake.migrate.models import FilesCheck, MigrationResult, RowsValidation
 from icelake.migrate.plan.model import TablePlan
+from icelake.migrate.plan.since import Since
 from icelake.migrate.row_digest import compare_rows
 from icelake.migrate.settings import EngineSettings
 from icelake.migrate.validate import checked_target_files
@@ -67,6 +68,10 @@ OPTIONS = (
     "validation",
     "history",
     "work_item",
+    # where a sync starts (icelake.request.sync): the source metadata.json the target was last
+    # synced to, else why the whole table is planned
+    "sync_from",
+    "sync_full_reason",
 )
 REQUIRED = ("source_metadata", "target_location")
 IN_GLUE = in_glue()
@@ -110,6 +115,8 @@ def _work_item_args(work_item: str) -> dict[str, Any]:
         "run_id": item.run_id,
         "validation": item.request.options.validation,
         "history": item.request.options.history,
+        "sync_from": item.sync_from,
+        "sync_full_reason": item.sync_full_reason,
     }
 
 
@@ -175,6 +182,11 @@ def main(argv: list[str] | None = None) -> MigrationResult:
         # metadata.json files after the copy (one pool of worker processes for both)
         processes=os.cpu_count() or 1,
         history=args.history,
+        since=(
+            Since(source_metadata=args.sync_from)
+            if args.sync_from
+            else Since(reason=args.sync_full_reason or "no earlier sync was named (--sync-from)")
+        ),
     )
     result = run_migration(
         args.source_metadata,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Literal
 
 import pyarrow.parquet as pq
@@ -134,39 +135,67 @@ def validate_tables(
     target_props: dict[str, str] | None = None,
     tier: Tier = "rows",
     rows_max_values: int = ROWS_MAX_VALUES,
+    only: set[int] | None = None,
 ) -> ValidationReport:
+    """`only`: the snapshots to check one by one (an incremental sync's new ones,
+    `validate_since`); the table's own fields and its snapshot count are checked whole."""
     src = StaticTable.from_metadata(source_metadata, properties=source_props or {})
     dst = StaticTable.from_metadata(target_metadata, properties=target_props or {})
     problems = _table_problems(src.metadata, dst.metadata)
     target_snaps = {s.snapshot_id: s for s in dst.metadata.snapshots}
-    checks: list[SnapshotCheck] = []
-    notes: list[str] = []
-    sampled = False
+    found = _Found()
     for s in src.metadata.snapshots:
         t = target_snaps.get(s.snapshot_id)
         if t is None:
             problems.append(f"snapshot {s.snapshot_id} missing at the target")
-            continue
-        problems.extend(_snapshot_metadata_problems(src, dst, s, t))
-        values = _values(src, s)
-        compare_rows = tier == "rows" and values is not None and values <= rows_max_values
-        if tier == "rows" and not compare_rows:
-            size = "an unknown number of" if values is None else f"{values:,}"
-            notes.append(
-                f"snapshot {s.snapshot_id}: rows not compared ({size} values, above the "
-                f"{rows_max_values:,} compared whole in memory); {SAMPLE_FILES} files sampled instead"
-            )
-        if tier == "sample" or (tier == "rows" and not compare_rows):
-            problems.extend(_sample_problems(src, dst, s.snapshot_id))
-            sampled = True
-        if compare_rows:
-            check, differ = _compare_rows(src, dst, s)
-            checks.append(check)
-            problems.extend(differ)
+        elif only is None or s.snapshot_id in only:
+            problems.extend(_snapshot_problems(src, dst, s, t, tier, rows_max_values, found))
     if len(target_snaps) != len(src.metadata.snapshots):
         problems.append(f"target has {len(target_snaps)} snapshots, source {len(src.metadata.snapshots)}")
-    done: Tier = "rows" if tier == "rows" and checks and not notes else ("sample" if sampled else "metadata")
+    checks, notes = found.checks, found.notes
+    done: Tier = (
+        "rows" if tier == "rows" and checks and not notes else ("sample" if found.sampled else "metadata")
+    )
     return ValidationReport(ok=not problems, problems=problems, snapshots=checks, tier=done, notes=notes)
+
+
+@dataclass
+class _Found:
+    """What the per-snapshot checks add up to: rows compared, notes on what was not, and whether
+    files were sampled."""
+
+    checks: list[SnapshotCheck] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    sampled: bool = False
+
+
+def _snapshot_problems(
+    src: StaticTable,
+    dst: StaticTable,
+    s: Snapshot,
+    t: Snapshot,
+    tier: Tier,
+    rows_max_values: int,
+    found: _Found,
+) -> list[str]:
+    """One snapshot at `tier`: its metadata, then a sample of files or its rows."""
+    problems = _snapshot_metadata_problems(src, dst, s, t)
+    values = _values(src, s)
+    compare_rows = tier == "rows" and values is not None and values <= rows_max_values
+    if tier == "rows" and not compare_rows:
+        size = "an unknown number of" if values is None else f"{values:,}"
+        found.notes.append(
+            f"snapshot {s.snapshot_id}: rows not compared ({size} values, above the "
+            f"{rows_max_values:,} compared whole in memory); {SAMPLE_FILES} files sampled instead"
+        )
+    if tier == "sample" or (tier == "rows" and not compare_rows):
+        problems.extend(_sample_problems(src, dst, s.snapshot_id))
+        found.sampled = True
+    if compare_rows:
+        check, differ = _compare_rows(src, dst, s)
+        found.checks.append(check)
+        problems.extend(differ)
+    return problems
 
 
 def _table_problems(sm: TableMetadata, tm: TableMetadata) -> list[str]:

@@ -326,6 +326,13 @@ class Options(_Frozen):
     mark_source: bool = False
     # mode "assess": days both copies are kept while syncing (the estimate's storage_month).
     sync_days: float = Field(default=30, ge=0, le=3650)
+    # modes incremental and cutover: "incremental" plans only what the source committed since the
+    # target's last validated sync (the ledger's), when the target and the source's history allow
+    # it, else the whole table (the outcome says which and why); "full" always plans the whole table.
+    sync: Literal["incremental", "full"] = "incremental"
+    # "new": an incremental sync validates the new snapshots and proves the older ones untouched;
+    # "all": every snapshot, as a full sync does.
+    validation_scope: Literal["new", "all"] = "new"
 
     @field_validator("session_duration_seconds")
     @classmethod
@@ -342,9 +349,11 @@ class MigrationRequest(_Frozen):
     # target promoted to the table's home (docs/runbook.md "Cutover").
     # assess: Inventory, an Assess step per table, then Report writes runs/<run_id>/assessment.json
     # and assessment.html (icelake/assess); no target is touched.
+    # verify: each migrated or promoted target checked again, nothing written to any table
+    # (icelake/migrate/verify.py; docs/runbook.md "Day 2").
     # carry_over: a promoted table's stranded appends carried onto its target
     # (icelake/workflow/steps/carrying.py; docs/runbook.md "Cutover").
-    mode: Literal["full", "incremental", "cutover", "assess", "carry_over"] = "full"
+    mode: Literal["full", "incremental", "cutover", "assess", "verify", "carry_over"] = "full"
     options: Options = Field(default_factory=Options)
 
     @field_validator("run_id")
@@ -401,6 +410,11 @@ class WorkItem(_Frozen):
     # Target tables icelake registered for this source table under names the request no longer
     # gives it (a rename added or changed): left as they are, and reported in the outcome.
     earlier_targets: list[str] = Field(default_factory=list)
+    # Set by Plan: the source metadata.json the target was last synced to, when a sync starts there
+    # (icelake.migrate.plan.since), else why the whole table is planned. Copy and the Glue job
+    # plan from the same version.
+    sync_from: str | None = None
+    sync_full_reason: str = ""
 
     @property
     def name(self) -> str:

@@ -79,6 +79,8 @@ OutcomeStatus = Literal[
     "failed",
     "rolled_back",
     "stranded",
+    "verified",
+    "damaged",
 ]
 # The CloudWatch metric (namespace icelake) that counts each outcome: the Report Lambda publishes
 # them and the dashboard graphs them, from this one table.
@@ -99,6 +101,7 @@ class TableOutcome(_Frozen):
     # promoted: a cutover ended with the target as the table's home; every later run reports it
     # and writes nothing.
     # stranded: a promoted table whose source got commits after promotion (`stranded` names them).
+    # verified / damaged: mode verify found the target whole / named its missing or changed files.
     status: OutcomeStatus
     target_metadata_location: str | None = None
     files_copied: int = 0
@@ -107,6 +110,10 @@ class TableOutcome(_Frozen):
     files_rewritten: int = 0
     files_skipped: int = 0
     snapshots_validated: int = 0
+    # What the copy planned: the whole table, or what the source committed since the last sync
+    # (icelake.migrate.plan.incremental), and why.
+    sync: Literal["full", "incremental"] | None = None
+    sync_reason: str | None = None
     validation: str | None = None  # the tier Validate completed, and why it is less than asked
     # Where each phase ran: plan, copy ("lambda" or "glue") and validate ("glue" when the Glue job
     # compared the rows, else "lambda").

@@ -62,6 +62,8 @@ def test_full_migration_then_incremental_sync(world: tuple[Lake, LocalDeployment
             == 3
         )
     assert bucket_state(lake.source, SOURCE_BUCKET) == source_before
+    outcomes_full_orders = outcomes["sales.orders"]
+    assert outcomes_full_orders["sync"] == "full"
 
     # When one table gets a new commit and an incremental run follows
     new_meta = commit(lake, "orders", [6, 7])
@@ -77,6 +79,24 @@ def test_full_migration_then_incremental_sync(world: tuple[Lake, LocalDeployment
         source_props=s3_props(),
         target_props=s3_props(),
     )
+    # and the sync was planned and validated from the last one: the new snapshot at the request's
+    # tier, the older ones proven untouched, with fewer requests than the full migration sent
+    orders = outcomes["sales.orders"]
+    assert orders["sync"] == "incremental", orders["sync_reason"]
+    assert "incremental: 1 new snapshot(s) at this tier" in orders["validation"]
+    assert sum(orders["requests"].values()) < sum(outcomes_full_orders["requests"].values())
+
+    # When the next run asks for the whole table
+    commit(lake, "orders", [8])
+    third = run_workflow(
+        deployment, lake.request("incr-2", mode="incremental", options={"concurrency": 2, "sync": "full"})
+    )
+
+    # Then the whole table is planned and validated, and the outcome says why
+    orders = {t["table"]: t for t in third["tables"]}["sales.orders"]
+    assert (orders["status"], orders["sync"]) == ("migrated", "full")
+    assert "options.sync" in orders["sync_reason"]
+    assert "incremental" not in orders["validation"]
 
 
 def test_a_failing_table_is_rolled_back_and_the_others_migrate(

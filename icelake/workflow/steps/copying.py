@@ -8,6 +8,7 @@ from icelake.migrate.engine import migrate_table
 from icelake.migrate.models import MigrationResult
 from icelake.migrate.settings import EngineSettings
 from icelake.request.deps import Deps
+from icelake.request.sync import since_of
 from icelake.request.target import prefix_maps
 from icelake.workflow.inputs import PlannedInput
 from icelake.workflow.steps.carrying import carry_copy
@@ -30,7 +31,9 @@ def copy(given: PlannedInput, deps: Deps) -> MigrationResult:
         prefix_maps(item),
         src_io=sessions.source_io(),
         dst_io=sessions.target_io(),
-        settings=EngineSettings(processes=1, lock_target=False, history=item.request.options.history),
+        settings=EngineSettings(
+            processes=1, lock_target=False, history=item.request.options.history, since=since_of(item)
+        ),
     ).model_copy(update={"requests": sessions.requests.counts()})
     io_for(planned.copy_result_uri, deps.orchestrator).write(
         planned.copy_result_uri, result.model_dump_json().encode()

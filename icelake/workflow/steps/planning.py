@@ -23,6 +23,7 @@ from icelake.migrate.settings import EngineSettings
 from icelake.migrate.table_size import estimate_size
 from icelake.request.deps import Artifacts, Deps, Sessions
 from icelake.request.models import WorkItem
+from icelake.request.sync import since_of, with_sync_base
 from icelake.request.target import foreign_commit, owner_of, prefix_maps
 from icelake.workflow.inputs import PlanInput
 from icelake.workflow.models import PlanResult
@@ -67,6 +68,7 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
     src_io = sessions.source_io()
     before = sessions.requests.counts()
     source = read_metadata(src_io, item.source_metadata_location)
+    item = with_sync_base(item, synced, previous, source[0], dst_io)
     journal_key = Artifacts.key(item.run_id, item.name, JOURNAL_NAME)
     journal_uri = deps.artifacts.uri(journal_key)
     figures = _planned_by_glue(item, source[0], journal_uri, deps)
@@ -154,7 +156,8 @@ def _planned_by_glue(item: WorkItem, meta: dict[str, Any], journal_uri: str, dep
     threshold, and this is no dry run), or None: it is planned here."""
     options = item.request.options
     size = estimate_size(meta)
-    glue_sized = size is not None and (
+    # An incremental sync is planned here whatever the table's size: its plan reads the change.
+    glue_sized = item.sync_from is None and size is not None and (
         size.files > options.glue_threshold_files or size.bytes > options.glue_threshold_bytes
     )
     if glue_sized and size is not None and not options.dry_run:
@@ -225,7 +228,11 @@ def _plan_here(
         src_io,
         dst_io,
         settings=EngineSettings(
-            overwrite=False, workers=16, progress=NoProgress(), history=item.request.options.history
+            overwrite=False,
+            workers=16,
+            progress=NoProgress(),
+            history=item.request.options.history,
+            since=since_of(item),
         ),
         source=source,
     )

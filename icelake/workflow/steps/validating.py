@@ -24,6 +24,7 @@ from icelake.workflow.steps.carrying import carried_outcome
 from icelake.workflow.steps.cutover import cutover
 from icelake.workflow.steps.registering import record_access, register_and_carry
 from icelake.workflow.steps.shared import item_facts, record_outcome, source_prefixes
+from icelake.workflow.steps.sync_scope import SyncScope
 
 
 def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
@@ -53,17 +54,20 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
     rows = copied.rows_validation  # the Glue job compared the rows where the data is (or said why not)
     if rows is not None and rows.error:
         raise ValidationFailedError(f"{item.name}: the Glue job could not compare the rows: {rows.error}")
+    scope = SyncScope.of(planned, copied, deps, sessions)
     report = validate_tables(
         item.source_metadata_location,
         planned.target_metadata_location,
         source_props=pyiceberg_props(sessions.source),
         target_props=pyiceberg_props(sessions.target),
         tier=_tier_left(item.request.options.validation, rows),
+        only=scope.new if scope else None,
     )
     problems = [
         *report.problems,
         *(rows.problems if rows else []),
-        *_file_problems(planned, copied, sessions),
+        *(scope.untouched if scope else []),
+        *_file_problems(planned, copied, sessions, scope),
         *_catalog_problems(planned, sessions),
     ]
     if problems:
@@ -87,7 +91,9 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
         files_rewritten=copied.files_rewritten,
         files_skipped=copied.files_skipped,
         snapshots_validated=copied.snapshots,
-        validation=_tier_done(report.tier, report.notes, rows),
+        validation=_tier_done(report.tier, report.notes, rows) + (scope.note if scope else ""),
+        sync=copied.sync,
+        sync_reason=copied.sync_reason,
         engines={"plan": planned.planned_in, "copy": planned.engine, "validate": _validated_in(rows)},
         files_pruned=pruned,
         orphans=copied.orphans,
@@ -105,11 +111,16 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
     return outcome
 
 
-def _file_problems(planned: PlanResult, copied: MigrationResult, sessions: Sessions) -> list[str]:
+def _file_problems(
+    planned: PlanResult, copied: MigrationResult, sessions: Sessions, scope: SyncScope | None
+) -> list[str]:
     """What is wrong with the target's files: as the Glue job found it next to the copy (a large
-    table's manifests are not read again here), else checked now."""
+    table's manifests are not read again here), else checked now: those the sync added when it
+    was incremental (`scope`), else all of them."""
     checked = copied.files_check
     item = planned.item
+    if checked is None and scope is not None:
+        return scope.files.problems
     if checked is None:
         target_io = sessions.target_io()
         problems = check_target_files(target_io, planned.target_metadata_location, source_prefixes(item))
