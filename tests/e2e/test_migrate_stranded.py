@@ -9,6 +9,7 @@ delete is refused by name and nothing is written."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -16,7 +17,9 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.glue import GlueCatalog
 from pyiceberg.table import StaticTable
+from typer.testing import CliRunner
 
+from icelake.cli import app
 from icelake.constants import EVENT_SOURCE
 from icelake.local.deploy import LocalDeployment
 from icelake.workflow.steps.reporting import STRANDED_DETAIL_TYPE
@@ -119,7 +122,7 @@ def test_a_late_append_after_cutover_is_stranded_and_named_everywhere(
 
 
 def test_carry_over_brings_a_late_append_and_keeps_the_targets_own_commits(
-    world: tuple[Lake, LocalDeployment],
+    world: tuple[Lake, LocalDeployment], tmp_path: Path
 ) -> None:
     lake, deployment = world
     _promoted(lake, deployment, [[1], [2]])
@@ -155,10 +158,15 @@ def test_carry_over_brings_a_late_append_and_keeps_the_targets_own_commits(
         pa.table({"id": pa.array([101], pa.int64()), "v": ["theirs"]}, schema=writers.schema().as_arrow())
     )
 
-    # a second carry-over carries nothing and writes nothing
+    # a second carry-over, as a person starts it, carries nothing and writes nothing
     target_before, target_catalog = bucket_state(lake.target, TARGET_BUCKET), catalog_state(lake.target)
-    second = run_workflow(deployment, lake.request("carry-2", mode="carry_over"))["tables"][0]
+    request = tmp_path / "carry.json"
+    request.write_text(json.dumps(lake.request("carry-2")))
+    shown = CliRunner().invoke(app, ["migrate", "carry-over", "--request", str(request), "--json"])
+    assert shown.exit_code == 0, shown.stderr
+    (second,) = json.loads(shown.stdout)["tables"]
     assert second["status"] == "promoted" and second["carried"] == [], second
+    assert "nothing to carry" in second["error"]["message"] or "carried over" in second["error"]["message"]
     assert bucket_state(lake.target, TARGET_BUCKET) == target_before
     assert catalog_state(lake.target) == target_catalog
     # and the next run finds nothing stranded
