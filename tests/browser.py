@@ -109,3 +109,71 @@ def assert_fits_and_hides_traces(seen: Fitted) -> None:
     assert seen.scroll_width <= seen.client_width, (seen.scroll_width, seen.client_width)
     for trace in ("stackTrace", "Traceback", 'File "/'):
         assert trace not in seen.text and trace not in seen.opened, trace
+
+
+@dataclass
+class Explored:
+    """What a person sees of an estate's page (issue 48) at 1280 px: where the table of tables
+    begins, the rows and pager it shows, what a name typed in the filter box leaves, what the next
+    page and a kind's "show these tables" button show, and the grouped summary's lines."""
+
+    console_errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    table_top: float = 0.0  # px from the top of the page
+    first_page: list[str] = field(default_factory=list)  # names in the rows shown
+    pager: str = ""
+    filtered: list[str] = field(default_factory=list)
+    second_page: list[str] = field(default_factory=list)
+    second_pager: str = ""
+    kind_lines: list[str] = field(default_factory=list)  # each kind's summary line
+    kind_opened: str = ""  # the first kind's line, opened
+    by_kind: list[str] = field(default_factory=list)  # rows after the first kind's button
+    sorted_first: str = ""  # the first row after two clicks on the first column (descending)
+    seconds: float = 0.0  # from navigation to "load"
+
+
+def explore(page_file: Path, name: str, find: str) -> Explored:
+    """Open `page_file` at 1280 px and use its summary, filter box, pager and sorting."""
+    seen = Explored()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shown = "#tables tbody tr:not([hidden])"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: seen.console_errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: seen.console_errors.append(str(e)))
+            page.on("request", lambda r: seen.requests.append(r.url))
+            page.goto(page_file.resolve().as_uri(), wait_until="load")
+            seen.seconds = page.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd / 1000")
+            seen.table_top = page.evaluate(
+                "document.getElementById('tables').getBoundingClientRect().top + window.scrollY"
+            )
+            page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+            seen.first_page = page.locator(f"{shown} td:first-child").all_inner_texts()
+            seen.pager = page.locator("#tables-pager .count").inner_text()
+            seen.kind_lines = page.locator("details.kind-line summary").all_inner_texts()
+            if seen.kind_lines:
+                page.locator("details.kind-line summary").first.click()
+                seen.kind_opened = page.locator("details.kind-line").first.inner_text()
+            page.locator("#tables-pager .next").click()
+            seen.second_page = page.locator(f"{shown} td:first-child").all_inner_texts()
+            seen.second_pager = page.locator("#tables-pager .count").inner_text()
+            page.fill("#tables-filter", find)
+            seen.filtered = page.locator(f"{shown} td:first-child").all_inner_texts()
+            page.fill("#tables-filter", "")
+            buttons = page.locator("button[data-for='tables']")
+            if buttons.count():
+                page.locator("details:has(button[data-for='tables'])").first.evaluate(
+                    "d => { d.open = true; }"
+                )
+                buttons.first.click()
+                seen.by_kind = page.locator(f"{shown} td:first-child").all_inner_texts()
+                page.fill("#tables-filter", "")
+            page.dispatch_event("#tables-filter", "input")
+            page.locator("#tables th").first.click()
+            page.locator("#tables th").first.click()
+            seen.sorted_first = page.locator(f"{shown} td:first-child").first.inner_text()
+        finally:
+            browser.close()
+    return seen

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from icelake.assess.cost import COST_KEYS
+from icelake.assess.estate_html import CSS as ESTATE_CSS
 from icelake.aws.request_count import REQUEST_KINDS
 
 _CSS = """
@@ -67,7 +68,7 @@ def page(title: str, subtitle: str, body: str) -> str:
         # No request may leave the page: nothing here loads anything, and the policy says so.
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
-        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<title>{escape(title)}</title><style>{_CSS}{ESTATE_CSS}</style></head><body>"
         f'<h1>{escape(title)}</h1><div class="meta">{subtitle}</div>{body}'
         f"<script>{_SORT_JS}</script></body></html>\n"
     )

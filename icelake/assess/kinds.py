@@ -8,7 +8,7 @@ the first table's own message."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict
 
@@ -58,6 +58,33 @@ KINDS: dict[str, tuple[str, str]] = {
         "The Assess step did not finish for the table.",
         "Read its error in the execution's history (icelake migrate status RUN_ID) and assess it again.",
     ),
+    # A run's (report.json): the states a table is left in, and its warnings
+    "source_dropped": (
+        "The source table is gone; its target, which icelake created, was left as it is.",
+        "Drop the target when nothing reads it any more, or leave the table out of the request.",
+    ),
+    "stranded": (
+        "The source got commits after the table was promoted at cutover; the run names each.",
+        "Carry them over (mode carry_over) or apply them to the promoted table by hand.",
+    ),
+    "damaged": (
+        "A check of the target found files missing or changed.",
+        "Read the table's error for the files, then migrate the table again.",
+    ),
+    "earlier_target": (
+        "The table's target name has changed since an earlier run: the earlier target (icelake created it) "
+        "was left as it is.",
+        "Drop the earlier target when nothing reads it any more.",
+    ),
+    "unmapped_principal": (
+        "A principal holds Lake Formation permissions on the source table but has no entry in "
+        "target.lake_formation.principal_map: nothing was granted for it on the target.",
+        "Add the principal to principal_map and run again, or grant it on the target by hand.",
+    ),
+    "data_filter": (
+        "The source table has Lake Formation data cells filters, which icelake does not recreate.",
+        "Create each filter on the target and grant it to the mapped principals.",
+    ),
     "s3_error": (
         "S3 refused a read of the source.",
         "Check the source role's access to the table's bucket and objects.",
@@ -75,9 +102,11 @@ class KindSummary(BaseModel):
     hint: str = ""  # what to do
 
 
-def by_kind(found: Iterable[tuple[str, str, str]]) -> dict[str, KindSummary]:
+def by_kind(
+    found: Iterable[tuple[str, str, str]], hints: Mapping[str, str] | None = None
+) -> dict[str, KindSummary]:
     """(table, kind, message) triples grouped by kind, kinds sorted by how many tables they touch
-    (most first), then by name."""
+    (most first), then by name. `hints`: what to do for kinds not described here."""
     tables: dict[str, set[str]] = {}
     first: dict[str, str] = {}
     for table, kind, message in found:
@@ -85,7 +114,7 @@ def by_kind(found: Iterable[tuple[str, str, str]]) -> dict[str, KindSummary]:
         first.setdefault(kind, message)
     summaries = {}
     for kind in sorted(tables, key=lambda k: (-len(tables[k]), k)):
-        meaning, hint = KINDS.get(kind, (first[kind], ""))
+        meaning, hint = KINDS.get(kind, (first[kind], (hints or {}).get(kind, "")))
         summaries[kind] = KindSummary(
             count=len(tables[kind]), tables=sorted(tables[kind]), message=meaning, hint=hint
         )

@@ -7,122 +7,14 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
+from icelake.assess import estate_html as e
 from icelake.assess import html as h
+from icelake.assess.assessment_page import render_assessment
+from icelake.assess.report_summary import furthest, outcome_kinds, requests_off, standout, warning_kind
 
-_FAILED = ("failed", "rolled_back", "diverged", "source_dropped", "busy", "stranded")
+__all__ = ["render_assessment", "render_report"]
 
-
-def render_assessment(data: Mapping[str, Any]) -> str:
-    tables: list[Mapping[str, Any]] = list(data.get("tables", []))
-    totals = data.get("totals", {})
-    run = data.get("run", {})
-    prices = data.get("model", {}).get("prices", {})
-    cost = totals.get("cost_usd", {})
-    blockers = [(t["table"], f) for t in tables for f in t.get("blockers", [])]
-    warnings = [(t["table"], f) for t in tables for f in t.get("warnings", [])]
-    scope = data.get("scope", {})
-    subtitle = (
-        f"{escape(str(scope.get('source_account') or scope.get('source_metadata_location') or ''))} &rarr; "
-        f"{escape(str(scope.get('target') or scope.get('target_location') or ''))} &middot; generated "
-        f"{escape(str(data.get('generated_at', '')))} &middot; prices "
-        f"{escape(str(prices.get('region', '')))} as of {escape(str(prices.get('as_of', '')))}"
-    )
-    body = [
-        h.cards(
-            [
-                ("tables", f"{totals.get('tables', 0):,}", ""),
-                ("blocked tables", f"{totals.get('blocked_tables', 0):,}", "bad" if blockers else "ok"),
-                ("warnings", f"{totals.get('warnings', 0):,}", "warn" if warnings else "ok"),
-                ("data", h.size(totals.get("data_bytes", 0)), ""),
-                ("files", f"{totals.get('data_files', 0) + totals.get('delete_files', 0):,}", ""),
-                ("estimated time", h.duration(run.get("duration_s", 0.0)), ""),
-                ("estimated cost", h.usd(cost.get("total", 0.0)), ""),
-                ("S3 requests", f"{h.requests_total(totals.get('requests')):,}", ""),
-            ]
-        ),
-        f'<h2 id="blockers">Blockers ({len(blockers)})</h2>',
-        '<p class="meta">What would fail: fix each before migrating.</p>',
-        h.findings(blockers, "bad"),
-        f'<h2 id="warnings">Warnings ({len(warnings)})</h2>',
-        h.findings(warnings, "warn"),
-        "<h2>Tables</h2>",
-        '<p class="meta">Counts over every retained snapshot (what a migration copies). Click a column '
-        "to sort.</p>",
-        h.table(
-            [
-                "table",
-                "engine",
-                "snapshots",
-                "data files",
-                "data",
-                "delete files",
-                "metadata files",
-                "to copy",
-                "blockers",
-                "est. time",
-                "est. cost",
-            ],
-            (_assessed_row(t) for t in tables),
-            numeric=range(2, 11),
-            tid="tables",
-        ),
-        f"<h2>Estimated time on the Map's {run.get('concurrency', 1)} lane(s)</h2>",
-        h.lanes_chart(
-            run.get("lanes", []), int(run.get("concurrency", 1)), float(run.get("duration_s", 0.0))
-        ),
-        "<h2>Cost</h2>",
-        h.bars_chart("cost-chart", h.cost_rows(cost)),
-        _cost_notes(data),
-        _commit_rates(tables),
-    ]
-    title = "icelake assessment"
-    return h.page(title, subtitle, "".join(body))
-
-
-def _assessed_row(t: Mapping[str, Any]) -> str:
-    estimate = t.get("estimate") or {}
-    deletes = sum((t.get("delete_files") or {}).values())
-    seconds = float(estimate.get("duration_s", 0.0))
-    total = float((estimate.get("cost_usd") or {}).get("total", 0.0))
-    blockers = len(t.get("blockers", []))
-    return "".join(
-        [
-            h.cell(t["table"]),
-            h.cell(t.get("engine", "")),
-            h.cell(f"{t.get('snapshots', 0):,}", number=t.get("snapshots", 0)),
-            h.cell(f"{t.get('data_files', 0):,}", number=t.get("data_files", 0)),
-            h.cell(h.size(t.get("data_bytes", 0)), number=t.get("data_bytes", 0)),
-            h.cell(f"{deletes:,}", number=deletes),
-            h.cell(f"{t.get('metadata_files', 0):,}", number=t.get("metadata_files", 0)),
-            h.cell(h.size(t.get("bytes_to_copy", 0)), number=t.get("bytes_to_copy", 0)),
-            h.cell(blockers, number=blockers, cls="bad" if blockers else ""),
-            h.cell(h.duration(seconds) if estimate else "n/a", number=seconds),
-            h.cell(h.usd(total) if estimate else "n/a", number=total),
-        ]
-    )
-
-
-def _cost_notes(data: Mapping[str, Any]) -> str:
-    model = data.get("model", {})
-    prices = model.get("prices", {})
-    return (
-        f'<p class="meta">Priced by the {escape(str(prices.get("region", "")))} table of '
-        f"{escape(str(prices.get('as_of', '')))} (icelake/assess/price_tables, or --prices); "
-        "storage_month is the target copy held beside the source for "
-        f"{escape(str(model.get('sync_days', '')))} day(s) "
-        f"(--sync-days); transfer is counted when the regions differ "
-        f"({'they do' if model.get('cross_region') else 'they do not'}).</p>"
-    )
-
-
-def _commit_rates(tables: list[Mapping[str, Any]]) -> str:
-    syncing = [t for t in tables if any(f.get("kind") == "commit_rate" for f in t.get("warnings", []))]
-    charts = "".join(
-        h.commits_chart(f"commits-{i}", t["table"], t.get("daily_commits", [])) for i, t in enumerate(syncing)
-    )
-    return f"<h2>Commit rate of tables that need syncs ({len(syncing)})</h2>" + (
-        charts or '<p class="ok">No table commits often enough to need a sync before cutover.</p>'
-    )
+_FAILED = ("failed", "rolled_back", "diverged", "source_dropped", "busy", "damaged", "stranded")
 
 
 def render_report(report: Mapping[str, Any]) -> str:
@@ -134,13 +26,19 @@ def render_report(report: Mapping[str, Any]) -> str:
         f"run {escape(str(report.get('run_id', '')))} &middot; "
         f'<span class="{"bad" if failed else "ok"}">{escape(str(report.get("status", "")))}</span>'
     )
+    warnings, blockers = _kinds(report, tables)
     body = [
         _run_cards(tables, failed, estimated),
-        f'<h2 id="errors">Errors ({len(failed)})</h2>',
+        standout(tables),
+        f'<h2 id="blockers">Not migrated, by why ({len(failed):,} table(s))</h2>',
+        e.kinds(blockers, "bad"),
+        f'<h2 id="warnings">Warnings by kind ({len(warnings)})</h2>',
+        e.kinds(warnings, "warn"),
+        f'<h2 id="tables-title">Tables ({len(tables):,})</h2>',
+        _outcome_table(tables),
+        f'<h2 id="errors">Errors ({len(failed):,})</h2>',
         _errors(failed),
         _stranded(tables),
-        "<h2>Tables</h2>",
-        _outcome_table(tables),
         _estimated_against_actual(estimated),
         _request_kinds(tables),
     ]
@@ -193,36 +91,74 @@ def _run_cards(
     )
 
 
-def _outcome_table(tables: list[Mapping[str, Any]]) -> str:
-    """Every table's outcome, one row each (`_outcome_row`)."""
-    return h.table(
-        [
-            "table",
-            "state",
-            "files copied",
-            "verified",
-            "bytes copied",
-            "requests",
-            "est. requests",
-            "plan",
-            "copy",
-            "validate",
-            "est. time",
-            "cost",
-            "est. cost",
-            "error",
-        ],
-        (_outcome_row(t) for t in tables),
-        numeric=range(2, 13),
-        tid="tables",
+def _kinds(
+    report: Mapping[str, Any], tables: list[Mapping[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """report.json's warnings_by_kind and blockers_by_kind, or made from its outcomes (a report
+    written before it held them)."""
+    if "warnings_by_kind" in report and "blockers_by_kind" in report:
+        return dict(report["warnings_by_kind"]), dict(report["blockers_by_kind"])
+    warnings, blockers = outcome_kinds(tables, _FAILED)
+    return (
+        {k: v.model_dump() for k, v in warnings.items()},
+        {k: v.model_dump() for k, v in blockers.items()},
     )
 
 
+_OUTCOME_COLUMNS = [
+    "table",
+    "state",
+    "files copied",
+    "verified",
+    "bytes copied",
+    "requests",
+    "est. requests",
+    "plan",
+    "copy",
+    "validate",
+    "est. time",
+    "cost",
+    "est. cost",
+    "error",
+]
+
+
+def _outcome_table(tables: list[Mapping[str, Any]]) -> str:
+    """Every table's outcome, one row each (`_outcome_row`), 50 at a time; the filter matches its
+    name, state, engines, error type and kinds of warning."""
+    rows = (
+        e.Row(
+            _outcome_row(t),
+            str(t["table"]),
+            [
+                str(t.get("status", "")),
+                *(t.get("engines") or {}).values(),
+                str((t.get("error") or {}).get("type", "")) if isinstance(t.get("error"), Mapping) else "",
+                *(warning_kind(str(w)) for w in t.get("warnings") or []),
+            ],
+        )
+        for t in tables
+    )
+    return e.paged_table(_OUTCOME_COLUMNS, rows, numeric=range(2, 13), tid="tables")
+
+
+CHARTED = 20  # tables the estimated-against-actual charts draw: beyond, the furthest from estimate
+
+
 def _estimated_against_actual(estimated: list[Mapping[str, Any]]) -> str:
-    """The S3 requests and the cost of each table with an estimate, estimated against actual."""
+    """The S3 requests and the cost of each table with an estimate, estimated against actual; of
+    more than CHARTED tables, the CHARTED furthest from their estimate in requests."""
+    note = ""
+    if len(estimated) > CHARTED:
+        note = (
+            f'<p class="meta">The {CHARTED} of {len(estimated):,} tables furthest from their estimate in '
+            "requests; every table's figures are in the table of tables.</p>"
+        )
+        estimated = [t for t, _ in furthest(estimated, requests_off, CHARTED)]
     return "".join(
         [
             "<h2>S3 requests: estimated against actual</h2>",
+            note,
             h.paired_bars_chart(
                 "requests-chart",
                 [

@@ -8,6 +8,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from icelake.assess.estimate import TableEstimate
+from icelake.assess.kinds import KindSummary
 from icelake.migrate.models import Orphans
 from icelake.migrate.stranded import StrandedCommit
 from icelake.request.models import WorkItem
@@ -167,6 +168,10 @@ class RunReport(_Frozen):
     tables: list[TableOutcome]
     report_uri: str
     report_html_uri: str = ""  # report.html beside it: the same run for people to read
+    # Why tables were not migrated and what the run warned of, grouped by kind (icelake/assess/kinds.py):
+    # {kind: {count, tables, message, hint}}.
+    warnings_by_kind: dict[str, KindSummary] = {}
+    blockers_by_kind: dict[str, KindSummary] = {}
 
 
 class RunSummary(_Frozen):

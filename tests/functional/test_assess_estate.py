@@ -1,6 +1,8 @@
 """`icelake assess --request` over an estate of many tiny tables on the embedded AWS (issue 48):
 tables assessed side by side give the same assessment as one at a time, the progress is a few
-lines (not one per table), and assessment.json groups warnings and blockers by kind."""
+lines (not one per table), assessment.json groups warnings and blockers by kind, and
+assessment.html, in headless Chromium at 1280 px, opens with that summary and the table of
+tables, which filters, sorts and pages."""
 
 from __future__ import annotations
 
@@ -12,12 +14,13 @@ import pytest
 from typer.testing import CliRunner
 
 from icelake.cli import app
+from tests.browser import explore
 from tests.estate import foreign_target, tiny_tables
 from tests.lake import Lake
 
 pytestmark = pytest.mark.slow
 
-TABLES = 24
+TABLES = 60  # and the seed table: more than a page of the table of tables
 
 
 def _assess(request: Path, out: Path, concurrency: int) -> tuple[int, dict[str, Any], str]:
@@ -28,7 +31,7 @@ def _assess(request: Path, out: Path, concurrency: int) -> tuple[int, dict[str, 
 
 
 def test_an_estate_assessed_side_by_side_is_the_one_assessed_in_turn(lake: Lake, tmp_path: Path) -> None:
-    # Given 25 tiny tables, one of them with a target table icelake did not create
+    # Given 61 tiny tables, one of them with a target table icelake did not create
     names = tiny_tables(lake, TABLES)
     foreign_target(lake, "bulk", "t0003")
     request = tmp_path / "request.json"
@@ -60,3 +63,20 @@ def test_an_estate_assessed_side_by_side_is_the_one_assessed_in_turn(lake: Lake,
     assert one["warnings_by_kind"]["commit_rate"]["tables"] == names
     blocked = one["blockers_by_kind"]["target_not_ours"]
     assert blocked["count"] == 1 and blocked["tables"] == ["bulk.t0003"] and blocked["message"]
+
+    # ... and the page opens with the summary and the table of tables within the first 1,500 px
+    page = tmp_path / "eight" / "assessment.html"
+    seen = explore(page, "assessment-estate", "bulk.t0003")
+    assert seen.console_errors == [] and seen.requests == [page.resolve().as_uri()]
+    assert seen.table_top < 1500, seen.table_top
+    assert len(seen.kind_lines) == 2, seen.kind_lines  # one line per kind, collapsed
+    assert (
+        "1 table(s) target_not_ours" in seen.kind_lines[0] and "61 table(s) commit_rate" in seen.kind_lines[1]
+    )
+    assert "What to do: Choose another target name" in seen.kind_opened and "bulk.t0003" in seen.kind_opened
+    # ... 50 rows a page, the rest on the next
+    assert seen.first_page == names[:50] and seen.pager.startswith("rows 1–50 of 61")
+    assert seen.second_page == names[50:] and seen.second_pager.startswith("rows 51–61 of 61")
+    # ... a table's name filters to that table, a kind's button to its tables
+    assert seen.filtered == ["bulk.t0003"] and seen.by_kind == ["bulk.t0003"]
+    assert seen.sorted_first == names[-1]  # the first column, clicked twice: descending

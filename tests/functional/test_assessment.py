@@ -92,5 +92,10 @@ def test_a_glacier_object_blocks_and_an_unchecksummed_one_warns(lake: Lake, tmp_
     charts = ["#lanes-chart", "#cost-chart", "#commits-0"]
     seen = load(page, charts, sort_by="data", name="assessment-glacier")
     assert_readable(seen, page, ["sales.orders"], charts)
-    assert seen.text.index("Blockers (1)") < seen.text.index("Warnings (2)") < seen.text.index("Tables")
-    assert frozen in seen.text
+    assert (
+        seen.text.index("Blockers by kind (1 table(s) blocked)")
+        < seen.text.index("Warnings by kind (2)")
+        < seen.text.index("Tables (1)")
+    )
+    assert "archived_objects" in seen.text  # its kind's line; the object itself in the findings, collapsed
+    assert frozen in page.read_text()

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from icelake.assess.pages import render_report
+from icelake.assess.report_summary import outcome_kinds
 from icelake.constants import EVENT_SOURCE
 from icelake.request.deps import Artifacts, Deps
 from icelake.workflow.failures import MAX_MESSAGE, TableError, table_error
@@ -35,8 +36,15 @@ def report(given: ReportInput, deps: Deps) -> RunSummary:
     key = f"runs/{run_id}/report.json"
     uri = deps.artifacts.uri(key)
     html_uri = deps.artifacts.uri(f"runs/{run_id}/report.html")
+    warnings, blockers = outcome_kinds([o.model_dump(mode="json") for o in outcomes], FAILED_STATUSES)
     written = RunReport(
-        run_id=run_id, status=status, tables=outcomes, report_uri=uri, report_html_uri=html_uri
+        run_id=run_id,
+        status=status,
+        tables=outcomes,
+        report_uri=uri,
+        report_html_uri=html_uri,
+        warnings_by_kind=warnings,
+        blockers_by_kind=blockers,
     )
     deps.artifacts.put_json(key, written.model_dump(mode="json"))
     # The same run for people: estimated against actual, states, errors and timings.
