@@ -123,6 +123,29 @@ def _needed(source: Stack, target: Stack) -> list[Call]:
             ["glue:GetTable", "glue:CreateTable", "glue:UpdateTable"],
             _glue(TARGET_ACCOUNT, "sales", "orders"),
         ),
+        # Carry-over (issue 43): reads the target's metadata, writes the carried files, manifests
+        # and metadata.json, moves the promoted table's pointer; reads the source only
+        *_calls(
+            target,
+            TARGET_ROLE,
+            "carry-over",
+            ["s3:GetObject", "s3:PutObject"],
+            ["arn:aws:s3:::target-lake/warehouse/sales/orders/metadata/00003-c.metadata.json"],
+        ),
+        *_calls(
+            target,
+            TARGET_ROLE,
+            "carry-over moves",
+            ["glue:UpdateTable"],
+            _glue(TARGET_ACCOUNT, "sales", "orders"),
+        ),
+        *_calls(
+            source,
+            SOURCE_ROLE,
+            "carry-over reads",
+            ["glue:GetTable"],
+            _glue(SOURCE_ACCOUNT, "sales", "orders"),
+        ),
         # Rollback deletes what the run journaled and restores or drops the table
         *_calls(target, TARGET_ROLE, "rollback", ["s3:DeleteObject"], [obj]),
         *_calls(
@@ -131,24 +154,57 @@ def _needed(source: Stack, target: Stack) -> list[Call]:
     ]
 
 
+# Every write the source role could attempt on a source table's objects and catalog entry.
+SOURCE_S3_WRITES = [
+    "s3:PutObject",
+    "s3:DeleteObject",
+    "s3:DeleteObjectVersion",
+    "s3:AbortMultipartUpload",
+    "s3:PutObjectTagging",
+    "s3:PutObjectAcl",
+    "s3:RestoreObject",
+]
+SOURCE_TABLE_WRITES = [
+    "glue:CreateTable",
+    "glue:UpdateTable",
+    "glue:DeleteTable",
+    "glue:BatchDeleteTable",
+    "glue:DeleteTableVersion",
+    "glue:BatchDeleteTableVersion",
+    "glue:CreatePartition",
+    "glue:BatchCreatePartition",
+    "glue:UpdatePartition",
+    "glue:DeletePartition",
+    "glue:BatchDeletePartition",
+]
+
+
 def _must_deny(source: Stack, target: Stack) -> list[Call]:
     src_obj = "arn:aws:s3:::source-lake/warehouse/sales/orders/data/part-0.parquet"
     return [
-        # the source is never written
-        *_calls(source, SOURCE_ROLE, "source writes", ["s3:PutObject", "s3:DeleteObject"], [src_obj]),
+        # the source is never written: no write of any kind by the source role (without
+        # source_allow_mark), in S3, the Glue catalog or Lake Formation (a carry-over reads it too)
+        *_calls(source, SOURCE_ROLE, "source writes", SOURCE_S3_WRITES, [src_obj]),
         *_calls(
             source,
             SOURCE_ROLE,
             "source catalog writes",
-            ["glue:CreateTable", "glue:UpdateTable", "glue:DeleteTable"],
+            SOURCE_TABLE_WRITES,
             _glue(SOURCE_ACCOUNT, "sales", "orders"),
         ),
         *_calls(
             source,
             SOURCE_ROLE,
             "source catalog writes",
-            ["glue:CreateDatabase"],
+            ["glue:CreateDatabase", "glue:UpdateDatabase", "glue:DeleteDatabase"],
             _glue(SOURCE_ACCOUNT, "sales"),
+        ),
+        *_calls(
+            source,
+            SOURCE_ROLE,
+            "source bucket writes",
+            ["s3:PutBucketPolicy", "s3:DeleteBucket", "s3:PutLifecycleConfiguration"],
+            ["arn:aws:s3:::source-lake"],
         ),
         # the target role writes only under its prefix and databases, and never deletes the source
         # (a Glue call needs every ARN it names allowed: the shared catalog ARN alone decides nothing)
