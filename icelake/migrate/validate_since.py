@@ -30,6 +30,16 @@ def new_snapshots(target_meta: mj.Metadata, base_meta: mj.Metadata) -> set[int]:
     return {s["snapshot-id"] for s in target_meta.get("snapshots", [])} - synced
 
 
+def removed_since(target_meta: mj.Metadata, base_meta: mj.Metadata, base_uri: str) -> bool:
+    """Whether the source expired a snapshot or dropped a logged version since the last sync:
+    only then can a file icelake wrote have become unreachable, and a prune have work."""
+    now = {s["snapshot-id"] for s in target_meta.get("snapshots", [])}
+    if any(s["snapshot-id"] not in now for s in base_meta.get("snapshots", [])):
+        return True
+    logged = {canonical(p) for p in mj.metadata_log(target_meta)}
+    return any(canonical(p) not in logged for p in [*mj.metadata_log(base_meta), base_uri])
+
+
 _LINEAGE = ("manifest-list", "parent-snapshot-id", "sequence-number", "timestamp-ms", "summary")
 
 
@@ -42,6 +52,9 @@ def untouched_problems(target_meta: mj.Metadata, base_meta: mj.Metadata) -> list
         if after is None:
             continue  # expired since, at the source too (the snapshot counts are compared whole)
         changed = [k for k in _LINEAGE if after.get(k) != before.get(k)]
+        parent = "parent-snapshot-id"
+        if changed == [parent] and after.get(parent) is None and before.get(parent) not in now:
+            changed = []  # an expiry that removed the parent may unlink it (pyiceberg does)
         if changed:
             sid = before["snapshot-id"]
             problems.append(f"snapshot {sid} changed since the last sync: {', '.join(changed)}")

@@ -9,7 +9,12 @@ from dataclasses import dataclass
 
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.models import FilesCheck, MigrationResult
-from icelake.migrate.validate_since import checked_new_files, new_snapshots, untouched_problems
+from icelake.migrate.validate_since import (
+    checked_new_files,
+    new_snapshots,
+    removed_since,
+    untouched_problems,
+)
 from icelake.request.deps import Deps, Sessions
 from icelake.workflow.models import PlanResult
 from icelake.workflow.steps.shared import source_prefixes
@@ -20,6 +25,8 @@ class SyncScope:
     new: set[int]  # the snapshots validated one by one
     untouched: list[str]  # how the older snapshots changed since the last sync (nothing, when well)
     files: FilesCheck  # the files the sync added
+    # the source expired a snapshot or dropped a logged version since: the prune has work
+    removed: bool
 
     @property
     def note(self) -> str:
@@ -45,4 +52,5 @@ class SyncScope:
             planned.target_metadata_location, dst_io.read(planned.target_metadata_location)
         )
         files = checked_new_files(dst_io, planned.target_metadata_location, base, source_prefixes(item))
-        return cls(new_snapshots(target, base), untouched_problems(target, base), files)
+        removed = removed_since(target, base, base_uri)
+        return cls(new_snapshots(target, base), untouched_problems(target, base), files, removed)

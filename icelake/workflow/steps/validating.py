@@ -79,7 +79,10 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
         item.run_id,
         journal_key=planned.journal_key,
     )
-    pruned, prune_error = _prune(planned, sessions, deps) if item.request.options.prune else (0, None)
+    # After an incremental sync, only an expiry or a dropped logged version since the last sync can
+    # have left a file icelake wrote unreachable: otherwise the prune has nothing to look for.
+    prunes = item.request.options.prune and (scope is None or scope.removed)
+    pruned, prune_error = _prune(planned, sessions, deps) if prunes else (0, None)
     outcome = TableOutcome(
         run_id=item.run_id,
         table=item.name,
