@@ -214,6 +214,35 @@ def assert_all_allowed(calls: list[Call], d: Deployed, aliases: dict[str, str]) 
     assert not denied, "calls the deployed roles would be denied:\n" + "\n".join(sorted(set(denied)))
 
 
+def test_every_call_of_a_cutover_and_a_carry_over_is_allowed_by_the_synthesized_policies(
+    world: tuple[Lake, LocalDeployment], policies: tuple[Deployed, dict[str, dict[str, Any]]]
+) -> None:
+    """A cutover, a run that finds a commit stranded after it, and the carry-over that brings it
+    (issue 43): the source role reads only, the target role copies, writes the new snapshot's
+    manifests and metadata.json and moves the Glue pointer."""
+    lake, deployment = world
+    d, templates = policies
+    add_source_table(lake, "orders", [[1, 2], [3]])
+    recorder = Recorder(default_principal(_function_roles(templates), _glue_roles(templates)))
+    machine_role = _state_machine_role(templates, "IcelakeOrchestrator")
+    expected = (
+        ("iam-full", "full", "migrated"),
+        ("iam-cutover", "cutover", "promoted"),
+        ("iam-stranded", "incremental", "stranded"),
+        ("iam-carry", "carry_over", "promoted"),
+    )
+    for run_id, mode, status in expected:
+        if mode == "incremental":
+            commit(lake, "orders", [4])  # a late writer after promotion (the test's, not the workflow's)
+        with recorder.recording(), state_machine_recording(recorder, machine_role):
+            result = run_execution(
+                deployment.state_machine_arn, lake.request(run_id, mode=mode), timeout=600, name=run_id
+            )
+        assert result.status == "SUCCEEDED", result.failure()
+        assert result.output["counts"] == {status: 1}, (run_id, result.output)
+    assert_all_allowed(recorder.calls, d, {lake.kms_key: _target_key_arn(templates)})
+
+
 @pytest.mark.spark
 def test_every_call_of_an_ingestion_is_allowed_by_the_synthesized_policies(
     spark: Any, tmp_path: Path, policies: tuple[Deployed, dict[str, dict[str, Any]]]
