@@ -9,17 +9,17 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from icelake.assess.cli import assess_app, assessment_table
 from icelake.assess.schema import Assessment
 from icelake.aws.clients import client as aws_client
 from icelake.cli_options import options_command
-from icelake.cli_path import PathOptions, human_bytes, run_path
+from icelake.cli_path import PathOptions, run_path
 from icelake.console import err, one_line_errors, stdout_console
 from icelake.errors import IcelakeError
 from icelake.ingest.cli import ingest_app
 from icelake.request.selection import parse_request
+from icelake.run_view import RunView, report_table, run_table
 from icelake.workflow.client import (
     RunStatus,
     aws_errors,
@@ -52,80 +52,9 @@ def _execution_arn(state_machine_arn: str, run_id: str) -> str:
     return state_machine_arn.replace(":stateMachine:", ":execution:") + f":{run_id}"
 
 
-def _run_table(status: RunStatus) -> Table:
-    table = Table(title=f"Run {status.run_id}: {status.execution_status}")
-    table.add_column("table")
-    table.add_column("state")
-    for name, state in sorted(status.tables.items()):
-        table.add_row(name, state)
-    return table
-
-
-def _report_table(report: dict[str, object]) -> Table:
-    table = Table(title=f"Run {report.get('run_id')}: {report.get('status')}")
-    for col in (
-        "table",
-        "status",
-        "files copied",
-        "verified",
-        "bytes copied",
-        "rewritten",
-        "skipped",
-        "pruned",
-        "snapshots",
-        "error",
-    ):
-        table.add_column(col)
-    for t in report.get("tables", []):  # type: ignore[attr-defined]
-        table.add_row(
-            str(t["table"]),
-            str(t["status"]),
-            str(t["files_copied"]),
-            str(t.get("files_verified", 0)),
-            human_bytes(int(t["bytes_copied"])),
-            str(t["files_rewritten"]),
-            str(t["files_skipped"]),
-            str(t.get("files_pruned", 0)),
-            str(t["snapshots_validated"]),
-            _error_text(t.get("error")),
-        )
-    return table
-
-
-def _error_text(error: object) -> str:
-    """A table's error in the CLI's table: its type and message on one line (report.json and
-    report.html hold the whole message and hint)."""
-    if not error:
-        return ""
-    if not isinstance(error, dict):  # a report written before errors had their shape
-        return " ".join(str(error).split())[:300]
-    text = " ".join(
-        f"{error.get('type', 'Error')} in {error.get('step', '?')}: {error.get('message', '')}".split()
-    )
-    return text if len(text) <= 300 else text[:299] + "…"
-
-
-def _follow(execution_arn: str, run_id: str) -> RunStatus:
-    last: dict[str, str] = {}
-
-    def show(status: RunStatus) -> None:
-        if status.tables != last:
-            for name, state in sorted(status.tables.items()):
-                if last.get(name) != state:
-                    err.print(f"[icelake] {run_id} {name}: {state}", highlight=False, markup=False)
-            last.clear()
-            last.update(status.tables)
-
-    with err.status(f"following {run_id}") if err.is_terminal else _nullcontext():
-        return follow(execution_arn, run_id, show)
-
-
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+def _follow(execution_arn: str, run_id: str, verbose: bool) -> RunStatus:
+    with RunView(err, run_id, verbose=verbose) as view:
+        return follow(execution_arn, run_id, view)
 
 
 # Options `migrate start` and `migrate cutover` share.
@@ -135,6 +64,12 @@ RunIdOption = Annotated[
 StateMachineOption = Annotated[str | None, typer.Option(help="Default: the deployed icelake state machine.")]
 NoFollowOption = Annotated[bool, typer.Option("--no-follow", help="Start and return at once.")]
 JsonReportOption = Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")]
+VerboseOption = Annotated[
+    bool,
+    typer.Option(
+        "--verbose", help="A line per table per state change (the default off a terminal), not one live view."
+    ),
+]
 
 
 @migrate_app.command("start")
@@ -145,6 +80,7 @@ def migrate_start(
     run_id: RunIdOption = None,
     state_machine_arn: StateMachineOption = None,
     no_follow: NoFollowOption = False,
+    verbose: VerboseOption = False,
     as_json: JsonReportOption = False,
     allow_empty: Annotated[
         bool, typer.Option("--allow-empty", help="A selection that matches no table is not an error.")
@@ -154,7 +90,7 @@ def migrate_start(
 
     Exit code 0 when every table succeeded, 1 when any did not, 2 when the request is refused
     (checked here, then by the Inventory against the catalogs; nothing runs)."""
-    _start(request, run_id, state_machine_arn, no_follow, as_json, allow_empty)
+    _start(request, run_id, state_machine_arn, no_follow, as_json, allow_empty, verbose=verbose)
 
 
 @migrate_app.command("cutover")
@@ -165,13 +101,23 @@ def migrate_cutover(
     run_id: RunIdOption = None,
     state_machine_arn: StateMachineOption = None,
     no_follow: NoFollowOption = False,
+    verbose: VerboseOption = False,
     as_json: JsonReportOption = False,
 ) -> None:
     """The last sync: catch up with the source, prove it did not move, promote the target.
 
     Stop the source's writers first. A promoted table is the target's from then on: every later
     run reports it `promoted` and writes nothing (docs/runbook.md "Cutover")."""
-    _start(request, run_id, state_machine_arn, no_follow, as_json, allow_empty=False, mode="cutover")
+    _start(
+        request,
+        run_id,
+        state_machine_arn,
+        no_follow,
+        as_json,
+        allow_empty=False,
+        mode="cutover",
+        verbose=verbose,
+    )
 
 
 @migrate_app.command("verify")
@@ -182,13 +128,23 @@ def migrate_verify(
     run_id: RunIdOption = None,
     state_machine_arn: StateMachineOption = None,
     no_follow: NoFollowOption = False,
+    verbose: VerboseOption = False,
     as_json: JsonReportOption = False,
 ) -> None:
     """Check each selected target again, migrated or promoted, writing nothing to any table.
 
     Each table ends verified, or damaged naming its missing or changed files (exit code 1;
     docs/runbook.md "Day 2")."""
-    _start(request, run_id, state_machine_arn, no_follow, as_json, allow_empty=False, mode="verify")
+    _start(
+        request,
+        run_id,
+        state_machine_arn,
+        no_follow,
+        as_json,
+        allow_empty=False,
+        mode="verify",
+        verbose=verbose,
+    )
 
 
 @migrate_app.command("carry-over")
@@ -199,6 +155,7 @@ def migrate_carry_over(
     run_id: RunIdOption = None,
     state_machine_arn: StateMachineOption = None,
     no_follow: NoFollowOption = False,
+    verbose: VerboseOption = False,
     as_json: JsonReportOption = False,
 ) -> None:
     """Bring commits made to a promoted table's source after its cutover (stranded) onto the target.
@@ -206,7 +163,16 @@ def migrate_carry_over(
     Appends only, as one new snapshot on the target's current state (its writers' commits stay);
     anything else is refused per table, naming the commits (exit code 1). The source is only read
     (docs/runbook.md "Cutover")."""
-    _start(request, run_id, state_machine_arn, no_follow, as_json, allow_empty=False, mode="carry_over")
+    _start(
+        request,
+        run_id,
+        state_machine_arn,
+        no_follow,
+        as_json,
+        allow_empty=False,
+        mode="carry_over",
+        verbose=verbose,
+    )
 
 
 def _start(
@@ -217,6 +183,7 @@ def _start(
     as_json: bool,
     allow_empty: bool,
     mode: str | None = None,
+    verbose: bool = False,
 ) -> None:
     with one_line_errors():
         try:
@@ -231,7 +198,7 @@ def _start(
         err.print(f"started {execution_arn}", highlight=False, markup=False)
         if no_follow:
             return
-        status = _follow(execution_arn, rid)
+        status = _follow(execution_arn, rid, verbose)
     _print_outcome(status, as_json)
     if status.output and status.output.get("tables") == 0 and not allow_empty:
         err.print(
@@ -252,11 +219,11 @@ def _print_outcome(status: RunStatus, as_json: bool) -> None:
         summary = status.output or {}
         err.print(f"assessment: {summary.get('report_html_uri', '')}", highlight=False, markup=False)
     elif report:
-        stdout_console().print(_report_table(report))
+        stdout_console().print(report_table(report))
         if report.get("report_html_uri"):
             err.print(f"report: {report['report_html_uri']}", highlight=False, markup=False, soft_wrap=True)
     else:
-        stdout_console().print(_run_table(status))
+        stdout_console().print(run_table(status))
     if status.execution_status != "SUCCEEDED":
         err.print(
             f"icelake: run {status.run_id} {status.execution_status}: {status.error}",
@@ -277,15 +244,22 @@ def migrate_status(
         str | None, typer.Option(help="Default: the deployed icelake state machine.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")] = False,
+    follow_run: Annotated[
+        bool, typer.Option("--follow", help="Follow a run that has not ended until it does.")
+    ] = False,
+    verbose: VerboseOption = False,
 ) -> None:
-    """Show a run: per-table state from the ledger, and the report when it has ended."""
+    """Show a run: per-table state from the ledger (by state once it has more than 50 tables),
+    and the report when it has ended."""
 
     with one_line_errors():
         with aws_errors(f"read run {run_id}"):
             arn = state_machine_arn or find_state_machine(aws_client("stepfunctions"))
         status = run_status(_execution_arn(arn, run_id), run_id)
+        if follow_run and not status.done:
+            status = _follow(_execution_arn(arn, run_id), run_id, verbose)
     if not status.done:
-        stdout_console().print(_run_table(status))
+        stdout_console().print(run_table(status))
         return
     _print_outcome(status, as_json)
 

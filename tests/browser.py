@@ -70,7 +70,7 @@ def assert_readable(seen: Loaded, page_file: Path, tables: list[str], charts: li
 @dataclass
 class Fitted:
     """What a page shows at 1280 px: its width against the window's, its text, and the text a
-    click on its first <details> opens."""
+    click on its first error's <details> opens (else its first <details>)."""
 
     scroll_width: int = 0
     client_width: int = 0
@@ -94,9 +94,11 @@ def load_at_1280(page_file: Path, name: str) -> Fitted:
             seen.text = page.inner_text("body")
             seen.details = page.locator("details").count()
             seen.links = page.locator("a").evaluate_all("links => links.map(a => a.href)")
-            if seen.details:
-                page.locator("details summary").first.click()
-                seen.opened = page.locator("details").first.inner_text()
+            if seen.details:  # an error's whole message where the page lists errors, else the first
+                errors = page.locator("li.error details")
+                opened = errors.first if errors.count() else page.locator("details").first
+                opened.locator("summary").click()
+                seen.opened = opened.inner_text()
             seen.scroll_width = max(seen.scroll_width, page.evaluate("document.documentElement.scrollWidth"))
             page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
         finally:

@@ -65,8 +65,6 @@ document.querySelectorAll("table.paged").forEach(function(t){
 
 CSS = """
 table.paged:not(.ready) tbody tr:nth-child(n+51){display:none}
-table.paged td.n,table.paged td[class*="state-"]{white-space:nowrap;overflow-wrap:normal}
-table.paged td:first-child{min-width:96px}
 .filter{display:flex;gap:8px;align-items:center;margin:6px 0}.filter input{width:340px;padding:4px 6px}
 .pager{display:flex;gap:8px;align-items:center;margin:4px 0;color:#5b6776}
 details.kind-line{margin:2px 0;padding:3px 6px;border:1px solid #eef1f4;border-radius:4px}
