@@ -77,7 +77,7 @@ def _events(queue: str) -> list[dict[str, Any]]:
 
 def _read_s3(uri: str) -> str:
     bucket, _, key = uri.removeprefix("s3://").partition("/")
-    return boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read().decode()
+    return str(boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read().decode())
 
 
 def _target_writer(lake: Lake) -> GlueCatalog:
