@@ -235,6 +235,10 @@ class Settings(BaseModel):
     # (default: enabled when a sync_request is given).
     sync_enabled: bool  # default: sync_request is given
     sync_request: dict[str, Any] | None = None
+    # The scheduled verify (mode verify, icelake/migrate/verify.py): sync_request's tables checked
+    # again, nothing written. Its rule exists with a sync_request and is deployed disabled.
+    verify_schedule: Annotated[str, Field(pattern=_SCHEDULE.pattern)] = "rate(1 day)"
+    verify_enabled: bool = False
     map_concurrency: Annotated[int, Field(ge=1, le=10_000)] = 10
     glue_workers: Annotated[int, Field(ge=2)] = 10
     glue_worker_type: str = "G.1X"
@@ -308,6 +312,11 @@ class Settings(BaseModel):
             raise ContextError(
                 "context sync_enabled is true but there is no sync_request: give the request the "
                 "scheduled sync sends, or set sync_enabled to false"
+            )
+        if self.verify_enabled and self.sync_request is None:
+            raise ContextError(
+                "context verify_enabled is true but there is no sync_request: the scheduled verify "
+                "checks the tables the scheduled sync moves; give one, or set verify_enabled to false"
             )
         if self.sync_request is not None:
             self._check_sync_request(self.sync_request)

@@ -47,6 +47,7 @@ from icelake.constants import (
     STEP_LIMITS,
 )
 from icelake.workflow.models import FILES_PRUNED_METRIC, OUTCOME_METRICS
+from icelake.workflow.steps.shared import FAILED_STATUSES
 from icelake.workflow.wiring import METRICS_NAMESPACE, MIGRATE_SERVICE, migrate_lambda_environment
 
 # Source of the events that start a migration (the Report step's own events use EVENT_SOURCE, so a
@@ -401,6 +402,22 @@ class MigrationRules(Component):
                     )
                 ],
             )
+            # Scheduled verify (day 2): the same tables checked again, nothing written.
+            events.Rule(
+                self,
+                "ScheduledVerify",
+                rule_name="icelake-verify",
+                description="Verifies the migrated and promoted targets on a schedule (mode verify)",
+                schedule=events.Schedule.expression(settings.verify_schedule),
+                enabled=settings.verify_enabled,
+                targets=[
+                    targets.SfnStateMachine(
+                        state_machine,
+                        input=events.RuleTargetInput.from_object({**settings.sync_request, "mode": "verify"}),
+                        retry_attempts=2,
+                    )
+                ],
+            )
         # Any event with source icelake.request starts a migration with the event's detail as request.
         events.Rule(
             self,
@@ -512,6 +529,24 @@ class MigrationMonitoring(Component):
             glue_runs_failed,
             "A run of the Glue copy job failed, timed out or errored: the table it copied was rolled back.",
         )
+        # Tables a finished run left failed, rolled back, diverged, dropped, busy or damaged, as the
+        # Report step publishes them (a verify run's damaged tables too).
+        failed_tables = {
+            f"f_{status}": self._outcome_metric(OUTCOME_METRICS[status], status, period)
+            for status in FAILED_STATUSES
+        }
+        alarm(
+            "TablesFailedAlarm",
+            "icelake-tables-failed",
+            cw.MathExpression(
+                expression=" + ".join(failed_tables),
+                using_metrics=failed_tables,
+                period=period,
+                label="Tables failed or damaged",
+            ),
+            "A run left tables failed, rolled back, diverged, dropped, busy or damaged (mode verify): "
+            "see its report.json and the run's event.",
+        )
         errors = {step: fn.metric_errors(period=period, statistic="Sum") for step, fn in functions.items()}
         throttles = {
             step: fn.metric_throttles(period=period, statistic="Sum") for step, fn in functions.items()
@@ -568,20 +603,25 @@ class MigrationMonitoring(Component):
         dashboard.add_widgets(cw.AlarmStatusWidget(alarms=self.alarms, title="Alarms", width=24))
 
     @staticmethod
-    def _outcome_widgets(period: Duration) -> list[cw.IWidget]:
+    def _outcome_metric(name: str, label: str, period: Duration) -> cw.Metric:
+        """A per-table outcome count of finished runs, as the Report step publishes it (EMF)."""
+        return cw.Metric(
+            namespace=METRICS_NAMESPACE,
+            metric_name=name,
+            dimensions_map={"service": MIGRATE_SERVICE},
+            period=period,
+            statistic="Sum",
+            label=label,
+        )
+
+    @classmethod
+    def _outcome_widgets(cls, period: Duration) -> list[cw.IWidget]:
         """Per-table outcomes of finished runs, as the Report step publishes them (EMF)."""
 
         def metric(name: str, label: str) -> cw.Metric:
-            return cw.Metric(
-                namespace=METRICS_NAMESPACE,
-                metric_name=name,
-                dimensions_map={"service": MIGRATE_SERVICE},
-                period=period,
-                statistic="Sum",
-                label=label,
-            )
+            return cls._outcome_metric(name, label, period)
 
-        good = ("migrated", "in_sync", "promoted", "dry_run")
+        good = ("migrated", "in_sync", "promoted", "dry_run", "verified")
         return [
             cw.GraphWidget(
                 title="Tables that ended well",

@@ -27,6 +27,7 @@ LAMBDA_STEPS: dict[str, tuple[str, str, str]] = {
     "validate": ("icelake-validate", "lambdas/validate/handler.py", "ValidateFunctionArn"),
     "rollback": ("icelake-rollback", "lambdas/rollback/handler.py", "RollbackFunctionArn"),
     "report": ("icelake-report", "lambdas/report/handler.py", "ReportFunctionArn"),
+    "verify": ("icelake-verify", "lambdas/verify/handler.py", "VerifyFunctionArn"),
 }
 
 # Step -> (memory MB, timeout s) of its Lambda: what the CDK deploys and what embedded AWS gives the
@@ -41,6 +42,7 @@ STEP_LIMITS: dict[str, tuple[int, int]] = {
     "validate": (3008, 900),
     "rollback": (1024, 300),
     "report": (1024, 300),
+    "verify": (3008, 900),  # mode verify: Validate's checks of a target, read-only
 }
 
 # Environment of every migration Lambda (read once into a settings model).

@@ -144,6 +144,9 @@ def test_eventbridge_rules_start_migrations_and_notify(synth: Synth) -> None:
     request = json.loads(schedule["Targets"][0]["Input"])
     assert request["mode"] == "incremental" and request["selection"]["databases"] == ["sales"]
     assert schedule["State"] == "DISABLED"  # the example's sync_enabled: false
+    verify = by_name["icelake-verify"]  # the same tables verified, deployed disabled
+    assert verify["State"] == "DISABLED" and verify["ScheduleExpression"] == "rate(1 day)"
+    assert json.loads(verify["Targets"][0]["Input"]) == {**request, "mode": "verify"}
     start = by_name["icelake-start-migration"]
     assert start["EventPattern"] == {"source": ["icelake.request"]}
     # on the default event bus (no EventBusName) of the orchestrator's account and region, as
@@ -170,7 +173,13 @@ def test_dashboard_and_alarms(synth: Synth) -> None:
         "icelake-glue-job-failed",
         "icelake-lambda-errors",
         "icelake-lambda-throttles",
+        "icelake-tables-failed",
     }
+    (failed,) = [
+        a["Properties"] for a in alarms.values() if a["Properties"]["AlarmName"] == "icelake-tables-failed"
+    ]
+    summed = {q["MetricStat"]["Metric"]["MetricName"] for q in failed["Metrics"] if "MetricStat" in q}
+    assert "TablesDamaged" in summed and "TablesFailed" in summed and "TablesMigrated" not in summed
     for alarm in alarms.values():
         assert alarm["Properties"]["AlarmActions"]  # to the SNS topic
     _template(synth).resource_count_is("AWS::CloudWatch::Dashboard", 1)

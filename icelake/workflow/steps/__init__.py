@@ -17,6 +17,7 @@ from icelake.workflow.steps.registering import register
 from icelake.workflow.steps.reporting import report
 from icelake.workflow.steps.rolling_back import rollback
 from icelake.workflow.steps.validating import validate
+from icelake.workflow.steps.verifying import verify
 
 __all__ = [
     "Deps",
@@ -30,4 +31,5 @@ __all__ = [
     "report",
     "rollback",
     "validate",
+    "verify",
 ]

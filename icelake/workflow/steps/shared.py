@@ -11,7 +11,7 @@ from icelake.request.models import WorkItem
 from icelake.workflow.models import TableOutcome
 
 # Outcomes that mean the table is not where the request wanted it (README "Outcome states").
-FAILED_STATUSES = ("failed", "rolled_back", "diverged", "source_dropped", "busy", "stranded")
+FAILED_STATUSES = ("failed", "rolled_back", "diverged", "source_dropped", "busy", "damaged", "stranded")
 
 
 def item_facts(item: WorkItem, registered: dict[str, Any] | None = None) -> dict[str, Any]:

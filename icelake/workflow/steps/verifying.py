@@ -1,0 +1,97 @@
+"""Verify (mode "verify"): a migrated or promoted target, checked again on day 2 at the request's
+validation tier (icelake/migrate/verify.py), with nothing written to any table: no Glue table, no
+object, no lock taken; only the run's outcome is recorded in the ledger, as every run's is.
+
+Outcomes: `verified`, or `damaged` with the missing or changed files named (a failed status: the
+Report step's event names it and its metric raises the tables-failed alarm). A table icelake has
+not migrated, or whose target someone else has committed to before its promotion, is not
+verified: `failed` and `diverged` say why."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from icelake.aws import catalog
+from icelake.aws.session import pyiceberg_props
+from icelake.migrate.verify import VerifyReport, verify_alone, verify_synced
+from icelake.request.deps import Deps, Sessions
+from icelake.request.models import WorkItem
+from icelake.request.target import foreign_commit
+from icelake.workflow.failures import TableError, stopped_error, table_error
+from icelake.workflow.inputs import PlanInput
+from icelake.workflow.models import TableOutcome
+from icelake.workflow.steps.shared import item_facts, record_outcome, source_prefixes
+
+DAMAGED_HINT = (
+    "the target no longer holds what icelake wrote: before promotion, run a full migration of the "
+    "table again (identical files are skipped, the damaged ones copied again); after promotion, "
+    "restore the named objects from the bucket's versions or backups"
+)
+
+
+def verify(given: PlanInput, deps: Deps) -> TableOutcome:
+    started = time.monotonic()
+    item = given.item
+    sessions = deps.sessions(item.request)
+    try:
+        outcome = _verified(item, deps, sessions)
+    except Exception as exc:  # e.g. a manifest that no longer parses, a role denied: said, not raised
+        error = table_error(type(exc).__name__, str(exc), "Verify")
+        outcome = TableOutcome(
+            run_id=item.run_id, table=item.name, status="failed", error=error, **item_facts(item)
+        )
+    outcome = outcome.model_copy(
+        update={"seconds": round(time.monotonic() - started, 3), "requests": sessions.requests.counts()}
+    )
+    record_outcome(deps.ledger, outcome, outcome.status.upper())
+    return outcome
+
+
+def _verified(item: WorkItem, deps: Deps, sessions: Sessions) -> TableOutcome:
+    synced = deps.ledger.last_synced(item.target_location)
+    table = catalog.get_table(sessions.target.client("glue"), item.target_database, item.target_table)
+    current = catalog.metadata_location(table) if table else None
+    facts: dict[str, Any] = {"run_id": item.run_id, "table": item.name, **item_facts(item)}
+    if not synced or current is None:
+        why = (
+            f"icelake has no validated sync of {item.name} to {item.target_name} on record"
+            + ("" if current else " and the target table does not exist")
+            + ": migrate it before verifying it"
+        )
+        error = TableError(type="NotMigrated", message=why, step="Verify", hint="run a full migration first")
+        return TableOutcome(status="failed", error=error, target_metadata_location=current, **facts)
+    tier = item.request.options.validation
+    target_io = sessions.target_io()
+    if synced.get("promoted_at"):
+        # The table's home: others commit to it now, so its current metadata is what is checked.
+        report = verify_alone(
+            target_io, current, pyiceberg_props(sessions.target), tier, source_prefixes(item)
+        )
+    else:
+        diverged = foreign_commit(target_io, synced, current)
+        if diverged:
+            error = stopped_error("diverged", diverged, "Verify")
+            return TableOutcome(status="diverged", error=error, target_metadata_location=current, **facts)
+        report = verify_synced(
+            target_io,
+            sessions.source_io(),
+            (str(synced["source_metadata"]), current),
+            (pyiceberg_props(sessions.source), pyiceberg_props(sessions.target)),
+            tier,
+            source_prefixes(item),
+        )
+    return _outcome(report, current, facts)
+
+
+def _outcome(report: VerifyReport, current: str, facts: dict[str, Any]) -> TableOutcome:
+    done = f"verify: {report.files_checked} files at their recorded sizes; {report.done}"
+    if not report.problems:
+        return TableOutcome(status="verified", validation=done, target_metadata_location=current, **facts)
+    shown = report.problems[:20]
+    more = len(report.problems) - len(shown)
+    message = f"{facts['target']} is damaged: " + "; ".join(shown) + (f"; and {more} more" if more else "")
+    error = TableError(type="Damaged", message=message[:4000], step="Verify", hint=DAMAGED_HINT)
+    return TableOutcome(
+        status="damaged", validation=done, target_metadata_location=current, error=error, **facts
+    )
