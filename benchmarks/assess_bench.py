@@ -1,0 +1,208 @@
+"""Benchmark: `icelake assess --request` over an estate of many tiny tables on embedded AWS, and
+the pages of an estate in headless Chromium (issue 48).
+
+    .venv/bin/python -m benchmarks.assess_bench                    # 300 tables, concurrency 1 and default
+    .venv/bin/python -m benchmarks.assess_bench --tables 20 --no-record
+
+The moto server runs in this process; `icelake assess` runs as its own process, as a person runs
+it against AWS, once per concurrency. Each run's seconds per table are its wall time (the
+command's start, imports included, to its exit) and the assessing alone (from its progress line)
+over the tables. The runs' assessment.json files must be equal but for `generated_at`. Then
+assessment.html is rendered from the real assessment's tables repeated under new names to 1,000
+and 5,000 tables, and each page's size and its time to the load event in headless Chromium at
+1280 px are recorded, with where the table of tables begins. Results go to
+benchmarks/results/assess_<date>.json and a row in benchmarks/RESULTS.md ("Assessing an estate").
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+RESULTS_MD = BENCH_DIR / "RESULTS.md"
+
+
+def _seed(lake: Any, count: int) -> float:
+    """`count` tiny tables in database `bulk` (one pyiceberg table, two commits, published under
+    each name); returns the seconds it took."""
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    t0 = time.monotonic()
+    root = lake.local_root / "seed"
+    root.mkdir(parents=True, exist_ok=True)
+    catalog = SqlCatalog("seed", uri=f"sqlite:///{root}/c.db", warehouse=f"file://{root}")
+    catalog.create_namespace_if_not_exists("bulk")
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    table = catalog.create_table("bulk.seed", schema=schema)
+    for i in (1, 2):
+        table.append(pa.table({"id": pa.array([i], pa.int64()), "v": [f"v{i}"]}, schema=schema))
+    local = catalog.load_table("bulk.seed").metadata_location
+    for i in range(count):
+        lake.publish("bulk", f"t{i:04d}", local)
+    return time.monotonic() - t0
+
+
+def _assess(request: Path, out: Path, concurrency: int | None) -> dict[str, Any]:
+    args = [str(REPO / ".venv" / "bin" / "icelake"), "assess", "--request", str(request), "--out", str(out)]
+    if concurrency:
+        args += ["--concurrency", str(concurrency)]
+    t0 = time.monotonic()
+    done = subprocess.run(args, capture_output=True, text=True, check=False)
+    wall = time.monotonic() - t0
+    assert done.returncode == 0, done.stderr
+    last = [line for line in done.stderr.splitlines() if line.startswith("[icelake] assessed")][-1]
+    match = re.search(r"assessed (\d+)/\d+ table\(s\) in ([\d.]+) s", last)
+    assert match, last
+    tables, assessing = int(match.group(1)), float(match.group(2))
+    return {
+        "concurrency": concurrency or "default",
+        "tables": tables,
+        "wall_s": round(wall, 2),
+        "assessing_s": assessing,
+        "wall_s_per_table": round(wall / tables, 3),
+        "assessing_s_per_table": round(assessing / tables, 3),
+        "progress_lines": done.stderr.count("[icelake] assessed"),
+    }
+
+
+def _open(page: Path) -> dict[str, Any]:
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(REPO))
+    from tests.browser import chromium
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            tab = browser.new_page(viewport={"width": 1280, "height": 900})
+            tab.goto(page.resolve().as_uri(), wait_until="load")
+            seconds = tab.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd / 1000")
+            top = tab.evaluate("document.getElementById('tables').getBoundingClientRect().top + scrollY")
+        finally:
+            browser.close()
+    return {"bytes": page.stat().st_size, "load_s": round(float(seconds), 3), "table_top_px": round(top)}
+
+
+def _pages(assessment: dict[str, Any], work: Path) -> dict[str, Any]:
+    from icelake.assess.pages import render_assessment
+
+    measured = {}
+    for count in (len(assessment["tables"]), 1000, 5000):
+        data = copy.deepcopy(assessment)
+        base = assessment["tables"]
+        data["tables"] = [{**base[i % len(base)], "table": f"bulk.p{i:05d}"} for i in range(count)]
+        data.pop("warnings_by_kind", None), data.pop("blockers_by_kind", None)  # made from the tables
+        page = work / f"assessment-{count}.html"
+        t0 = time.monotonic()
+        page.write_text(render_assessment(data))
+        measured[str(count)] = {"render_s": round(time.monotonic() - t0, 3), **_open(page)}
+    return measured
+
+
+def run(tables: int, concurrencies: list[int | None]) -> dict[str, Any]:
+    from icelake.local.embedded import start_embedded_aws
+    from icelake.local.lake import build_lake
+
+    with start_embedded_aws(REPO):
+        work = Path(tempfile.mkdtemp(prefix="icelake-assess-bench-"))
+        lake = build_lake(work / "local")
+        seed_s = _seed(lake, tables)
+        body = lake.request("unused", selection={"databases": ["bulk"]})
+        body.pop("run_id")
+        request = work / "request.json"
+        request.write_text(json.dumps(body))
+        runs, outputs = [], []
+        for concurrency in concurrencies:
+            out = work / f"out-{concurrency or 'default'}"
+            runs.append(_assess(request, out, concurrency))
+            outputs.append(json.loads((out / "assessment.json").read_text()))
+        for data in outputs:
+            data.pop("generated_at")
+        identical = all(o == outputs[0] for o in outputs)
+        pages = _pages(outputs[0], work)
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "commit": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO, check=False
+        ).stdout.strip(),
+        "nproc": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_average": os.getloadavg()[0],
+        "tables": tables,
+        "seed_s": round(seed_s, 1),
+        "runs": runs,
+        "identical": identical,
+        "pages": pages,
+    }
+
+
+def _record(result: dict[str, Any]) -> None:
+    (BENCH_DIR / "results").mkdir(exist_ok=True)
+    (BENCH_DIR / "results" / f"assess_{result['date']}_{result['commit']}.json").write_text(
+        json.dumps(result, indent=1) + "\n"
+    )
+    runs = "; ".join(
+        f"{r['concurrency']}: {r['wall_s_per_table']} ({r['assessing_s_per_table']})" for r in result["runs"]
+    )
+    pages = "; ".join(
+        f"{n}: {p['bytes'] / 1e6:.2f} MB, {p['load_s']} s, table at {p['table_top_px']} px"
+        for n, p in result["pages"].items()
+    )
+    row = (
+        f"| {result['date']} | {result['commit']} | {result['nproc']} | {result['load_average']:.1f} | "
+        f"{result['tables']} | {runs} | {'yes' if result['identical'] else 'NO'} | {pages} |\n"
+    )
+    text = RESULTS_MD.read_text()
+    header = "## Assessing an estate"
+    if header not in text:
+        text = text.rstrip("\n") + (
+            f"\n\n{header} (`python -m benchmarks.assess_bench`)\n\n"
+            "Tiny tables (two commits, one data file each) in one database on embedded AWS; `icelake "
+            "assess --request` as its own process against the moto server of the bench's process. "
+            "Seconds per table: the command's wall time (imports included) over the tables, and in "
+            "brackets the assessing alone (its last progress line). Pages: assessment.html rendered "
+            "from the real assessment's tables repeated to 1,000 and 5,000, its size, its time to the "
+            "load event in headless Chromium at 1280 px and where the table of tables begins.\n\n"
+            "| date | commit | nproc | load avg | tables | s per table by concurrency | same output | "
+            "pages |\n|---|---|---|---|---|---|---|---|\n"
+        )
+    # the row goes after the section's last row
+    start = text.index(header)
+    lines = text[start:].split("\n")
+    last = max(i for i, line in enumerate(lines) if line.startswith("|") and i < _section_end(lines))
+    lines.insert(last + 1, row.rstrip("\n"))
+    RESULTS_MD.write_text(text[:start] + "\n".join(lines))
+
+
+def _section_end(lines: list[str]) -> int:
+    return next((i for i, line in enumerate(lines[1:], 1) if line.startswith("## ")), len(lines))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", type=int, default=300, help="tiny tables (default 300)")
+    parser.add_argument("--concurrency", type=int, action="append", help="repeatable; default: 1 and default")
+    parser.add_argument("--no-record", action="store_true")
+    args = parser.parse_args()
+    result = run(args.tables, args.concurrency or [1, None])
+    print(json.dumps(result, indent=1))
+    if not args.no_record:
+        _record(result)
+
+
+if __name__ == "__main__":
+    main()
