@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser demo test test-fast lint bench bench-large bench-scd2 bench-copy clean synth announce-synth
+.PHONY: setup browser demo test test-fast lint bench bench-large bench-scd2 bench-copy bench-sync clean synth announce-synth
 
 setup: $(STAMP)
 
@@ -41,6 +41,7 @@ lint: setup
 bench: setup
 	$(BIN)/python -m benchmarks.rewrite_bench
 	$(BIN)/python -m benchmarks.workflow_bench
+	$(BIN)/python -m benchmarks.assess_bench
 	$(BIN)/python -m benchmarks.scd2_bench
 	$(BIN)/python -m benchmarks.scd2_bench --history 2
 
@@ -57,6 +58,12 @@ bench-large: setup
 # latency (benchmarks/s3_model.py); last line: JSON with efficiency, slowdowns and cost per object.
 bench-copy: setup
 	$(BIN)/python -m benchmarks.copy_bench --record
+
+# A sync costs the change (issue 42): a local full migration of 1,000,000 files, the sync of 3
+# commits and a run with nothing new (seconds and requests), Iceberg's incremental
+# rewrite_table_path against icelake's sync, and the workflow's incremental run at 100,000 files.
+bench-sync: setup
+	$(BIN)/python -m benchmarks.sync_bench
 
 # SCD2 merge against a naive rewrite: 1,000,000 wide rows, 1% changed (last line: JSON summary),
 # then with 5 earlier batches of history (at 200,000 rows: 6x the rows to build on a 2-core machine).

@@ -16,6 +16,7 @@ from icelake.aws.ledger import create_ledger_table
 from icelake.aws.session import assume_role_session
 from icelake.constants import ARTIFACTS_BUCKET, LEDGER_TABLE, ORCHESTRATOR_ACCOUNT_LOCAL
 from icelake.migrate import migrate_table
+from icelake.migrate.plan.since import FULL, Since
 from icelake.migrate.settings import EngineSettings
 from icelake.request.deps import Deps, WorkflowEnv
 
@@ -58,16 +59,18 @@ class Lake:
         body.update(overrides)
         return body
 
-    def publish(self, database: str, name: str, local_metadata: str) -> str:
+    def publish(self, database: str, name: str, local_metadata: str, *, incremental: bool = False) -> str:
         """Copy a local table's state to the source bucket and point the source Glue table at it:
-        its whole history, what older logged versions alone reach too (history all)."""
+        its whole history, what older logged versions alone reach too (history all).
+        `incremental`: only what the table committed since it was last published (a benchmark's
+        large table)."""
         location = f"s3://{SOURCE_BUCKET}/lake/{database}/{name}"
         result = migrate_table(
             local_metadata,
             location,
             src_io=LocalFileIO(),
             dst_io=S3FileIO(self.source.client("s3")),
-            settings=EngineSettings(history="all"),
+            settings=EngineSettings(history="all", since=Since(from_target=True) if incremental else FULL),
         )
         glue = self.source.client("glue")
         catalog.ensure_database(glue, database)

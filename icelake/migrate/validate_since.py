@@ -7,7 +7,8 @@ files; the older snapshots were validated when they were synced. So it validates
   snapshot log up to the last synced snapshot is the one validated then (`untouched_problems`);
 - the target's new files: the new manifest lists and manifests exist with their recorded
   lengths, and every file their entries ADDED exists with its recorded size, outside the source
-  (`checked_new_files`), each asked about alone: a listing would cost what the table holds.
+  (`checked_new_files`), asked about around their own keys (`inventory_near.stat_near`): a
+  listing of the table would cost what the table holds.
 
 `options.validation_scope: "all"` validates every snapshot and file as a full sync does."""
 
@@ -19,8 +20,9 @@ from collections.abc import Iterable
 from icelake.aws.fileio import FileIO
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import ADDED, manifest_refs
+from icelake.migrate.inventory_near import stat_near
 from icelake.migrate.models import FilesCheck
-from icelake.migrate.plan_scan import entry_fields, fetched_ahead, map_in_chunks
+from icelake.migrate.plan_scan import entry_fields, fetched_ahead
 from icelake.uris import canonical, is_under
 
 
@@ -114,10 +116,9 @@ def _held_manifests(io: FileIO, base_meta: mj.Metadata) -> set[str]:
 def _problems(
     io: FileIO, wanted: dict[str, tuple[int | None, str]], sources: list[str], workers: int
 ) -> list[str]:
-    paths = list(wanted)
-    infos = map_in_chunks(io.stat, paths, workers)
+    infos = stat_near(io, wanted, [], workers)
     problems = []
-    for path, info in zip(paths, infos, strict=True):
+    for path, info in infos.items():
         recorded, what = wanted[path]
         if any(is_under(canonical(path), s) for s in sources):
             problems.append(f"{what} {path} is under a source prefix")

@@ -17,7 +17,7 @@ from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import ManifestRef
 from icelake.migrate.cpu_pool import CpuPools
 from icelake.migrate.plan.copies import decide_copies
-from icelake.migrate.plan.incremental import asked_alone, increment
+from icelake.migrate.plan.incremental import increment, near_reads
 from icelake.migrate.plan.model import DeleteFileTask, TablePlan
 from icelake.migrate.plan.reach import Reach, reach
 from icelake.migrate.plan.reads import PlanContext, read_metadata
@@ -98,7 +98,7 @@ def incremental_plan(
     """The plan of what the source committed since `base` (`plan.incremental`); `NoBase` when it
     cannot be planned so."""
     inc = increment(ctx, base, source_metadata, meta, prefix_map, settings.history)
-    asked = asked_alone(ctx, len(inc.files))
+    asked = near_reads(ctx)
     info = check_sources(asked, inc.files, inc.delete_formats, prefix_map, None)
     copy_paths = [p for p in inc.files if p not in inc.delete_formats and info[p] is not None]
     copies, skipped = decide_copies(asked, copy_paths, info, prefix_map, overwrite=settings.overwrite)

@@ -11,8 +11,8 @@ unique, so a sync needs:
   (a rewritten delete manifest needs what rewriting each changed: an old one is rewritten to the
   same bytes, which the target already holds, and skipped), and new statistics files.
 
-What exists is asked per file (a HEAD each) while the change is small: a listing of the table's
-prefixes would cost what the table holds, not what changed."""
+What exists is asked around the new keys only (`inventory_near.stat_near`): their directories
+listed from the first of them while that pays, else a HEAD each."""
 
 from __future__ import annotations
 
@@ -22,14 +22,12 @@ from dataclasses import dataclass, replace
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import ManifestRef, manifest_refs
 from icelake.migrate.avro_patch import PlannedManifest
+from icelake.migrate.inventory_near import stat_near
 from icelake.migrate.plan.reach import path_directories, read_manifest_lists, read_manifests
-from icelake.migrate.plan.reads import PlanContext, Stat, read_metadata
+from icelake.migrate.plan.reads import PlanContext, read_metadata
 from icelake.migrate.plan.since import NoBase, SyncBase
 from icelake.migrate.plan.target import prefix_counts
 from icelake.uris import PrefixMap, canonical
-
-# Up to this many files, an incremental plan asks about each (a HEAD); more, and it lists.
-HEADS_UP_TO = 20_000
 
 
 @dataclass
@@ -106,7 +104,7 @@ def _new_versions(
             old.append(uri)
         else:
             candidates.append(uri)
-    there = ctx.reads.stat(ctx.src_io, candidates, [], ctx.workers) if candidates else {}
+    there = stat_near(ctx.src_io, candidates, [], ctx.workers) if candidates else {}
     new = [uri for uri in candidates if there[uri] is not None]
     return [*new, source_metadata], frozenset([*old, *new, source_metadata])
 
@@ -123,7 +121,7 @@ def _expired_since(ctx: PlanContext, logged: list[str], known: set[int]) -> list
             if s["snapshot-id"] not in known and "manifest-list" in s
         ]
     lists = list(dict.fromkeys(lists))
-    there = ctx.reads.stat(ctx.src_io, lists, [], ctx.workers) if lists else {}
+    there = stat_near(ctx.src_io, lists, [], ctx.workers) if lists else {}
     return [uri for uri in lists if there[uri] is not None]
 
 
@@ -144,15 +142,7 @@ def _held_lengths(ctx: PlanContext, base: SyncBase, new: list[mj.Metadata]) -> d
     return held
 
 
-def asked_alone(ctx: PlanContext, files: int) -> PlanContext:
-    """`ctx` with every object asked about by itself (a HEAD) while the change is small."""
-    if files > HEADS_UP_TO:
-        return ctx
-    return replace(ctx, reads=replace(ctx.reads, stat=_without_roots(ctx.reads.stat)))
-
-
-def _without_roots(stat: Stat) -> Stat:
-    def heads(io, uris, roots, workers, phase=None, **kwargs):  # type: ignore[no-untyped-def]
-        return stat(io, uris, [], workers, phase, **kwargs)
-
-    return heads
+def near_reads(ctx: PlanContext) -> PlanContext:
+    """`ctx` asking what exists around the keys themselves (`inventory_near.stat_near`): a listing
+    of the table's prefixes would cost what the table holds, not what changed."""
+    return replace(ctx, reads=replace(ctx.reads, stat=stat_near))
