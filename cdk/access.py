@@ -18,11 +18,23 @@ from cdk.common import GlueDatabases, glue_catalog_arns, list_prefix_statement
 from cdk.component import IcelakeStack, arn_of
 from cdk.config import SOURCE_ROLE_NAME, TARGET_ROLE_NAME, BucketPrefix, Settings
 
+# What the assessment reads of each bucket to compare the source's with the target's
+# (icelake/assess/buckets.py): settings only, never an object.
+BUCKET_SETTINGS_READ = (
+    "s3:GetBucketVersioning",
+    "s3:GetEncryptionConfiguration",
+    "s3:GetLifecycleConfiguration",
+    "s3:GetBucketObjectLockConfiguration",
+    "s3:GetReplicationConfiguration",
+    "s3:GetBucketNotification",
+    "s3:GetIntelligentTieringConfiguration",
+)
 # Read-only actions of the source role; tests assert nothing else ever appears there.
 SOURCE_READ_ACTIONS = (
     "s3:GetObject",
     "s3:ListBucket",
     "s3:GetBucketLocation",
+    *BUCKET_SETTINGS_READ,
     "glue:GetDatabase",
     "glue:GetDatabases",
     "glue:GetTable",
@@ -55,10 +67,11 @@ def orchestrator_principal(settings: Settings) -> iam.IPrincipal:
 
 
 def _bucket_location(sid: str, buckets: list[str]) -> iam.PolicyStatement:
-    """GetBucketLocation: S3 requests go to each bucket's own region, asked once per bucket."""
+    """GetBucketLocation: S3 requests go to each bucket's own region, asked once per bucket; and
+    the bucket's settings, which the assessment compares."""
     return iam.PolicyStatement(
         sid=sid,
-        actions=["s3:GetBucketLocation"],
+        actions=["s3:GetBucketLocation", *BUCKET_SETTINGS_READ],
         resources=[f"arn:aws:s3:::{b}" for b in dict.fromkeys(buckets)],
     )
 
@@ -227,7 +240,9 @@ class TargetAccessStack(IcelakeStack):
             ),
             list_prefix_statement("TargetList", self.bucket.bucket_arn, location.prefix),
             iam.PolicyStatement(
-                sid="TargetBucketRegion", actions=["s3:GetBucketLocation"], resources=[self.bucket.bucket_arn]
+                sid="TargetBucketRegion",
+                actions=["s3:GetBucketLocation", *BUCKET_SETTINGS_READ],
+                resources=[self.bucket.bucket_arn],
             ),
             # Server-side copies are signed by this role: it reads the source prefixes (read only).
             *_s3_read(s.source_locations, "SourceCopy"),

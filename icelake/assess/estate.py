@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from icelake.assess.assessment import Settings, assemble, assess_table
+from icelake.assess.buckets import BucketReads, bucket_findings
 from icelake.assess.cost import SYNC_DAYS, regions_of
 from icelake.assess.estimate import ThroughputModel
 from icelake.assess.lending import EstateClients
@@ -67,9 +68,13 @@ def assess_request(
     holds), so the output is the same for any concurrency."""
     items = [item for item in work_items(request, deps) if not item.source_dropped]
     clients = EstateClients(deps)
+    buckets = BucketReads()
     tables: list[TableAssessment | None] = [None] * len(items)
     with ThreadPoolExecutor(max(1, min(concurrency, len(items) or 1)), "icelake-assess") as pool:
-        futures = {pool.submit(assess_item, item, deps, settings, clients): i for i, item in enumerate(items)}
+        futures = {
+            pool.submit(assess_item, item, deps, settings, clients, buckets): i
+            for i, item in enumerate(items)
+        }
         try:
             for done, future in enumerate(as_completed(futures), 1):
                 tables[futures[future]] = future.result()
@@ -101,17 +106,28 @@ def scope_of(request: MigrationRequest) -> dict[str, Any]:
 
 
 def assess_item(
-    item: WorkItem, deps: Deps, settings: Settings, clients: EstateClients | None = None
+    item: WorkItem,
+    deps: Deps,
+    settings: Settings,
+    clients: EstateClients | None = None,
+    buckets: BucketReads | None = None,
 ) -> TableAssessment:
     """One work item's assessment; with `clients`, read through the sessions and clients they lend
-    (an estate's tables), else through sessions of its own (the workflow's Assess step)."""
+    (an estate's tables), else through sessions of its own (the workflow's Assess step). The
+    buckets' settings are compared too (icelake/assess/buckets.py), each bucket read once per
+    `buckets`."""
+    buckets = buckets or BucketReads()
     if clients is None:
         sessions = deps.sessions(item.request)
         findings = target_findings(item, deps, sessions.target.client("glue"), sessions.target_io())
-        return _assessed(item, (sessions.source_io(), sessions.target_io()), settings, findings)
-    with clients.lent(item.request) as lent:
-        findings = target_findings(item, deps, lent.target_glue, lent.findings_io)
-        return _assessed(item, (lent.source_io, lent.target_io), settings, findings)
+        blocked, warned = bucket_findings(item, sessions, buckets)
+        assessed = _assessed(item, (sessions.source_io(), sessions.target_io()), settings, findings + blocked)
+    else:
+        with clients.lent(item.request) as lent:
+            findings = target_findings(item, deps, lent.target_glue, lent.findings_io)
+            blocked, warned = bucket_findings(item, clients.sessions(item.request), buckets)
+            assessed = _assessed(item, (lent.source_io, lent.target_io), settings, findings + blocked)
+    return assessed.model_copy(update={"warnings": [*assessed.warnings, *warned]}) if warned else assessed
 
 
 def _assessed(

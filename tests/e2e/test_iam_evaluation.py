@@ -175,12 +175,13 @@ def test_every_call_of_a_migration_is_allowed_by_the_synthesized_policies(
     recorder = Recorder(default_principal(_function_roles(templates), _glue_roles(templates)))
 
     machine_role = _state_machine_role(templates, "IcelakeOrchestrator")
-    # An assessment, a full run and an incremental one in Lambda, then one with every table sent to
-    # the Glue job.
+    # An assessment (the buckets' settings read too), a full run, an incremental one and a verify in
+    # Lambda, then one with every table sent to the Glue job.
     runs: tuple[tuple[str, str, dict[str, Any]], ...] = (
         ("iam-assess", "assess", {}),
         ("iam-full", "full", {}),
         ("iam-incr", "incremental", {}),
+        ("iam-verify", "verify", {}),
         ("iam-glue", "full", GLUE_SIZED),
     )
     for run_id, mode, options in runs:

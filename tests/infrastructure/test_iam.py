@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from cdk.access import BUCKET_SETTINGS_READ
+from icelake.constants import LAMBDA_STEPS
 from tests.infrastructure.conftest import Synth
 from tests.infrastructure.helpers import (
     actions,
@@ -48,6 +50,7 @@ def test_source_role_is_read_only(synth: Synth) -> None:
         "s3:GetObject",
         "s3:ListBucket",
         "s3:GetBucketLocation",  # requests go to each bucket's region
+        *BUCKET_SETTINGS_READ,  # the assessment compares the buckets' settings
         "glue:GetDatabase",
         "glue:GetDatabases",
         "glue:GetTable",
@@ -160,8 +163,8 @@ def test_target_role_writes_only_under_its_prefix_and_databases(synth: Synth) ->
             text = flat(r)
             if text == target_objects:
                 continue
-            if text == f"<{bucket_id}.Arn>" and s3_actions == ["s3:GetBucketLocation"]:
-                continue  # the bucket's region, asked once
+            if text == f"<{bucket_id}.Arn>" and s3_actions == ["s3:GetBucketLocation", *BUCKET_SETTINGS_READ]:
+                continue  # the bucket's region, asked once, and its settings (the assessment)
             if text == f"<{bucket_id}.Arn>":  # listing, limited to the prefix by condition
                 assert set(s3_actions) <= {"s3:ListBucket"}
                 assert s["Condition"]["StringLike"]["s3:prefix"] == ["warehouse/*", "warehouse"]
@@ -204,8 +207,8 @@ def test_state_machine_invokes_only_its_functions_and_job(synth: Synth) -> None:
     sm_role = service_role(template, "states.amazonaws.com")
     statements = identity_statements(template, sm_role)
     invoke = [s for s in statements if "lambda:InvokeFunction" in as_list(s["Action"])]
-    # the seven steps of the migration and the Assess step of its "assess" mode
-    assert len(as_list(invoke[0]["Resource"])) == 8
+    # the seven steps of the migration, the Assess step of mode assess and the Verify step of verify
+    assert len(as_list(invoke[0]["Resource"])) == len(LAMBDA_STEPS)  # each step function, no other
     glue = [s for s in statements if "glue:StartJobRun" in as_list(s["Action"])]
     assert flat(glue[0]["Resource"]).endswith(":job/icelake-migrate-table")
 

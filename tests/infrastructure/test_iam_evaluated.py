@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from cdk.access import BUCKET_SETTINGS_READ
 from icelake.local.lake import SOURCE_ACCOUNT, TARGET_ACCOUNT
 from tests.infrastructure.conftest import Synth
 from tests.infrastructure.iam_eval import Call, Stack, decide
@@ -300,15 +301,15 @@ def test_cross_region_and_lake_formation_calls_are_allowed_and_nothing_more(
         *_calls(
             source,
             SOURCE_ROLE,
-            "source bucket region",
-            ["s3:GetBucketLocation"],
+            "source bucket region and settings",
+            ["s3:GetBucketLocation", *BUCKET_SETTINGS_READ],
             ["arn:aws:s3:::source-lake"],
         ),
         *_calls(
             target,
             TARGET_ROLE,
-            "target bucket region",
-            ["s3:GetBucketLocation"],
+            "target bucket region and settings",
+            ["s3:GetBucketLocation", *BUCKET_SETTINGS_READ],
             ["arn:aws:s3:::target-lake"],
         ),
         *_calls(
