@@ -38,6 +38,7 @@ LOCAL_ONLY = (
     "cli_options.py",
     "cli_path.py",
     "console.py",
+    "run_view.py",
     "assess/cli.py",
     "ingest/cli.py",
     "ingest/deploy.py",

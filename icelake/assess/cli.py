@@ -234,6 +234,9 @@ def write_assessment(assessment: Assessment, out: Path) -> tuple[Path, Path]:
     return json_path, html_path
 
 
+FULL_TABLE = 50  # tables listed one a row in the terminal
+
+
 def assessment_table(assessment: Assessment) -> Table:
     from icelake.assess.html import duration, size, usd
 
@@ -252,7 +255,13 @@ def assessment_table(assessment: Assessment) -> Table:
         "est. cost",
     ):
         table.add_column(column)
-    for t in assessment.tables:
+    # Of an estate (more than FULL_TABLE tables), the blocked tables, and the rest as one line.
+    listed = assessment.tables
+    if len(listed) > FULL_TABLE:
+        listed = [t for t in assessment.tables if t.blockers]
+        warned = sum(bool(t.warnings) for t in assessment.tables if not t.blockers)
+        rest = len(assessment.tables) - len(listed)
+    for t in listed:
         estimate = t.estimate
         table.add_row(
             t.table,
@@ -264,6 +273,11 @@ def assessment_table(assessment: Assessment) -> Table:
             str(len(t.warnings)),
             duration(estimate.duration_s) if estimate else "n/a",
             usd(estimate.cost_usd["total"]) if estimate else "n/a",
+        )
+    if len(listed) < len(assessment.tables):
+        table.add_row(
+            f"… {rest:,} more",
+            f"{warned:,} with warnings, {rest - warned:,} without (assessment.html lists them)",
         )
     table.add_row(
         "all (Map)",

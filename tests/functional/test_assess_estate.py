@@ -23,11 +23,11 @@ pytestmark = pytest.mark.slow
 TABLES = 60  # and the seed table: more than a page of the table of tables
 
 
-def _assess(request: Path, out: Path, concurrency: int) -> tuple[int, dict[str, Any], str]:
+def _assess(request: Path, out: Path, concurrency: int) -> tuple[int, dict[str, Any], str, str]:
     result = CliRunner().invoke(
         app, ["assess", "--request", str(request), "--out", str(out), "--concurrency", str(concurrency)]
     )
-    return result.exit_code, json.loads((out / "assessment.json").read_text()), result.stderr
+    return result.exit_code, json.loads((out / "assessment.json").read_text()), result.stderr, result.stdout
 
 
 def test_an_estate_assessed_side_by_side_is_the_one_assessed_in_turn(lake: Lake, tmp_path: Path) -> None:
@@ -40,8 +40,8 @@ def test_an_estate_assessed_side_by_side_is_the_one_assessed_in_turn(lake: Lake,
     request.write_text(json.dumps(body))
 
     # When the estate is assessed one table at a time, then eight at a time
-    code_1, one, log_1 = _assess(request, tmp_path / "one", 1)
-    code_8, eight, log_8 = _assess(request, tmp_path / "eight", 8)
+    code_1, one, log_1, _ = _assess(request, tmp_path / "one", 1)
+    code_8, eight, log_8, printed = _assess(request, tmp_path / "eight", 8)
 
     # Then both say the same of every table, in the selection's order (only the time differs)
     assert code_1 == code_8 == 1  # one table is blocked
@@ -57,6 +57,10 @@ def test_an_estate_assessed_side_by_side_is_the_one_assessed_in_turn(lake: Lake,
         lines = [line for line in log.splitlines() if line.startswith("[icelake] assessed")]
         assert 1 <= len(lines) <= 11, log
         assert lines[-1].endswith(f": 0 ok, {TABLES} warnings, 1 blocked"), lines[-1]
+
+    # ... the terminal's table names the blocked table and counts the rest in one line
+    rows = [line for line in printed.splitlines() if "bulk." in line or "more" in line]
+    assert len(rows) == 2 and "bulk.t0003" in rows[0] and "60 more" in rows[1], printed
 
     # ... and the warnings and blockers are grouped by kind, each with its tables
     assert one["warnings_by_kind"]["commit_rate"]["count"] == TABLES + 1
