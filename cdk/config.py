@@ -239,6 +239,12 @@ class Settings(BaseModel):
     # again, nothing written. Its rule exists with a sync_request and is deployed disabled.
     verify_schedule: Annotated[str, Field(pattern=_SCHEDULE.pattern)] = "rate(1 day)"
     verify_enabled: bool = False
+    # The audit trail (cdk/audit.py): a CloudTrail trail with S3 data events on the artifacts bucket
+    # and the target prefix, deployed by the orchestrator stack; or the ARN of an existing one.
+    audit_trail: bool = False
+    audit_trail_arn: Annotated[
+        str, Field(pattern=r"^(arn:aws[a-z-]*:cloudtrail:[a-z0-9-]+:\d{12}:trail/[\w.-]{3,128})?$")
+    ] = ""
     map_concurrency: Annotated[int, Field(ge=1, le=10_000)] = 10
     glue_workers: Annotated[int, Field(ge=2)] = 10
     glue_worker_type: str = "G.1X"
@@ -312,6 +318,11 @@ class Settings(BaseModel):
             raise ContextError(
                 "context sync_enabled is true but there is no sync_request: give the request the "
                 "scheduled sync sends, or set sync_enabled to false"
+            )
+        if self.audit_trail and self.audit_trail_arn:
+            raise ContextError(
+                "give audit_trail or audit_trail_arn, not both: audit_trail deploys a trail, "
+                "audit_trail_arn names one that exists"
             )
         if self.verify_enabled and self.sync_request is None:
             raise ContextError(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from constructs import Construct
 
+from cdk.audit import AuditTrail, NamedAuditTrail
 from cdk.buckets import AccessLogBucket
 from cdk.common import AslStateMachine, NotificationTopic, ServiceKey
 from cdk.component import IcelakeStack
@@ -38,6 +39,10 @@ class OrchestratorStack(IcelakeStack):
         ).key
         access_logs = AccessLogBucket(self, "AccessLogs").bucket
         store = MigrationStore(self, "Store", settings=settings, access_logs=access_logs)
+        if settings.audit_trail:
+            AuditTrail(self, "Audit", settings=settings, artifacts=store.artifacts, access_logs=access_logs)
+        elif settings.audit_trail_arn:
+            NamedAuditTrail(self, "Audit", arn=settings.audit_trail_arn)
         topic = NotificationTopic(
             self, "Notifications", name="icelake-notifications", key=key, emails=settings.notification_emails
         ).topic
