@@ -1,0 +1,216 @@
+"""The write freeze of a cutover, measured, and no write stranded after it (issue 43).
+
+    .venv/bin/python -m benchmarks.cutover_bench                  # 100,000 data files (make bench-cutover)
+    .venv/bin/python -m benchmarks.cutover_bench --files 2000     # a quicker run
+
+On embedded AWS through the real state machine: a synthetic table (`benchmarks.synthetic_table`,
+metadata of `files / 1000` fast appends, every data file present) is published to the source
+account and migrated (mode full); it then gets 3 commits (pyiceberg appends), and the writers
+stop: `freeze_s` runs from the last source commit published to the end of the cutover run that
+promotes the table, and `freeze_by_step` says where it went (Plan, Copy in a Lambda or the Glue job,
+Register, Validate with the proof that the source did not move, and the rest: Inventory, Report,
+Step Functions). The embedded Glue job starts at once: a real Glue job run adds its start-up (tens
+of seconds), which `freeze_s` does not hold. Then a late writer appends to the old table: the next
+run must end it `stranded`; a carry-over must bring the row (`carried_rows`); a second carry-over
+must carry nothing; and the run after that must end it `promoted`.
+
+The last line printed is one JSON object: files, freeze_s, freeze_by_step, stranded_detected,
+carried_rows, recarried_rows, after. Recorded in benchmarks/results/cutover-<files>-<date>-<commit>.json
+and benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from benchmarks.synthetic_table import build_in_own_process
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+console = Console(stderr=True)
+DATABASE, TABLE = "bench", "cutover"
+
+
+class Writer:
+    """The source table's writers: Spark appends to the local table (the Glue job's session, with
+    the synthetic table's Hadoop catalog added), then published to the source account's bucket
+    (what the writers' own commits would leave there)."""
+
+    def __init__(self, lake: Any, spark: Any, warehouse: Path) -> None:
+        self.lake = lake
+        self.spark = spark
+        for key, value in {
+            "": "org.apache.iceberg.spark.SparkCatalog",
+            ".type": "hadoop",
+            ".warehouse": str(warehouse),
+        }.items():
+            spark.conf.set(f"spark.sql.catalog.synthetic{key}", value)
+        self.next_id = 10**12
+
+    def append(self, rows: int) -> str:
+        """One commit of `rows` rows; returns the source metadata location it published."""
+        start, self.next_id = self.next_id, self.next_id + rows
+        self.spark.sql(
+            "INSERT INTO synthetic.db.t SELECT id, TIMESTAMP '2024-06-01 00:00:00', id, 'late', 'NEW', "
+            f"'FR', CAST(1.00 AS DECIMAL(12, 2)), 1, 0.0, NULL FROM range({start}, {start + rows})"
+        )
+        (latest,) = self.spark.sql(
+            "SELECT file FROM synthetic.db.t.metadata_log_entries ORDER BY timestamp DESC LIMIT 1"
+        ).collect()
+        return str(self.lake.publish(DATABASE, TABLE, latest[0]))
+
+
+def _run(deployment: Any, lake: Any, run_id: str, mode: str) -> tuple[dict[str, Any], float, list[Any]]:
+    """One execution of the state machine: (the table's outcome, seconds, Lambda invocations)."""
+    from icelake.local.embedded import run_execution
+    from icelake.local.lambda_runtime import recording_invocations
+    from icelake.workflow.client import read_report
+
+    request = lake.request(run_id, mode=mode, selection={"tables": [f"{DATABASE}.{TABLE}"]})
+    request["options"] = {**request["options"], "concurrency": 1, "validation": "metadata"}
+    with recording_invocations() as calls:
+        started = time.monotonic()
+        result = run_execution(deployment.state_machine_arn, request, timeout=4 * 3600, name=run_id)
+        seconds = time.monotonic() - started
+    if result.status != "SUCCEEDED":
+        raise SystemExit(f"{run_id} ended {result.status}: {result.failure()}")
+    (outcome,) = read_report(result.output["report_uri"])["tables"]
+    console.print(f"  {run_id} ({mode}): {outcome['status']} in {seconds:.1f} s")
+    return outcome, seconds, list(calls)
+
+
+def _by_step(calls: list[Any], glue_s: float, total: float) -> dict[str, float]:
+    """Seconds per step of one run; `rest`: what no step holds (Inventory, Report, the Map)."""
+    from icelake.constants import LAMBDA_STEPS
+
+    step_of = {name: step for step, (name, _path, _ph) in LAMBDA_STEPS.items()}
+    out: dict[str, float] = defaultdict(float)
+    for call in calls:
+        out[step_of.get(call.function_name, call.function_name)] += call.seconds
+    steps = {s: round(out.pop(s, 0.0), 2) for s in ("plan", "copy", "register", "validate")}
+    steps["copy"] = round(steps["copy"] + glue_s, 2)  # one of the two engines copies
+    steps["rest"] = round(max(0.0, total - sum(steps.values())), 2)
+    return steps
+
+
+def run(files: int, file_size: int, work: Path) -> dict[str, Any]:
+    import boto3
+    from icelake.constants import GLUE_MIGRATE_JOB
+    from icelake.local.deploy import deploy_migration_workflow
+    from icelake.local.embedded import start_embedded_aws
+    from icelake.local.lake import build_lake
+    from icelake.local.spark import local_spark
+
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    console.print(f"building a table of {files:,} data files ...")
+    built = build_in_own_process(work / "warehouse", files, max(1, files // 1000), file_size)
+    with start_embedded_aws(REPO):
+        deployment = deploy_migration_workflow()
+        lake = build_lake(work / "lake", orchestrator_resources=False)
+        lake.publish(DATABASE, TABLE, built["current_metadata"])
+        spark = local_spark({}, app_name="icelake-bench-cutover")  # the Glue job's session, started
+        migrated, full_s, _ = _run(deployment, lake, "full-1", "full")
+        writer = Writer(lake, spark, work / "warehouse")
+        for _ in range(3):
+            writer.append(10)
+        stopped = time.monotonic()  # the last source commit is published: writers stop here
+        glue = boto3.client("glue")
+        glue_before = {r["Id"] for r in glue.get_job_runs(JobName=GLUE_MIGRATE_JOB)["JobRuns"]}
+        promoted, _cutover_s, calls = _run(deployment, lake, "cutover-1", "cutover")
+        freeze_s = round(time.monotonic() - stopped, 2)
+        glue_runs = [
+            r for r in glue.get_job_runs(JobName=GLUE_MIGRATE_JOB)["JobRuns"] if r["Id"] not in glue_before
+        ]
+        glue_s = float(sum(r.get("ExecutionTime", 0) for r in glue_runs))
+        writer.append(1)  # a late writer, after promotion
+        stranded, _, _ = _run(deployment, lake, "sync-late", "incremental")
+        carried, _, _ = _run(deployment, lake, "carry-1", "carry_over")
+        again, _, _ = _run(deployment, lake, "carry-2", "carry_over")
+        after, _, _ = _run(deployment, lake, "sync-after", "incremental")
+    return {
+        "files": built["data_files"],
+        "file_size": file_size,
+        "full_s": round(full_s, 1),
+        "full_status": migrated["status"],
+        "cutover_status": promoted["status"],
+        "cutover_engines": promoted.get("engines"),
+        "cutover_sync": promoted.get("sync"),
+        "freeze_s": freeze_s,
+        "freeze_by_step": _by_step(calls, glue_s, freeze_s),
+        "glue_startup_s": "not included: the embedded Glue job starts at once",
+        "stranded_detected": stranded["status"] == "stranded"
+        and [c["operation"] for c in stranded.get("stranded", [])] == ["append"],
+        "carried_rows": carried.get("carried_rows", 0) if carried["status"] == "promoted" else 0,
+        "recarried_rows": again.get("carried_rows", 0),
+        "after": after["status"],
+    }
+
+
+def record(res: dict[str, Any]) -> Path:
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False
+    ).stdout.strip()
+    day = res["recorded_at"][:10]
+    path = BENCH_DIR / "results" / f"cutover-{res['files']}-{day}-{commit}.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps({**res, "commit": commit}, indent=2) + "\n")
+    steps = ", ".join(f"{k} {v}" for k, v in res["freeze_by_step"].items())
+    row = (
+        f"| {day} | {commit} | {res['files']:,} | {res['freeze_s']} | {steps} | {res['stranded_detected']} | "
+        f"{res['carried_rows']} | {res['recarried_rows']} | {res['after']} |"
+    )
+    doc = BENCH_DIR / "RESULTS.md"
+    text = doc.read_text()
+    header = "## Cutover: the write freeze, and nothing stranded (make bench-cutover)"
+    if header not in text:
+        text += (
+            f"\n{header}\n\n`python -m benchmarks.cutover_bench` (see its docstring): a table migrated "
+            "through the state machine on embedded AWS gets 3 commits; freeze_s runs from the last one "
+            "to the table promoted (a real Glue job run adds its start-up). Then a late append must end "
+            "the next run stranded, a carry-over must bring its row, a second one nothing.\n\n"
+            "| date | commit | data files | freeze s | by step (s) | stranded detected | carried rows "
+            "| carried again | next run |\n|---|---|---|---|---|---|---|---|---|\n"
+        )
+    doc.write_text(text.rstrip("\n") + "\n" + row + "\n")
+    return path
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.cutover_bench", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument("--files", type=int, default=100_000)
+    ap.add_argument("--file-size", type=int, default=1024, help="bytes of every data file (default 1 KiB)")
+    ap.add_argument("--work-dir", default=str(BENCH_DIR / ".work" / "cutover"))
+    ap.add_argument("--no-record", action="store_true")
+    args = ap.parse_args(argv)
+    res = run(args.files, args.file_size, Path(args.work_dir).resolve())
+    res["recorded_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    if not args.no_record:
+        console.print(f"recorded {record(res).relative_to(REPO)} and benchmarks/RESULTS.md")
+    shutil.rmtree(args.work_dir, ignore_errors=True)
+    keys = (
+        "files",
+        "freeze_s",
+        "freeze_by_step",
+        "stranded_detected",
+        "carried_rows",
+        "recarried_rows",
+        "after",
+    )
+    print(json.dumps({k: res[k] for k in keys}))
+
+
+if __name__ == "__main__":
+    main()
