@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from icelake.constants import ORCHESTRATOR_ACCOUNT_LOCAL, REGION_LOCAL
-from icelake.local import glue_runtime, lambda_runtime
+from icelake.local import data_filters, glue_runtime, lambda_runtime
 from icelake.local.lambda_runtime import register_handler
 from icelake.local.moto_server import embedded_aws
 from icelake.local.resources import (
@@ -194,6 +194,7 @@ def _apply_patches() -> None:
     _replace(sfn_glue.StateTaskServiceGlue, "_sync_to_start_job_run", _sync_to_start_job_run)
     _replace(FakeJob, "start_job_run", start_job_run)
     _replace(FakeJobRun, "as_dict", as_dict)
+    data_filters.install(_replace)  # Lake Formation data cells filters, which moto lacks
 
     patterns: set[Any] = sfn_glue._SUPPORTED_INTEGRATION_PATTERNS  # the set every Glue task shares
     if ResourceCondition.WaitForTaskToken not in patterns:
