@@ -54,6 +54,9 @@ TARGET_LAKE_FORMATION_ACTIONS = (
     "lakeformation:UpdateLFTag",
     "lakeformation:GetResourceLFTags",
     "lakeformation:AddLFTagsToResource",
+    # the source's data cells filters, created on the target and granted (icelake/aws/data_filters.py)
+    "lakeformation:GetDataCellsFilter",
+    "lakeformation:CreateDataCellsFilter",
 )
 
 

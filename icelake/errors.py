@@ -147,6 +147,12 @@ class CarryRefusedError(IcelakeError):
     target is gone): the table's outcome names it, and nothing is written."""
 
 
+class DataFilterRefusedError(IcelakeError):
+    """A source data cells filter cannot be carried to the target (it names a column the target
+    does not have, or a filter of its name with another definition is there): the table is refused
+    before anyone is granted anything on it."""
+
+
 class ValidationFailedError(IcelakeError):
     """The target does not read like the source: the table is rolled back."""
 

@@ -138,27 +138,6 @@ def grant_principals(target_lf: Any, target: TableRef, principals: Iterable[str]
     return granted
 
 
-def data_filter_warnings(source_lf: Any, source: TableRef) -> list[str]:
-    """The source table's data cells filters, which icelake does not recreate (each names its rows
-    and columns in the source's terms, and its grants go to principals of the source's)."""
-    try:
-        filters = list(
-            _pages(
-                source_lf.list_data_cells_filter,
-                "DataCellsFilters",
-                Table={"DatabaseName": source.database, "Name": source.name},
-            )
-        )
-    except ClientError as exc:
-        return [f"could not list the source's data cells filters ({exc}); check them by hand"]
-    return [
-        f"the source table has the data cells filter {f.get('Name')!r}: create it on the target and grant "
-        "it to the mapped principals (icelake does not recreate filters)"
-        for f in filters
-        if f.get("DatabaseName") == source.database and f.get("TableName") == source.name
-    ]
-
-
 def _tags(entries: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [{"TagKey": t["TagKey"], "TagValues": sorted(t["TagValues"])} for t in entries]
 

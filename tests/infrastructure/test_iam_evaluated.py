@@ -296,6 +296,7 @@ def test_cross_region_and_lake_formation_calls_are_allowed_and_nothing_more(
     dst_obj = "arn:aws:s3:::target-lake/warehouse/sales_eu/orders/data/part-0.parquet"
     lf_read = ["ListPermissions", "ListDataCellsFilter", "GetResourceLFTags", "GetLFTag"]
     lf_write = ["GrantPermissions", "CreateLFTag", "UpdateLFTag", "AddLFTagsToResource", "ListPermissions"]
+    lf_write += ["GetDataCellsFilter", "CreateDataCellsFilter"]  # the source's filters, carried
     needed = [
         # each side finds its buckets' regions once; the source role reads its catalog in us-east-1
         *_calls(

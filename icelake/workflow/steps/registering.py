@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from icelake.aws import catalog
+from icelake.aws import catalog, data_filters
 from icelake.aws import lake_formation as lf
+from icelake.migrate import metadata_json as mj
 from icelake.request.deps import Deps, Sessions
 from icelake.request.models import WorkItem
 from icelake.request.target import owner_of
@@ -44,7 +45,7 @@ def register_and_carry(planned: PlanResult, sessions: Sessions) -> lf.Carried:
         owner_of(item),
         catalog.carried_metadata(source_table),
     )
-    return carry_access(item, sessions, source_table)
+    return carry_access(item, sessions, source_table, planned.target_metadata_location)
 
 
 def record_access(deps: Deps, item: WorkItem, state: str, access: lf.Carried) -> None:
@@ -59,9 +60,15 @@ def record_access(deps: Deps, item: WorkItem, state: str, access: lf.Carried) ->
     )
 
 
-def carry_access(item: WorkItem, sessions: Sessions, source_table: dict[str, Any] | None) -> lf.Carried:
+def carry_access(
+    item: WorkItem,
+    sessions: Sessions,
+    source_table: dict[str, Any] | None,
+    target_metadata: str | None = None,
+) -> lf.Carried:
     """The target table's Lake Formation access as the request asks: what was granted and tagged,
-    and the warnings (unmapped principals, data filters) the outcome must show."""
+    and the warnings (unmapped principals) the outcome must show. `target_metadata`: the target's
+    metadata, whose schema the source's data cells filters are checked against."""
     spec = item.request.target
     source = lf.TableRef(item.source_database, item.source_table)
     target = lf.TableRef(item.target_database, item.target_table)
@@ -75,12 +82,55 @@ def carry_access(item: WorkItem, sessions: Sessions, source_table: dict[str, Any
     target_lf = sessions.target.client("lakeformation")
     if spec.lake_formation.copy_permissions or spec.lake_formation.copy_tags:
         source_lf = sessions.source.client("lakeformation")
+    filtered: set[str] = set()
     if spec.lake_formation.copy_permissions:
-        grants = lf.carry_grants(source_lf, target_lf, source, target, spec.lake_formation.principal_map)
-        carried.grants += grants.grants
-        carried.warnings += grants.warnings + lf.data_filter_warnings(source_lf, source)
+        filtered = _carry_permissions(item, sessions, (source_lf, target_lf), target_metadata, carried)
     if spec.lake_formation.copy_tags:
         columns = [c["Name"] for c in (source_table or {}).get("StorageDescriptor", {}).get("Columns", [])]
         carried.tags += lf.carry_tags(source_lf, target_lf, source, target, columns).tags
-    carried.grants += lf.grant_principals(target_lf, target, spec.lake_formation_principals)
+    readers = [p for p in spec.lake_formation_principals if p not in filtered]
+    carried.warnings += [
+        f"{p} is in lake_formation_principals but held the source table only through data cells "
+        "filters: it was granted the filters on the target, not the unfiltered table"
+        for p in spec.lake_formation_principals
+        if p in filtered
+    ]
+    carried.grants += lf.grant_principals(target_lf, target, readers)
     return carried
+
+
+def _carry_permissions(
+    item: WorkItem, sessions: Sessions, lfs: tuple[Any, Any], target_metadata: str | None, carried: lf.Carried
+) -> set[str]:
+    """The source's grants and data cells filters (with their grants) to the mapped principals;
+    every filter checked against the target's columns before anything is granted. Returns the
+    target principals that hold the table only through filters."""
+    spec = item.request.target
+    source_lf, target_lf = lfs
+    source = lf.TableRef(item.source_database, item.source_table)
+    target = lf.TableRef(item.target_database, item.target_table)
+    filters = data_filters.source_filters(source_lf, source)
+    if filters:
+        data_filters.check_filters(filters, target, _target_columns(sessions, target_metadata))
+    grants = lf.carry_grants(source_lf, target_lf, source, target, spec.lake_formation.principal_map)
+    moved = data_filters.carry_filters(
+        source_lf, target_lf, filters, (target, spec.account_id), spec.lake_formation.principal_map
+    )
+    carried.grants += grants.grants + moved.grants
+    carried.warnings += grants.warnings + moved.warnings
+    return data_filters.filtered_only(
+        source_lf, filters, lf.table_grants(source_lf, source), spec.lake_formation.principal_map
+    )
+
+
+def _target_columns(sessions: Sessions, target_metadata: str | None) -> list[str]:
+    """The target's columns, from its Iceberg schema (every schema it keeps: a filter may name a
+    column of any; the current one is what readers see)."""
+    if not target_metadata:
+        return []
+    meta, _gz = mj.parse_metadata(target_metadata, sessions.target_io().read(target_metadata))
+    current = meta.get("current-schema-id")
+    schemas = [s for s in meta.get("schemas", []) if s.get("schema-id") == current] or meta.get("schemas", [])
+    return [f["name"] for s in schemas[:1] for f in s.get("fields", [])] or [
+        f["name"] for f in meta.get("schema", {}).get("fields", [])
+    ]
