@@ -2,13 +2,15 @@
 
     .venv/bin/python -m benchmarks.workflow_bench              # 50 tables (make bench)
     .venv/bin/python -m benchmarks.workflow_bench --tables 5   # a quick run, nothing recorded
+    .venv/bin/python -m benchmarks.workflow_bench --estate 1000  # only the estate case (issue 48)
 
 Records wall time for the whole run, per-table time (plan -> validated, from the copy results),
 state transitions per table (history events of the distributed map's child executions, or the
 workflow's fixed path length where moto does not expose them), and the Lambda-versus-Glue
 comparison behind the copy-engine threshold: the same table copied by the Lambda step and by the
 Glue job, at growing numbers of data files. Results go to benchmarks/results/workflow_<date>.json
-and a row in benchmarks/WORKFLOW_RESULTS.md.
+and a row in benchmarks/WORKFLOW_RESULTS.md. `--estate N` runs N tiny tables through mode assess
+then a full migration instead ("An estate of tiny tables" in WORKFLOW_RESULTS.md).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -85,6 +88,125 @@ def run_workflow(n_tables: int, files_per_table: int) -> dict[str, Any]:
         "parent_history_events": parent_events,
         "state_transitions_per_table": ITEM_STATES_LAMBDA_PATH,
     }
+
+
+PAYLOAD_CAP = 256 * 1024  # Step Functions' limit on a state's input or output
+
+
+def _largest_payload(events: list[dict[str, Any]]) -> int:
+    """The largest input, output or parameters of any state in an execution's history (bytes)."""
+    sizes = [
+        len(str(value).encode())
+        for event in events
+        for key, details in event.items()
+        if key.endswith("EventDetails") and isinstance(details, dict)
+        for field, value in details.items()
+        if field in ("input", "output", "parameters")
+    ]
+    return max(sizes, default=0)
+
+
+def _page_open(uri: str, work: Path) -> dict[str, Any]:
+    """A page of the artifacts bucket: its size, and its time to the load event in headless
+    Chromium at 1280 px."""
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(REPO))
+    from tests.browser import chromium
+
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    page = work / key.replace("/", "_")
+    page.write_bytes(boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            tab = browser.new_page(viewport={"width": 1280, "height": 900})
+            tab.goto(page.resolve().as_uri(), wait_until="load")
+            seconds = tab.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd / 1000")
+        finally:
+            browser.close()
+    return {"bytes": page.stat().st_size, "load_s": round(float(seconds), 3)}
+
+
+def run_estate(n_tables: int, concurrency: int) -> dict[str, Any]:
+    """An estate (issue 48): `n_tables` tiny tables (one pyiceberg table, two commits, published
+    under each name) in one database through mode assess, then a full migration."""
+    from icelake.local.deploy import deploy_migration_workflow
+    from icelake.local.embedded import run_execution, start_embedded_aws
+    from icelake.local.lake import build_lake
+    from icelake.workflow.client import read_report
+
+    from benchmarks.assess_bench import _seed
+
+    with start_embedded_aws(REPO):
+        deployment = deploy_migration_workflow()
+        work = Path(tempfile.mkdtemp(prefix="icelake-estate-"))
+        lake = build_lake(work / "local", orchestrator_resources=False)
+        seed_seconds = _seed(lake, n_tables)
+        measured: dict[str, Any] = {
+            "tables": n_tables,
+            "concurrency": concurrency,
+            "seed_s": round(seed_seconds, 1),
+        }
+        for mode in ("assess", "full"):
+            request = lake.request(
+                f"estate-{mode}",
+                mode=mode,
+                selection={"databases": ["bulk"]},
+                options={"concurrency": concurrency},
+            )
+            t0 = time.monotonic()
+            result = run_execution(
+                deployment.state_machine_arn, request, timeout=6 * 3600, name=f"estate-{mode}"
+            )
+            wall = time.monotonic() - t0
+            assert result.status == "SUCCEEDED", result.failure()
+            report = read_report(result.output["report_uri"])
+            if mode == "full":
+                states = Counter(t["status"] for t in report["tables"])
+                assert states == {"migrated": n_tables}, states
+            measured[mode] = {
+                "wall_s": round(wall, 1),
+                "s_per_table": round(wall / n_tables, 3),
+                "history_events": len(result.events),
+                "largest_payload_bytes": _largest_payload(result.events),
+                "page": _page_open(str(result.output["report_html_uri"]), work),
+            }
+            console.print(f"  {mode}: {measured[mode]}")
+    return measured
+
+
+def _record_estate(estate: dict[str, Any]) -> None:
+    day = datetime.now(UTC).strftime("%Y-%m-%d")
+    results = BENCH_DIR / "results"
+    results.mkdir(exist_ok=True)
+    (results / f"workflow_estate_{day}_{estate['tables']}.json").write_text(
+        json.dumps(estate, indent=2) + "\n"
+    )
+    md = BENCH_DIR / "WORKFLOW_RESULTS.md"
+    text = md.read_text()
+    header = "## An estate of tiny tables"
+    if header not in text:
+        text = text.rstrip("\n") + (
+            f"\n\n{header} (`python -m benchmarks.workflow_bench --estate N`)\n\n"
+            "N tiny tables (two commits, one data file each) in one database: mode assess, then a full\n"
+            "migration, through the real state machine on embedded AWS; the parent execution's history\n"
+            "events, its largest state input, output or parameters against Step Functions' 256 KiB (the\n"
+            "bench fails over 200 KiB), and each run's page (assessment.html, report.html): size and time\n"
+            "to the load event in headless Chromium at 1280 px.\n\n"
+            "| date | tables | Map concurrency | assess s (s/table) | full s (s/table) | history events "
+            "(assess, full) | largest payload KiB (assess, full) | pages (assessment, report) |\n"
+            "|---|---|---|---|---|---|---|---|\n"
+        )
+    a, f = estate["assess"], estate["full"]
+    row = (
+        f"| {day} | {estate['tables']} | {estate['concurrency']} | {a['wall_s']} ({a['s_per_table']}) | "
+        f"{f['wall_s']} ({f['s_per_table']}) | {a['history_events']}, {f['history_events']} | "
+        f"{a['largest_payload_bytes'] / 1024:.1f}, {f['largest_payload_bytes'] / 1024:.1f} | "
+        f"{a['page']['bytes'] / 1e6:.2f} MB {a['page']['load_s']} s, "
+        f"{f['page']['bytes'] / 1e6:.2f} MB {f['page']['load_s']} s |\n"
+    )
+    md.write_text(text.rstrip("\n") + "\n" + row)
 
 
 def compare_engines(file_counts: list[int]) -> list[dict[str, Any]]:
@@ -155,7 +277,14 @@ def main() -> None:
     ap.add_argument("--tables", type=int, default=50)
     ap.add_argument("--files-per-table", type=int, default=3)
     ap.add_argument("--engine-files", default="10,100,400", help="file counts for the engine comparison")
+    ap.add_argument("--estate", type=int, help="only the estate case: this many tiny tables (issue 48)")
+    ap.add_argument("--estate-concurrency", type=int, default=8, help="the estate's Map concurrency")
     args = ap.parse_args()
+    if args.estate:
+        estate = run_estate(args.estate, args.estate_concurrency)
+        assert max(estate[m]["largest_payload_bytes"] for m in ("assess", "full")) <= 200 * 1024, estate
+        _record_estate(estate)
+        return
     record = args.tables >= 50
     console.print(f"{args.tables} tables x {args.files_per_table} files through the state machine ...")
     workflow = run_workflow(args.tables, args.files_per_table)
