@@ -92,10 +92,11 @@ def test_a_promoted_table_is_verified_alone(world: tuple[Lake, LocalDeployment])
     (promoted,) = run_workflow(deployment, cutover)["tables"]
     assert promoted["status"] == "promoted", promoted
     commit(lake, "customers", [12])  # the source moves on; the promoted target is its own table now
+    lake.source.client("glue").delete_table(DatabaseName="sales", Name="customers")  # decommissioned
 
     outcomes, summary = _verify(deployment, lake, "verify-1")
     assert outcomes["sales.customers"]["status"] == "verified", outcomes
-    assert "target alone" in outcomes["sales.customers"]["validation"]
+    assert "target alone" in outcomes["sales.customers"]["validation"]  # its source table is gone
     assert outcomes["sales.orders"]["status"] == "verified"
     assert summary.status == "succeeded"
 

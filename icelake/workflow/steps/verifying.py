@@ -61,6 +61,8 @@ def _verified(item: WorkItem, deps: Deps, sessions: Sessions) -> TableOutcome:
         )
         error = TableError(type="NotMigrated", message=why, step="Verify", hint="run a full migration first")
         return TableOutcome(status="failed", error=error, target_metadata_location=current, **facts)
+    if item.source_dropped:  # a decommissioned source: its prefixes are the version synced from
+        item = item.model_copy(update={"source_metadata_location": str(synced["source_metadata"])})
     tier = item.request.options.validation
     target_io = sessions.target_io()
     if synced.get("promoted_at"):
