@@ -82,8 +82,42 @@ KINDS: dict[str, tuple[str, str]] = {
         "Add the principal to principal_map and run again, or grant it on the target by hand.",
     ),
     "data_filter": (
-        "The source table has Lake Formation data cells filters, which icelake does not recreate.",
-        "Create each filter on the target and grant it to the mapped principals.",
+        "A source data cells filter was carried, but a principal of its grants has no principal_map "
+        "entry, or a listed reader held the source only through filters (it got the filters, not the "
+        "whole table).",
+        "Add the principal to principal_map and run again; grant the whole table by hand only if meant.",
+    ),
+    "target_object_lock": (
+        "The target bucket has Object Lock: a rollback or a prune could not delete what icelake wrote.",
+        "Migrate to a bucket (or prefix of one) without Object Lock.",
+    ),
+    "target_lifecycle": (
+        "A lifecycle rule of the target bucket expires or transitions objects under the migration prefix.",
+        "Narrow the rule's filter so that it leaves the table locations alone.",
+    ),
+    "target_archive": (
+        "An Intelligent-Tiering configuration of the target bucket archives objects under the prefix.",
+        "Exclude the migration prefix from the archive tiers.",
+    ),
+    "target_encryption": (
+        "The target bucket's default encryption is weaker than the source's.",
+        "Set target.kms_key_id, or the target bucket's default encryption.",
+    ),
+    "bucket_kms_region": (
+        "A bucket's default KMS key is of another region than the bucket.",
+        "Use a key of the bucket's region.",
+    ),
+    "target_unversioned": (
+        "The source keeps object versions and the target bucket does not.",
+        "Enable versioning on the target bucket.",
+    ),
+    "target_replication": (
+        "The target bucket replicates the migration prefix: every copy is copied again.",
+        "Accept the cost, or exclude the prefix; enable delete marker replication for rollbacks.",
+    ),
+    "target_notifications": (
+        "The target bucket sends event notifications for objects under the migration prefix.",
+        "Expect one per migrated file, or filter the prefix out.",
     ),
     "s3_error": (
         "S3 refused a read of the source.",

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+from icelake.assess.kinds import KINDS
 from icelake.request.models import MigrationRequest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,3 +35,4 @@ def test_every_bucket_finding_is_described_in_the_assessment_docs() -> None:
     assert len(kinds) == 8, kinds
     docs = (REPO / "docs" / "assessment.md").read_text()
     assert {k for k in kinds if f"| `{k}` |" not in docs} == set()
+    assert kinds <= set(KINDS)  # and said in general terms in warnings_by_kind and blockers_by_kind
