@@ -113,6 +113,52 @@ def _pages(assessment: dict[str, Any], work: Path) -> dict[str, Any]:
     return measured
 
 
+def _outcomes(assessment: dict[str, Any], count: int) -> list[dict[str, Any]]:
+    """`count` outcomes as a run of the assessed tables would report them (each migrated as
+    estimated, a little slower table by table; every 50th rolled back with an error), checked by
+    the outcome's own model."""
+    from icelake.workflow.models import TableOutcome
+
+    base = [t for t in assessment["tables"] if t.get("estimate")]
+    outcomes = []
+    for i in range(count):
+        t = base[i % len(base)]
+        estimate = t["estimate"]
+        failed = i % 50 == 7
+        outcome = TableOutcome(
+            run_id="bench",
+            table=f"bulk.p{i:05d}",
+            status="rolled_back" if failed else "migrated",
+            files_copied=t["files_to_copy"],
+            files_verified=t["files_to_copy"],
+            bytes_copied=t["bytes_to_copy"],
+            snapshots_validated=t["snapshots"],
+            error={"type": "AccessDenied", "message": "the target role may not write", "step": "CopyInLambda"}
+            if failed
+            else None,
+            seconds=estimate["duration_s"] * (1 + i / count),
+            requests=estimate["requests"],
+            duration_s=estimate["duration_by_phase"],
+            cost_usd=estimate["cost_usd"],
+            estimate=estimate,
+        )
+        outcomes.append(outcome.model_dump(mode="json"))
+    return outcomes
+
+
+def _report_pages(assessment: dict[str, Any], work: Path) -> dict[str, Any]:
+    from icelake.assess.pages import render_report
+
+    measured = {}
+    for count in (len(assessment["tables"]), 1000, 5000):
+        report = {"run_id": "bench", "status": "partial", "tables": _outcomes(assessment, count)}
+        page = work / f"report-{count}.html"
+        t0 = time.monotonic()
+        page.write_text(render_report(report))
+        measured[str(count)] = {"render_s": round(time.monotonic() - t0, 3), **_open(page)}
+    return measured
+
+
 def run(tables: int, concurrencies: list[int | None]) -> dict[str, Any]:
     from icelake.local.embedded import start_embedded_aws
     from icelake.local.lake import build_lake
@@ -134,6 +180,7 @@ def run(tables: int, concurrencies: list[int | None]) -> dict[str, Any]:
             data.pop("generated_at")
         identical = all(o == outputs[0] for o in outputs)
         pages = _pages(outputs[0], work)
+        report_pages = _report_pages(outputs[0], work)
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "commit": subprocess.run(
@@ -147,6 +194,7 @@ def run(tables: int, concurrencies: list[int | None]) -> dict[str, Any]:
         "runs": runs,
         "identical": identical,
         "pages": pages,
+        "report_pages": report_pages,
     }
 
 
@@ -162,6 +210,11 @@ def _record(result: dict[str, Any]) -> None:
         f"{n}: {p['bytes'] / 1e6:.2f} MB, {p['load_s']} s, table at {p['table_top_px']} px"
         for n, p in result["pages"].items()
     )
+    if result.get("report_pages"):
+        pages += " / report.html " + "; ".join(
+            f"{n}: {p['bytes'] / 1e6:.2f} MB, {p['load_s']} s, table at {p['table_top_px']} px"
+            for n, p in result["report_pages"].items()
+        )
     row = (
         f"| {result['date']} | {result['commit']} | {result['nproc']} | {result['load_average']:.1f} | "
         f"{result['tables']} | {runs} | {'yes' if result['identical'] else 'NO'} | {pages} |\n"
@@ -197,7 +250,15 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=300, help="tiny tables (default 300)")
     parser.add_argument("--concurrency", type=int, action="append", help="repeatable; default: 1 and default")
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--pages", type=Path, help="only the pages, from this assessment.json")
     args = parser.parse_args()
+    if args.pages:
+        assessment = json.loads(args.pages.read_text())
+        work = Path(tempfile.mkdtemp(prefix="icelake-pages-"))
+        print(
+            json.dumps({"pages": _pages(assessment, work), "report_pages": _report_pages(assessment, work)})
+        )
+        return
     result = run(args.tables, args.concurrency or [1, None])
     print(json.dumps(result, indent=1))
     if not args.no_record:
