@@ -275,10 +275,21 @@ def _write(
     held = target_lock(dst_io, target_location, plan.source_metadata) if lock else nullcontext()
     with held:
         refuse_other_table(dst_io, parent(plan.target_metadata), mj.table_uuid(plan.meta))
-        for mapping in plan.prefix_map.mappings:  # a killed run's half-written temp files
-            if is_local(mapping.target):
-                remove_stale_temp_files(mapping.target)
+        for root in _written_local_roots(plan):  # a killed run's half-written temp files
+            remove_stale_temp_files(root)
         return _execute(plan, jobs, runner, driver, copied)
+
+
+def _written_local_roots(plan: TablePlan) -> list[str]:
+    """Where a killed run may have left temp files that this one must clear: under every local
+    target prefix; for an incremental sync, only the directories it writes into (a walk of the
+    whole target would cost what the table holds)."""
+    roots = [m.target for m in plan.prefix_map.mappings if is_local(m.target)]
+    if plan.sync != "incremental" or not roots:
+        return roots
+    written = {parent(target) for _source, target in plan.copies.pairs()}
+    written.update(parent(task.target) for task in plan.delete_files)
+    return sorted({*written, parent(plan.target_metadata)})
 
 
 def _result(
