@@ -6,12 +6,15 @@ and carried by the run's event."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from typer.testing import CliRunner
 
 from icelake.aws.fileio import S3FileIO
+from icelake.cli import app
 from icelake.local.deploy import LocalDeployment
 from icelake.local.embedded import run_execution
 from icelake.migrate.reachable import reachable_files
@@ -48,7 +51,9 @@ def _verify(deployment: LocalDeployment, lake: Lake, run_id: str) -> tuple[dict[
     return {t["table"]: t for t in report["tables"]}, summary
 
 
-def test_verify_names_a_data_file_overwritten_on_the_target(world: tuple[Lake, LocalDeployment]) -> None:
+def test_verify_names_a_data_file_overwritten_on_the_target(
+    world: tuple[Lake, LocalDeployment], tmp_path: Path
+) -> None:
     lake, deployment = world
     queue = _events_queue()
     add_source_table(lake, "orders", [[1, 2], [3]])
@@ -80,6 +85,16 @@ def test_verify_names_a_data_file_overwritten_on_the_target(world: tuple[Lake, L
     bodies = [json.loads(m["Body"]) for m in messages]
     detail = next(b["detail"] for b in bodies if b["detail"].get("run_id") == "verify-2")
     assert detail["errors"][0]["table"] == "sales.orders" and data[0] in detail["errors"][0]["message"]
+
+    # The same through the command: the request's mode becomes verify; exit code 1
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps({k: v for k, v in lake.request("unused").items() if k != "run_id"}))
+    result = CliRunner().invoke(
+        app, ["migrate", "verify", "--request", str(request), "--run-id", "verify-cli", "--json"]
+    )
+    assert result.exit_code == 1, result.stderr
+    (shown,) = json.loads(result.stdout)["tables"]
+    assert shown["status"] == "damaged" and data[0] in shown["error"]["message"]
 
 
 def test_a_promoted_table_is_verified_alone(world: tuple[Lake, LocalDeployment]) -> None:
