@@ -302,3 +302,26 @@ def test_sync_full_when_asked(spark: Any, tmp_path: Path) -> None:
     )
 
     assert (result.sync, result.sync_reason) == ("full", "--full asks for it")
+
+
+def test_the_glue_job_syncs_from_the_version_plan_named(spark: Any, tmp_path: Path) -> None:
+    # Given a table the Glue job migrated in full
+    from glue_jobs import migrate_table as glue_job
+
+    table = _spark_writer(spark, "sync_glue")
+    target = tmp_path / "target"
+    synced = table.metadata()
+    first = glue_job.main(["--source-metadata", synced, "--target-location", str(target), "--run-id", "g1"])
+    assert first.sync == "full"
+
+    # When the source gets a commit and the job runs from the version Plan names (--sync-from)
+    spark.sql("INSERT INTO src.db.sync_glue VALUES (700, 'glue', 1)")
+    after = table.metadata()
+    argv = ["--source-metadata", after, "--target-location", str(target), "--run-id", "g2"]
+    result = glue_job.main([*argv, "--sync-from", synced])
+
+    # Then it planned only the change, and the target reads like the source in every snapshot
+    assert result.sync == "incremental", result.sync_reason
+    assert result.files_copied == 1
+    assert result.files_check is not None and result.files_check.problems == []
+    assert assert_same_table(after, result.target_metadata_location, spark=spark) == result.snapshots
