@@ -26,7 +26,12 @@ def since_of(item: WorkItem) -> Since:
 
 
 def with_sync_base(
-    item: WorkItem, synced: dict[str, Any] | None, registered: str | None, meta: mj.Metadata, dst_io: FileIO
+    item: WorkItem,
+    synced: dict[str, Any] | None,
+    registered: str | None,
+    meta: mj.Metadata,
+    dst_io: FileIO,
+    src_io: FileIO,
 ) -> WorkItem:
     """`item` with where its sync starts: the ledger's last synced source version when the target
     still holds it and the source continues it (checked: `since.sync_base`), else why not.
@@ -37,7 +42,7 @@ def with_sync_base(
         since = Since(source_metadata=str(synced["source_metadata"]))
         prefix_map = table_prefix_map(meta, prefix_maps(item), item.target_location)
         try:
-            sync_base(since, item.source_metadata_location, meta, prefix_map, dst_io)
+            sync_base(since, item.source_metadata_location, meta, prefix_map, dst_io, src_io)
         except NoBase as exc:
             why = str(exc)
         else:

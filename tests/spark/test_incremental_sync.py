@@ -263,9 +263,8 @@ def test_sync_full_when_the_source_was_replaced(py_catalog: Any, tmp_path: Path)
 
     # When a sync looks for where to start, it finds the last sync on the target, of another table
     with pytest.raises(NoBase, match="the source table was replaced: its UUID was"):
-        sync_base(
-            Since(from_target=True), metadata, meta, table_prefix_map(meta, [], str(target)), LocalFileIO()
-        )
+        prefix_map = table_prefix_map(meta, [], str(target))
+        sync_base(Since(from_target=True), metadata, meta, prefix_map, LocalFileIO(), LocalFileIO())
     # and the migration, full, refuses to write over the other table
     with pytest.raises(TargetHoldsOtherTableError):
         sync(metadata, target)
@@ -325,3 +324,42 @@ def test_the_glue_job_syncs_from_the_version_plan_named(spark: Any, tmp_path: Pa
     assert result.files_copied == 1
     assert result.files_check is not None and result.files_check.problems == []
     assert assert_same_table(after, result.target_metadata_location, spark=spark) == result.snapshots
+
+
+def test_a_sync_under_history_all_carries_what_the_new_versions_reach(
+    py_catalog: Any, tmp_path: Path
+) -> None:
+    # Given a table migrated with its whole history (history all)
+    table = _py_writer(py_catalog, "sync_history_all")
+    target = tmp_path / "target"
+    io = LocalFileIO()
+
+    def run(metadata: str) -> MigrationResult:
+        settings = EngineSettings(processes=1, history="all", since=Since(from_target=True))
+        return migrate_table(metadata, str(target), src_io=io, dst_io=io, settings=settings)
+
+    assert run(table.metadata()).sync == "full"
+
+    # When the source commits snapshots and expires those committed since the last sync but the
+    # newest (pyiceberg's expiry keeps their files: only the logged versions reach them)
+    synced = {s.snapshot_id for s in load(table.metadata()).metadata.snapshots}
+    table.change("appends")
+    pyiceberg_table = py_catalog.load_table("db.sync_history_all")
+    current = pyiceberg_table.current_snapshot()
+    since = [s.snapshot_id for s in pyiceberg_table.snapshots() if s.snapshot_id not in synced]
+    expired = [s for s in since if s != current.snapshot_id]
+    pyiceberg_table.maintenance.expire_snapshots().by_ids(expired).commit()
+    after = table.metadata()
+    result = run(after)
+
+    # Then the sync is incremental, and every logged version's manifest lists that the source
+    # still has are on the target too, as a full migration under history all carries them
+    assert result.sync == "incremental", result.sync_reason
+    assert len(expired) == 2 and not {s.snapshot_id for s in load(after).metadata.snapshots} & set(expired)
+    assert_same_table(after, result.target_metadata_location)
+    for logged in load(after).metadata.metadata_log:
+        version = load(logged.metadata_file).metadata
+        for snapshot in version.snapshots:
+            source_list = snapshot.manifest_list
+            if io.stat(source_list) is not None:
+                assert io.stat(source_list.replace(load(after).metadata.location, str(target))) is not None

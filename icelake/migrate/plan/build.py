@@ -54,7 +54,7 @@ def build_plan(
             cpus = stack.enter_context(CpuPools(settings.plan_processes()))
         ctx = PlanContext(src_io, dst_io, settings.reads, settings.workers, settings.progress, cpus)
         try:
-            base = sync_base(settings.since, source_metadata, meta, prefix_map, dst_io)
+            base = sync_base(settings.since, source_metadata, meta, prefix_map, dst_io, src_io)
             return incremental_plan(ctx, base, source_metadata, meta, prefix_map, settings)
         except NoBase as why:
             full_reason = str(why)

@@ -74,7 +74,12 @@ def newest_target_version(dst_io: FileIO, target_metadata_dir: str) -> str | Non
 
 
 def sync_base(
-    since: Since, source_metadata: str, meta: mj.Metadata, prefix_map: PrefixMap, dst_io: FileIO
+    since: Since,
+    source_metadata: str,
+    meta: mj.Metadata,
+    prefix_map: PrefixMap,
+    dst_io: FileIO,
+    src_io: FileIO,
 ) -> SyncBase:
     """The base an incremental plan starts from, checked; `NoBase` saying why there is none."""
     base = _base_version(since, source_metadata, prefix_map, dst_io)
@@ -86,7 +91,8 @@ def sync_base(
         raise NoBase(why) from exc
     if (was := mj.table_uuid(target_meta)) != (now := mj.table_uuid(meta)):
         raise NoBase(f"the source table was replaced: its UUID was {was} at the last sync and is {now} now")
-    _require_descent(target_meta, meta)
+    if not _descends(target_meta.get("current-snapshot-id"), meta):
+        _require_descent_by_versions(src_io, base, target_meta, meta)
     return SyncBase(base, target_meta, _current_list(dst_io, target_meta))
 
 
@@ -103,24 +109,51 @@ def _base_version(since: Since, source_metadata: str, prefix_map: PrefixMap, dst
     return canonical(f"{source_dir.rstrip('/')}/{name}")
 
 
-def _require_descent(target_meta: mj.Metadata, meta: mj.Metadata) -> None:
-    """The source's current snapshot descends from the last synced one, else `NoBase`."""
-    synced = target_meta.get("current-snapshot-id")
+def _descends(synced: int | None, meta: mj.Metadata) -> bool:
+    """Whether `meta`'s current snapshot is `synced` or descends from it by the parent links
+    `meta` holds (an expiry may have cut them: see `_require_descent_by_versions`)."""
     if synced is None or synced == -1:
-        return
+        return True
     parents = {s["snapshot-id"]: s.get("parent-snapshot-id") for s in meta.get("snapshots", [])}
     current = meta.get("current-snapshot-id")
     seen: set[int] = set()
     while current is not None and current != -1 and current not in seen:
         if current == synced:
-            return
+            return True
         seen.add(current)
         current = parents.get(current)
-    raise NoBase(
+    return False
+
+
+def _require_descent_by_versions(
+    src_io: FileIO, base: str, target_meta: mj.Metadata, meta: mj.Metadata
+) -> None:
+    """The source's history continues the last sync version by version: each metadata version
+    logged since has a current snapshot that is its predecessor's or descends from it. Needed when
+    an expiry cut the parent links between the synced snapshot and the current one (pyiceberg's
+    expiry unlinks a child from an expired parent); `NoBase` on a rollback, or when a version
+    between them is gone."""
+    logged = [canonical(p) for p in mj.metadata_log(meta)]
+    rolled_back = NoBase(
         f"the source's history does not continue the last sync: its current snapshot "
-        f"{meta.get('current-snapshot-id')} does not descend from snapshot {synced}, the last synced "
-        "(a rollback, or a snapshot the source expired)"
+        f"{meta.get('current-snapshot-id')} does not descend from snapshot "
+        f"{target_meta.get('current-snapshot-id')}, the last synced (a rollback past it)"
     )
+    if canonical(base) not in logged:
+        raise rolled_back
+    previous = target_meta.get("current-snapshot-id")
+    for uri in logged[logged.index(canonical(base)) + 1 :]:
+        try:
+            version, _gz = read_metadata(src_io, uri)
+        except Exception as exc:
+            raise NoBase(
+                f"a metadata version logged since the last sync, {uri}, cannot be read ({exc})"
+            ) from exc
+        if not _descends(previous, version):
+            raise rolled_back
+        previous = version.get("current-snapshot-id")
+    if not _descends(previous, meta):
+        raise rolled_back
 
 
 def _current_list(dst_io: FileIO, target_meta: mj.Metadata) -> dict[str, int]:

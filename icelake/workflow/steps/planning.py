@@ -68,7 +68,7 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
     src_io = sessions.source_io()
     before = sessions.requests.counts()
     source = read_metadata(src_io, item.source_metadata_location)
-    item = with_sync_base(item, synced, previous, source[0], dst_io)
+    item = with_sync_base(item, synced, previous, source[0], dst_io, src_io)
     journal_key = Artifacts.key(item.run_id, item.name, JOURNAL_NAME)
     journal_uri = deps.artifacts.uri(journal_key)
     figures = _planned_by_glue(item, source[0], journal_uri, deps)
