@@ -22,8 +22,8 @@ KINDS: dict[str, tuple[str, str]] = {
     "no_checksum": (
         "Source objects were uploaded in parts without a full-object checksum: neither a checksum nor "
         "an MD5 ETag can verify their copies, which are checked by size only.",
-        "Accept size-only checks for them, or copy them once in place with a checksum (CopyObject with "
-        "ChecksumAlgorithm) before migrating.",
+        "Accept that their copies are checked by size only, or have the source's owner give them a "
+        "full-object checksum before migrating (an in-place CopyObject with ChecksumAlgorithm).",
     ),
     "archived_objects": (
         "Source objects are in GLACIER or DEEP_ARCHIVE, which CopyObject cannot read.",

@@ -45,7 +45,6 @@ class Lent:
     buckets' regions, the objects observed) around the S3 clients it holds, and the shared target
     Glue client."""
 
-    sessions: Sessions
     source_io: FileIO
     target_io: FileIO
     target_glue: Any
@@ -100,7 +99,6 @@ class EstateClients:
         )
         try:
             yield Lent(
-                sessions=sessions,
                 source_io=S3FileIO(src, regions=regions[0]),
                 target_io=S3FileIO(dst, request.target.kms_key_id, regions=regions[1]),
                 target_glue=self._glue[key],
