@@ -117,6 +117,7 @@ def _outcomes(assessment: dict[str, Any], count: int) -> list[dict[str, Any]]:
     """`count` outcomes as a run of the assessed tables would report them (each migrated as
     estimated, a little slower table by table; every 50th rolled back with an error), checked by
     the outcome's own model."""
+    from icelake.workflow.failures import TableError
     from icelake.workflow.models import TableOutcome
 
     base = [t for t in assessment["tables"] if t.get("estimate")]
@@ -133,7 +134,9 @@ def _outcomes(assessment: dict[str, Any], count: int) -> list[dict[str, Any]]:
             files_verified=t["files_to_copy"],
             bytes_copied=t["bytes_to_copy"],
             snapshots_validated=t["snapshots"],
-            error={"type": "AccessDenied", "message": "the target role may not write", "step": "CopyInLambda"}
+            error=TableError(
+                type="AccessDenied", message="the target role may not write", step="CopyInLambda"
+            )
             if failed
             else None,
             seconds=estimate["duration_s"] * (1 + i / count),

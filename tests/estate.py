@@ -4,6 +4,8 @@ each) published under many names, each a table of its own at its own location.""
 
 from __future__ import annotations
 
+import contextlib
+
 from pyiceberg.catalog.sql import SqlCatalog
 
 from icelake.local.lake import TARGET_ACCOUNT, Lake
@@ -25,10 +27,8 @@ def tiny_tables(lake: Lake, count: int, database: str = "bulk") -> list[str]:
 def foreign_target(lake: Lake, database: str, table: str) -> None:
     """A table of that name in the target account that icelake did not create (a blocker)."""
     glue = lake.target.client("glue")
-    try:
+    with contextlib.suppress(glue.exceptions.AlreadyExistsException):
         glue.create_database(DatabaseInput={"Name": database})
-    except glue.exceptions.AlreadyExistsException:
-        pass
     glue.create_table(
         DatabaseName=database,
         TableInput={
