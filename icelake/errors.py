@@ -282,3 +282,8 @@ class RetryableFetchError(Exception):
     def __init__(self, failure: str, status: int | None = None, retry_after: float | None = None) -> None:
         super().__init__(failure)
         self.failure, self.status, self.retry_after = failure, status, retry_after
+
+
+class NoBase(IcelakeError):
+    """Why a sync cannot start from the last synced version (icelake.migrate.plan.since): the
+    plan is then full, and its outcome says this."""

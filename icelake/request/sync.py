@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from icelake.aws.fileio import FileIO
+from icelake.errors import NoBase
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.plan.since import NoBase, Since, sync_base
+from icelake.migrate.plan.since import Since, sync_base
 from icelake.migrate.plan.target import table_prefix_map
 from icelake.request.models import WorkItem
 from icelake.request.target import prefix_maps

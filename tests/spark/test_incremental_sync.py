@@ -17,11 +17,11 @@ import pyarrow as pa
 import pytest
 
 from icelake.aws.fileio import LocalFileIO
-from icelake.errors import TargetHoldsOtherTableError
+from icelake.errors import NoBase, TargetHoldsOtherTableError
 from icelake.migrate import migrate_table
 from icelake.migrate.models import MigrationResult
 from icelake.migrate.plan.reads import read_metadata
-from icelake.migrate.plan.since import NoBase, Since, sync_base
+from icelake.migrate.plan.since import Since, sync_base
 from icelake.migrate.plan.target import table_prefix_map
 from icelake.migrate.settings import EngineSettings
 from icelake.uris import canonical

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import TypedDict
 
 from icelake.aws.fileio import FileIO, ObjectInfo
+from icelake.errors import NoBase
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import ManifestRef
 from icelake.migrate.cpu_pool import CpuPools
@@ -21,7 +22,7 @@ from icelake.migrate.plan.incremental import increment, near_reads
 from icelake.migrate.plan.model import DeleteFileTask, TablePlan
 from icelake.migrate.plan.reach import Reach, reach
 from icelake.migrate.plan.reads import PlanContext, read_metadata
-from icelake.migrate.plan.since import NoBase, SyncBase, sync_base
+from icelake.migrate.plan.since import SyncBase, sync_base
 from icelake.migrate.plan.source import at_source, check_sources, count_files
 from icelake.migrate.plan.target import refuse_other_table, table_prefix_map
 from icelake.migrate.settings import DEFAULT_SETTINGS, EngineSettings

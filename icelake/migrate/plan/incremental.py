@@ -19,13 +19,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 
+from icelake.errors import NoBase
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import ManifestRef, manifest_refs
 from icelake.migrate.avro_patch import PlannedManifest
 from icelake.migrate.inventory_near import stat_near
 from icelake.migrate.plan.reach import path_directories, read_manifest_lists, read_manifests
 from icelake.migrate.plan.reads import PlanContext, read_metadata
-from icelake.migrate.plan.since import NoBase, SyncBase
+from icelake.migrate.plan.since import SyncBase
 from icelake.migrate.plan.target import prefix_counts
 from icelake.uris import PrefixMap, canonical
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from icelake.aws.fileio import FileIO, is_absent
-from icelake.errors import IcelakeError
+from icelake.errors import NoBase
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import manifest_refs
 from icelake.migrate.plan.reads import read_metadata
@@ -50,10 +50,6 @@ class SyncBase:
     @property
     def snapshot_ids(self) -> set[int]:
         return {s["snapshot-id"] for s in self.target_meta.get("snapshots", [])}
-
-
-class NoBase(IcelakeError):
-    """Why a sync cannot start from the last synced version: the plan is then full."""
 
 
 _VERSION = re.compile(r"^(?:v(\d+)|(\d+)-[^/]*)\.(?:gz\.)?metadata\.json(?:\.gz)?$")
