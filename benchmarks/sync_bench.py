@@ -74,6 +74,15 @@ class PhaseClock:
     def advance(self, phase: str, amount: int = 1) -> None:
         return None
 
+    def by_phase(self, begin: float, end: float) -> dict[str, float]:
+        """Seconds from the start to the first phase ("setup": the source metadata read, the
+        base found), then per phase, to the next phase's start."""
+        marks = [("setup", begin), *self.starts, ("end", end)]
+        out: dict[str, float] = {}
+        for a, b in itertools.pairwise(marks):
+            out[a[0]] = round(out.get(a[0], 0.0) + b[1] - a[1], 3)
+        return out
+
     def seconds_of(self, phase: str, end: float) -> float:
         marks = [*self.starts, ("end", end)]
         return sum(b[1] - a[1] for a, b in itertools.pairwise(marks) if a[0] == phase)
@@ -108,6 +117,7 @@ def local_run(source_metadata: str, target: Path) -> dict[str, Any]:
         "seconds": seconds,
         "plan_rewrite_s": round(seconds - copy_s, 3),
         "copy_s": copy_s,
+        "phase_s": clock.by_phase(started, ended),
         "requests": dict(requests),
         "requests_total": sum(requests.values()),
         "files_read": requests["GET"],
@@ -238,6 +248,8 @@ def _workflow_run(deployment: Any, lake: Any, run_id: str, mode: str) -> dict[st
     if result.status != "SUCCEEDED":
         raise SystemExit(f"the execution ended {result.status}: {result.failure()}")
     (outcome,) = read_report(result.output["report_uri"])["tables"]
+    if outcome["status"] not in ("migrated", "in_sync"):
+        raise SystemExit(f"{run_id}: the table ended {outcome['status']}: {outcome.get('error')}")
     step_of = {name: step for step, (name, _path, _ph) in LAMBDA_STEPS.items()}
     step_s: dict[str, float] = defaultdict(float)
     for call in calls:
