@@ -20,7 +20,6 @@ from rich.table import Table
 from icelake.assess.assessment import Settings, assemble, assess_table
 from icelake.assess.cost import DEFAULT_REGION, SYNC_DAYS, regions_of
 from icelake.assess.estate import assess_request, default_concurrency, settings_for
-from icelake.assess.estimate import ThroughputModel
 from icelake.assess.pages import render_assessment
 from icelake.assess.prices import load_prices
 from icelake.assess.schema import Assessment, TableAssessment
@@ -33,6 +32,7 @@ from icelake.errors import IcelakeError
 from icelake.request.deps import Deps, WorkflowEnv
 from icelake.request.models import MigrationRequest
 from icelake.request.selection import parse_request
+from icelake.throughput import ThroughputModel, load_throughput
 from icelake.uris import parse_map_option
 
 assess_app = typer.Typer(
@@ -72,6 +72,14 @@ class AssessOptions:
     sync_days: Annotated[
         float, typer.Option("--sync-days", min=0, help="Days both copies are kept while syncing.")
     ] = SYNC_DAYS
+    throughput: Annotated[
+        Path | None,
+        typer.Option(
+            "--throughput",
+            help="A throughput model JSON (docs/assessment.md): your accounts' latencies, limits and "
+            "start-ups; default: the request's options.throughput, else the model's defaults.",
+        ),
+    ] = None
     concurrency: Annotated[
         int | None,
         typer.Option(
@@ -140,7 +148,8 @@ def _of_request(options: AssessOptions, path: Path, shown: Tally) -> Assessment:
     o = options
     table = load_prices(_price_region(o.region, regions_of(parsed)[1]), o.prices)
     deps = Deps(WorkflowEnv(ledger_table=LEDGER_TABLE, artifacts_bucket=ARTIFACTS_BUCKET))
-    settings = settings_for(parsed, table, sync_days=o.sync_days)
+    model = load_throughput(o.throughput) if o.throughput else parsed.options.throughput
+    settings = settings_for(parsed, table, sync_days=o.sync_days, model=model)
     return assess_request(parsed, deps, settings, shown, o.concurrency or default_concurrency())
 
 
@@ -151,8 +160,9 @@ def _of_table(options: AssessOptions, shown: Tally) -> Assessment:
     assert metadata is not None and target_location is not None
     pairs = [parse_map_option(m) for m in maps]
     table_prices = load_prices(_price_region(o.region, None), o.prices)
+    model = load_throughput(o.throughput) if o.throughput else ThroughputModel()
     settings = Settings(
-        prices=table_prices, model=ThroughputModel(), concurrency=o.map_concurrency, sync_days=o.sync_days
+        prices=table_prices, model=model, concurrency=o.map_concurrency, sync_days=o.sync_days
     )
     src_io = io_for(metadata, assume_role_session(o.source_role, session_name="icelake-assess-source"))
     dst_io = io_for(target_location, assume_role_session(o.target_role, session_name="icelake-assess-target"))

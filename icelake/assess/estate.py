@@ -37,12 +37,13 @@ def settings_for(
     model: ThroughputModel | None = None,
     now: datetime | None = None,
 ) -> Settings:
-    """The request's thresholds and concurrency; cross-region when it names two regions."""
+    """The request's thresholds, concurrency and throughput model (`model` wins over the request's);
+    cross-region when it names two regions."""
     source_region, target_region = regions_of(request)
     options = request.options
     return Settings(
         prices=prices,
-        model=model or ThroughputModel(),
+        model=model or options.throughput or ThroughputModel(),
         glue_threshold_files=options.glue_threshold_files,
         glue_threshold_bytes=options.glue_threshold_bytes,
         concurrency=options.concurrency,

@@ -17,43 +17,16 @@ import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from icelake.assess.cost import TABLE_TRANSITIONS, Work, cost_usd
 from icelake.assess.prices import PriceTable
 from icelake.aws.request_count import REQUEST_KINDS, added
+from icelake.throughput import ThroughputModel
+
+__all__ = ["PlannedWork", "TableEstimate", "ThroughputModel", "estimate_table", "lay_out"]
 
 PHASES = ("plan", "copy", "validate")
-
-
-class ThroughputModel(BaseModel):
-    """How fast S3, Lambda and Glue do the work (defaults: S3's published request rates, typical
-    same-region latencies; every parameter is written into assessment.json)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    # Seconds from request to answer of a small object, by request kind (same region).
-    latency_s: dict[str, float] = Field(
-        default_factory=lambda: {
-            "list": 0.08,
-            "head": 0.02,
-            "get": 0.03,
-            "put": 0.05,
-            "copy": 0.06,
-            "delete": 0.03,
-        }
-    )
-    copy_mib_per_s: float = Field(default=100.0, gt=0)  # one server-side copy's speed past its latency
-    plan_parallel: int = Field(default=4, ge=1)  # metadata files the plan fetches ahead
-    lambda_parallel: int = Field(default=16, ge=1)  # copies and rewrites a Copy Lambda runs at once
-    glue_workers: int = Field(default=10, ge=2)  # the deployed job's (cdk context glue_workers)
-    glue_worker_type: str = "G.1X"
-    glue_threads_per_worker: int = Field(default=16, ge=1)  # copies in flight per worker
-    glue_startup_s: float = Field(default=60.0, ge=0)  # a job run's start (Glue 4/5: under a minute)
-    lambda_start_s: float = Field(default=1.0, ge=0)  # an invocation's start, each step
-    # S3's request rates per prefix: 3,500 PUT/COPY/POST/DELETE and 5,500 GET/HEAD per second.
-    prefix_write_per_s: float = Field(default=3500.0, gt=0)
-    prefix_read_per_s: float = Field(default=5500.0, gt=0)
-    map_overhead_s: float = Field(default=2.0, ge=0)  # Inventory and Report, once per run
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, check_session_duration
 from icelake.errors import IcelakeError
 from icelake.request.names import Naming, split_name, template_fields
+from icelake.throughput import ThroughputModel
 
 _ACCOUNT = re.compile(r"^\d{12}$")
 _ROLE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
@@ -333,6 +334,9 @@ class Options(_Frozen):
     # "new": an incremental sync validates the new snapshots and proves the older ones untouched;
     # "all": every snapshot, as a full sync does.
     validation_scope: Literal["new", "all"] = "new"
+    # The throughput model of the estimates (mode assess, and the Plan step's choice of engine):
+    # the parameters measured in one's own accounts (docs/assessment.md); None: the defaults.
+    throughput: ThroughputModel | None = None
 
     @field_validator("session_duration_seconds")
     @classmethod

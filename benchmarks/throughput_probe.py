@@ -1,0 +1,96 @@
+"""Measure the throughput model's S3 parameters on an S3 endpoint: the embedded AWS by default.
+
+    .venv/bin/python -m benchmarks.throughput_probe                 # the embedded AWS (moto, loopback)
+    .venv/bin/python -m benchmarks.throughput_probe --endpoint ''   # real S3 (AWS_PROFILE, --bucket)
+
+Each request kind the estimate counts (list, head, get, put, copy, delete) is sent `--requests`
+times, one at a time, on a small object; the model's `latency_s` is each kind's median seconds.
+`copy_mib_per_s` is one server-side copy of a `--copy-mib` object, less a small copy's latency.
+Prints a JSON throughput model (the parameters measured; the others are ThroughputModel's defaults:
+pass it to `icelake assess --throughput FILE`). On real S3 run it from where the copy runs (a
+Lambda or an EC2 instance in the region), not a laptop: the latencies are the network's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+KINDS = ("list", "head", "get", "put", "copy", "delete")
+
+
+def _median(call: Callable[[int], object], n: int) -> float:
+    times = []
+    for i in range(n):
+        started = time.perf_counter()
+        call(i)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def probe(s3: Any, bucket: str, requests: int, copy_mib: int) -> dict[str, Any]:
+    """The measured parameters on `bucket` (objects written under a fresh prefix, then deleted)."""
+    prefix = f"icelake-probe/{uuid.uuid4().hex}/"
+    body = b"x" * 1024
+    latency = {
+        "put": _median(lambda i: s3.put_object(Bucket=bucket, Key=f"{prefix}o{i}", Body=body), requests),
+        "head": _median(lambda i: s3.head_object(Bucket=bucket, Key=f"{prefix}o{i}"), requests),
+        "get": _median(lambda i: s3.get_object(Bucket=bucket, Key=f"{prefix}o{i}")["Body"].read(), requests),
+        "list": _median(lambda i: s3.list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1000), requests),
+        "copy": _median(
+            lambda i: s3.copy_object(
+                Bucket=bucket, Key=f"{prefix}c{i}", CopySource={"Bucket": bucket, "Key": f"{prefix}o{i}"}
+            ),
+            requests,
+        ),
+        "delete": _median(lambda i: s3.delete_object(Bucket=bucket, Key=f"{prefix}o{i}"), requests),
+    }
+    big = f"{prefix}big"
+    s3.put_object(Bucket=bucket, Key=big, Body=b"y" * (copy_mib * 1024**2))
+    started = time.perf_counter()
+    s3.copy_object(Bucket=bucket, Key=f"{big}-copy", CopySource={"Bucket": bucket, "Key": big})
+    streaming = max(time.perf_counter() - started - latency["copy"], 1e-6)
+    for key in [big, f"{big}-copy", *(f"{prefix}c{i}" for i in range(requests))]:
+        s3.delete_object(Bucket=bucket, Key=key)
+    return {
+        "latency_s": {k: round(latency[k], 5) for k in KINDS},
+        "copy_mib_per_s": round(copy_mib / streaming, 1),
+    }
+
+
+@contextlib.contextmanager
+def _endpoint(endpoint: str | None) -> Iterator[None]:
+    if endpoint == "":
+        yield
+        return
+    from icelake.local.moto_server import embedded_aws
+
+    with embedded_aws():
+        yield
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--endpoint", default=None, help="'' for real S3; default: an embedded AWS")
+    parser.add_argument("--bucket", default="icelake-throughput-probe")
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--copy-mib", type=int, default=64)
+    args = parser.parse_args()
+    import boto3
+
+    with _endpoint(args.endpoint):
+        s3 = boto3.client("s3", region_name="us-east-1")
+        if args.endpoint is None:
+            s3.create_bucket(Bucket=args.bucket)
+        measured = probe(s3, args.bucket, args.requests, args.copy_mib)
+    print(json.dumps({"name": "measured", **measured}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""The throughput model: how fast S3, Lambda and Glue do a migration's work, the parameters of
+every time estimate (icelake/assess/estimate.py). Its defaults are S3's published request rates and
+typical same-region latencies; an operator who measured their own accounts passes their figures as
+a JSON file (`icelake assess --throughput FILE`, a request's `options.throughput`), each parameter
+explained, with how to measure it, in docs/assessment.md. `embedded.json` beside this module is the
+embedded AWS's (moto on loopback) measured by benchmarks/throughput_probe.py: the model the tests
+hold runs on that AWS to. Below the request, the assessment and the workflow, which all read it.
+
+What the model leaves out: latency varies with object size only through `copy_mib_per_s` (a GET of
+a large manifest costs its latency alone); throttling (503 SlowDown) is modelled as the per-prefix
+rate bound, not as retries; a Lambda's cold start and a Glue job's start are single figures."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from icelake.aws.request_count import REQUEST_KINDS
+from icelake.errors import IcelakeError
+
+SHIPPED = ("embedded",)  # models shipped beside this module, by name
+
+
+class ThroughputModel(BaseModel):
+    """How fast S3, Lambda and Glue do the work (defaults: S3's published request rates, typical
+    same-region latencies; every parameter is written into assessment.json)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    # What the figures are: "default", a shipped model's name, or the operator's (a file's path
+    # when its JSON names none): assessment.json says which model its estimates used.
+    name: str = "default"
+    measured: str = ""  # how and where the figures were measured (free text)
+    # Seconds from request to answer of a small object, by request kind (same region).
+    latency_s: dict[str, Annotated[float, Field(ge=0)]] = Field(
+        default_factory=lambda: {
+            "list": 0.08,
+            "head": 0.02,
+            "get": 0.03,
+            "put": 0.05,
+            "copy": 0.06,
+            "delete": 0.03,
+        }
+    )
+    copy_mib_per_s: float = Field(default=100.0, gt=0)  # one server-side copy's speed past its latency
+    plan_parallel: int = Field(default=4, ge=1)  # metadata files the plan fetches ahead
+    lambda_parallel: int = Field(default=16, ge=1)  # copies and rewrites a Copy Lambda runs at once
+    glue_workers: int = Field(default=10, ge=2)  # the deployed job's (cdk context glue_workers)
+    glue_worker_type: str = "G.1X"
+    glue_threads_per_worker: int = Field(default=16, ge=1)  # copies in flight per worker
+    glue_startup_s: float = Field(default=60.0, ge=0)  # a job run's start (Glue 4/5: under a minute)
+    lambda_start_s: float = Field(default=1.0, ge=0)  # an invocation's start, each step
+    # S3's request rates per prefix: 3,500 PUT/COPY/POST/DELETE and 5,500 GET/HEAD per second.
+    prefix_write_per_s: float = Field(default=3500.0, gt=0)
+    prefix_read_per_s: float = Field(default=5500.0, gt=0)
+    map_overhead_s: float = Field(default=2.0, ge=0)  # Inventory and Report, once per run
+
+    @field_validator("latency_s")
+    @classmethod
+    def _kinds(cls, v: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(v) - set(REQUEST_KINDS))
+        if unknown:
+            raise ValueError(f"{unknown[0]!r} is not a request kind: {', '.join(REQUEST_KINDS)}")
+        return v
+
+
+def load_throughput(path: Path) -> ThroughputModel:
+    """The model in the JSON file at `path` (parameters left out keep their defaults); a bad file
+    is refused in one line naming the field."""
+    try:
+        body = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise IcelakeError(f"{path} is not a readable JSON throughput model ({exc}): fix the file") from exc
+    if isinstance(body, dict) and "name" not in body:
+        body = {**body, "name": str(path)}
+    return throughput_of(body, str(path))
+
+
+def shipped_throughput(name: str) -> ThroughputModel:
+    """A model shipped beside this module (SHIPPED), e.g. "embedded"."""
+    text = resources.files(__package__).joinpath(f"{name}.json").read_text()
+    return throughput_of(json.loads(text), name)
+
+
+def throughput_of(body: Any, where: str) -> ThroughputModel:
+    """`body` (a JSON value) as a model, or a one-line refusal naming the first bad field."""
+    try:
+        return ThroughputModel.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(the whole file)"
+        raise IcelakeError(
+            f"{where} is not a throughput model: {field}: {first['msg']} ({exc.error_count()} problem(s)); "
+            "docs/assessment.md lists the parameters"
+        ) from exc
