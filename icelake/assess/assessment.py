@@ -14,12 +14,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from botocore.exceptions import ClientError
 
 from icelake.assess.commits import CommitHistory, commit_history, commit_rate_warning
 from icelake.assess.cost import SYNC_DAYS, summed
+from icelake.assess.engine_choice import PLANNED_BY_GLUE, CopyWork, EngineChoice, Thresholds, choose_engine
 from icelake.assess.estimate import PlannedWork, TableEstimate, ThroughputModel, estimate_table, lay_out
 from icelake.assess.expected import expected_requests
 from icelake.assess.findings import SourceObjects, object_findings, refusal
@@ -59,6 +60,7 @@ class Settings:
     model: ThroughputModel = field(default_factory=ThroughputModel)
     glue_threshold_files: int = 20_000
     glue_threshold_bytes: int = 100 * 1024**3
+    thresholds_explicit: bool = False  # the request set one: the estimate rule is off (engine_choice)
     concurrency: int = 4
     prune: bool = True  # the request's options.prune: Validate then reads the target's manifests again
     history: History = "live"  # the request's options.history: what the target keeps
@@ -66,6 +68,10 @@ class Settings:
     cross_region: bool = False
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
     progress: ProgressSink | None = None  # the planner's progress (None: not shown)
+
+    @property
+    def thresholds(self) -> Thresholds:
+        return Thresholds(self.glue_threshold_files, self.glue_threshold_bytes, self.thresholds_explicit)
 
 
 def assess_table(
@@ -161,13 +167,14 @@ def _assessed(
     object_findings(plan, objects, blockers, warnings)
     files_to_copy = len(plan.copies)
     bytes_to_copy = sum(task.info.size for task in plan.copies)
-    engine = _engine(meta, files_to_copy, bytes_to_copy, settings)
     metadata_paths = [*plan.metadata_files, *plan.manifest_lists, *plan.manifests]
     metadata_bytes = _metadata_bytes(src_io, plan, metadata_paths)
     target_kms = bool(getattr(dst_io, "kms_key_id", None))
     expected = expected_requests(
         plan, target_location, replanned, prune=settings.prune, target_kms=target_kms
     )
+    chosen = _engine(meta, CopyWork(files_to_copy, bytes_to_copy, expected["copy"]), settings)
+    engine = chosen.engine
     work = PlannedWork(
         plan_requests=plan_requests,
         run_requests=expected["copy"],
@@ -210,6 +217,7 @@ def _assessed(
             for m in plan.prefix_map.mappings
         ],
         engine=engine,
+        engine_rule=chosen.rule,
         blockers=blockers,
         warnings=warnings,
         estimate=estimate,
@@ -272,6 +280,7 @@ def assemble(tables: list[TableAssessment], settings: Settings, scope: dict[str,
             "cross_region": settings.cross_region,
             "glue_threshold_files": settings.glue_threshold_files,
             "glue_threshold_bytes": settings.glue_threshold_bytes,
+            "glue_thresholds_explicit": settings.thresholds_explicit,
             "prices": prices.model_dump(mode="json"),
         },
     )
@@ -301,15 +310,14 @@ def _totals(tables: list[TableAssessment], estimates: list[TableEstimate]) -> To
     )
 
 
-def _engine(meta: mj.Metadata, files: int, size: int, settings: Settings) -> Literal["lambda", "glue"]:
-    """As Plan chooses: a table over a threshold by its summaries, or by what it copies, goes to Glue."""
+def _engine(meta: mj.Metadata, work: CopyWork, settings: Settings) -> EngineChoice:
+    """As Plan chooses: a table over a threshold by its summaries is planned and copied by Glue;
+    else `choose_engine` on what it copies (thresholds, then the Lambda copy's estimate)."""
     summaries = estimate_size(meta)
-    over = files > settings.glue_threshold_files or size > settings.glue_threshold_bytes
-    if summaries is not None:
-        over = over or (
-            summaries.files > settings.glue_threshold_files or summaries.bytes > settings.glue_threshold_bytes
-        )
-    return "glue" if over else "lambda"
+    t = settings.thresholds
+    if summaries is not None and (summaries.files > t.files or summaries.bytes > t.bytes):
+        return EngineChoice("glue", PLANNED_BY_GLUE)
+    return choose_engine(work, t, settings.model)
 
 
 def _metadata_bytes(src_io: FileIO, plan: TablePlan, paths: list[str]) -> int:
@@ -368,7 +376,7 @@ def _unplanned(
         data_files=summaries.files if summaries else 0,
         data_bytes=summaries.bytes if summaries else 0,
         prefixes=prefixes,
-        engine=_engine(meta, 0, 0, settings),
+        engine=_engine(meta, CopyWork(0, 0, {}), settings).engine,
         blockers=blockers,
         **history.fields(),
     )

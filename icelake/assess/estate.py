@@ -16,6 +16,7 @@ from typing import Any
 from icelake.assess.assessment import Settings, assemble, assess_table
 from icelake.assess.buckets import BucketReads, bucket_findings
 from icelake.assess.cost import SYNC_DAYS, regions_of
+from icelake.assess.engine_choice import Thresholds
 from icelake.assess.estimate import ThroughputModel
 from icelake.assess.lending import EstateClients
 from icelake.assess.prices import PriceTable
@@ -46,6 +47,7 @@ def settings_for(
         model=model or options.throughput or ThroughputModel(),
         glue_threshold_files=options.glue_threshold_files,
         glue_threshold_bytes=options.glue_threshold_bytes,
+        thresholds_explicit=Thresholds.of(options).explicit,
         concurrency=options.concurrency,
         prune=options.prune,
         history=options.history,

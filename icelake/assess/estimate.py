@@ -24,7 +24,7 @@ from icelake.assess.prices import PriceTable
 from icelake.aws.request_count import REQUEST_KINDS, added
 from icelake.throughput import ThroughputModel
 
-__all__ = ["PlannedWork", "TableEstimate", "ThroughputModel", "estimate_table", "lay_out"]
+__all__ = ["PlannedWork", "TableEstimate", "ThroughputModel", "copy_seconds", "estimate_table", "lay_out"]
 
 PHASES = ("plan", "copy", "validate")
 
@@ -101,10 +101,18 @@ def _requests_time(requests: Mapping[str, int], model: ThroughputModel, parallel
 
 
 def _copy_time(work: PlannedWork, requests: Mapping[str, int], model: ThroughputModel, glue: bool) -> float:
+    return copy_seconds(work.run_requests, work.bytes_to_copy, model, glue=glue)
+
+
+def copy_seconds(
+    run_requests: Mapping[str, int], bytes_to_copy: int, model: ThroughputModel, *, glue: bool
+) -> float:
+    """The copy step's seconds in one engine: its start, its requests, its bytes (what the Plan
+    step's choice of engine weighs against the Lambda's timeout)."""
     parallel = model.glue_workers * model.glue_threads_per_worker if glue else model.lambda_parallel
     start = model.glue_startup_s if glue else model.lambda_start_s
-    writing = _requests_time(work.run_requests, model, parallel)
-    streaming = work.bytes_to_copy / (model.copy_mib_per_s * 1024**2) / parallel
+    writing = _requests_time(run_requests, model, parallel)
+    streaming = bytes_to_copy / (model.copy_mib_per_s * 1024**2) / parallel
     return start + writing + streaming
 
 

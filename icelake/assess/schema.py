@@ -63,6 +63,7 @@ class TableAssessment(BaseModel):
     bytes_added_per_day: dict[str, float] = {}
     daily_commits: list[int] = []  # the last 30 days, oldest first
     engine: Literal["lambda", "glue"] = "lambda"
+    engine_rule: str | None = None  # which rule chose it (icelake/assess/engine_choice.py)
     blockers: list[Finding] = []
     warnings: list[Finding] = []
     estimate: TableEstimate | None = None

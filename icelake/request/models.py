@@ -7,9 +7,18 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, check_session_duration
 from icelake.errors import IcelakeError
@@ -342,6 +351,16 @@ class Options(_Frozen):
     @classmethod
     def _duration(cls, v: int) -> int:
         return check_session_duration(v)
+
+    @model_serializer(mode="wrap")
+    def _unset_thresholds_stay_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # The request travels as JSON from step to step: a Glue threshold it did not set is left out,
+        # so Plan can still tell the default from a threshold set to win over the estimate.
+        data: dict[str, Any] = handler(self)
+        for name in ("glue_threshold_files", "glue_threshold_bytes"):
+            if name not in self.model_fields_set:
+                data.pop(name, None)
+        return data
 
 
 class MigrationRequest(_Frozen):

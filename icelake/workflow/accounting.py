@@ -59,7 +59,8 @@ def accounted(
 
 def plan_estimate(planned: PlanResult, prices: PriceTable, cross_region: bool) -> TableEstimate | None:
     """The estimate model applied to the run's own plan (its measured requests and what it predicts
-    the copy and Validate send), with the model's default parameters: what the run is held to."""
+    the copy and Validate send), with the request's throughput model (else the defaults): what the
+    run is held to."""
     expected = planned.expected_requests
     if not expected:
         return None
@@ -73,7 +74,7 @@ def plan_estimate(planned: PlanResult, prices: PriceTable, cross_region: bool) -
     )
     return estimate_table(
         work,
-        ThroughputModel(),
+        planned.item.request.options.throughput or ThroughputModel(),
         prices,
         cross_region=cross_region,
         stored_bytes=planned.bytes_to_copy,

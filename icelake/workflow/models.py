@@ -40,6 +40,8 @@ class AssessResult(_Frozen):
 class PlanResult(_Frozen):
     item: WorkItem
     engine: Literal["lambda", "glue", "none"]  # none: already in sync (incremental) or dry run
+    # Which rule chose the engine, with its figures (icelake/assess/engine_choice.py); None: "none".
+    engine_rule: str | None = None
     files_planned: int
     bytes_planned: int
     files_to_copy: int
@@ -119,6 +121,7 @@ class TableOutcome(_Frozen):
     # Where each phase ran: plan, copy ("lambda" or "glue") and validate ("glue" when the Glue job
     # compared the rows, else "lambda").
     engines: dict[str, str] = {}
+    engine_rule: str | None = None  # which rule chose the copy's engine (icelake/assess/engine_choice.py)
     files_pruned: int = 0  # objects of snapshots the source expired, deleted from the target
     # Files only older logged metadata versions reach, present at the source: copied under
     # options.history "all", else not; `history_note` says which and what to do about them.

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from icelake.assess.engine_choice import PLANNED_BY_GLUE, CopyWork, Thresholds, choose_engine
 from icelake.assess.expected import expected_requests
 from icelake.aws import catalog
 from icelake.aws.fileio import FileIO
@@ -25,6 +26,7 @@ from icelake.request.deps import Artifacts, Deps, Sessions
 from icelake.request.models import WorkItem
 from icelake.request.sync import since_of, with_sync_base
 from icelake.request.target import foreign_commit, owner_of, prefix_maps
+from icelake.throughput import ThroughputModel
 from icelake.workflow.inputs import PlanInput
 from icelake.workflow.models import PlanResult
 from icelake.workflow.steps.carrying import carry_plan, promoted_state
@@ -74,7 +76,7 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
     figures = _planned_by_glue(item, source[0], journal_uri, deps)
     if figures is None:
         figures = _plan_here(item, src_io, dst_io, source, journal_uri, deps, sessions.requests, before)
-    engine = _engine(item, figures, synced, previous)
+    engine, rule = _engine(item, figures, synced, previous)
     ledger.record_table(
         item.run_id,
         item.name,
@@ -88,6 +90,7 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
     return PlanResult(
         item=item,
         engine=engine,
+        engine_rule=rule,
         planned_in=figures.planned_in,
         files_planned=figures.files_planned,
         bytes_planned=figures.bytes_planned,
@@ -157,8 +160,10 @@ def _planned_by_glue(item: WorkItem, meta: dict[str, Any], journal_uri: str, dep
     options = item.request.options
     size = estimate_size(meta)
     # An incremental sync is planned here whatever the table's size: its plan reads the change.
-    glue_sized = item.sync_from is None and size is not None and (
-        size.files > options.glue_threshold_files or size.bytes > options.glue_threshold_bytes
+    glue_sized = (
+        item.sync_from is None
+        and size is not None
+        and (size.files > options.glue_threshold_files or size.bytes > options.glue_threshold_bytes)
     )
     if glue_sized and size is not None and not options.dry_run:
         # Planning grows with the table: the Glue job plans it, and journals what it will create
@@ -173,10 +178,11 @@ def _planned_by_glue(item: WorkItem, meta: dict[str, Any], journal_uri: str, dep
 
 def _engine(
     item: WorkItem, figures: Figures, synced: dict[str, Any] | None, previous: str | None
-) -> Literal["lambda", "glue", "none"]:
-    """Where the table copies: nowhere on a dry run or when the target is already in sync with
-    the pinned source (incremental, cutover); in the Glue job when the job plans it or there is
-    more to copy than a Glue threshold; else in a Lambda."""
+) -> tuple[Literal["lambda", "glue", "none"], str | None]:
+    """Where the table copies, and by which rule: nowhere on a dry run or when the target is
+    already in sync with the pinned source (incremental, cutover); in the Glue job when the job
+    plans it; else as `choose_engine` says of what will be copied (an incremental sync's increment):
+    over a Glue threshold, or a Lambda copy estimated past 60 % of its timeout, goes to Glue."""
     options = item.request.options
     in_sync = (
         item.request.mode in ("incremental", "cutover")
@@ -185,11 +191,14 @@ def _engine(
         and previous == figures.target_metadata
     )
     if options.dry_run or in_sync:
-        return "none"
+        return "none", None
     if figures.planned_in == "glue":
-        return "glue"
-    many = figures.files_to_copy > options.glue_threshold_files
-    return "glue" if many or figures.bytes_to_copy > options.glue_threshold_bytes else "lambda"
+        return "glue", PLANNED_BY_GLUE
+    work = CopyWork(
+        figures.files_to_copy, figures.bytes_to_copy, (figures.expected_requests or {}).get("copy", {})
+    )
+    chosen = choose_engine(work, Thresholds.of(options), options.throughput or ThroughputModel())
+    return chosen.engine, chosen.rule
 
 
 @dataclass(frozen=True)

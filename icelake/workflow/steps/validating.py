@@ -98,6 +98,7 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
         sync=copied.sync,
         sync_reason=copied.sync_reason,
         engines={"plan": planned.planned_in, "copy": planned.engine, "validate": _validated_in(rows)},
+        engine_rule=planned.engine_rule,
         files_pruned=pruned,
         orphans=copied.orphans,
         history_note=orphans_note(copied.history, copied.orphans),
