@@ -4,7 +4,8 @@
     .venv/bin/python -m benchmarks.throughput_probe --endpoint ''   # real S3 (AWS_PROFILE, --bucket)
 
 Each request kind the estimate counts (list, head, get, put, copy, delete) is sent `--requests`
-times, one at a time, on a small object; the model's `latency_s` is each kind's median seconds.
+times, one at a time, on a small object; the model's `latency_s` is each kind's median seconds,
+`latency_spread` the kinds' p10 and p90 over their median, averaged.
 `copy_mib_per_s` is one server-side copy of a `--copy-mib` object, less a small copy's latency.
 Prints a JSON throughput model (the parameters measured; the others are ThroughputModel's defaults:
 pass it to `icelake assess --throughput FILE`). On real S3 run it from where the copy runs (a
@@ -25,13 +26,19 @@ from typing import Any
 KINDS = ("list", "head", "get", "put", "copy", "delete")
 
 
+SPREAD: dict[str, tuple[float, float]] = {}  # kind -> (p10, p90) over the median, as measured
+
+
 def _median(call: Callable[[int], object], n: int) -> float:
     times = []
     for i in range(n):
         started = time.perf_counter()
         call(i)
         times.append(time.perf_counter() - started)
-    return statistics.median(times)
+    median = statistics.median(times)
+    deciles = statistics.quantiles(times, n=10)
+    SPREAD[str(len(SPREAD))] = (deciles[0] / median, deciles[-1] / median)
+    return median
 
 
 def probe(s3: Any, bucket: str, requests: int, copy_mib: int) -> dict[str, Any]:
@@ -58,9 +65,12 @@ def probe(s3: Any, bucket: str, requests: int, copy_mib: int) -> dict[str, Any]:
     streaming = max(time.perf_counter() - started - latency["copy"], 1e-6)
     for key in [big, f"{big}-copy", *(f"{prefix}c{i}" for i in range(requests))]:
         s3.delete_object(Bucket=bucket, Key=key)
+    lows, highs = zip(*SPREAD.values(), strict=True)
     return {
         "latency_s": {k: round(latency[k], 5) for k in KINDS},
         "copy_mib_per_s": round(copy_mib / streaming, 1),
+        # the kinds' p10 and p90 over their median, averaged: the estimate's low and high factors
+        "latency_spread": [round(statistics.mean(lows), 2), round(statistics.mean(highs), 2)],
     }
 
 

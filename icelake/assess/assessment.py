@@ -271,7 +271,12 @@ def assemble(tables: list[TableAssessment], settings: Settings, scope: dict[str,
         scope=scope,
         tables=tables,
         totals=totals,
-        run=RunEstimate(concurrency=settings.concurrency, duration_s=round(duration, 3), lanes=lanes),
+        run=RunEstimate(
+            concurrency=settings.concurrency,
+            duration_s=round(duration, 3),
+            duration_range_s=_run_range(tables, settings),
+            lanes=lanes,
+        ),
         warnings_by_kind=by_kind((t.table, f.kind, f.message) for t in tables for f in t.warnings),
         blockers_by_kind=by_kind((t.table, f.kind, f.message) for t in tables for f in t.blockers),
         model={
@@ -284,6 +289,17 @@ def assemble(tables: list[TableAssessment], settings: Settings, scope: dict[str,
             "prices": prices.model_dump(mode="json"),
         },
     )
+
+
+def _run_range(tables: list[TableAssessment], settings: Settings) -> tuple[float, float]:
+    """The run's (low, high): the tables' lows laid on the lanes, and their highs."""
+    ranges = {t.table: t.estimate.duration_range_s for t in tables if t.estimate}
+    ends = []
+    for end in (0, 1):
+        lanes = lay_out({k: r[end] for k, r in ranges.items() if r}, settings.concurrency)
+        longest = max((lane.end_s for lane in lanes), default=0.0)
+        ends.append(round(longest + settings.model.map_overhead_s, 3))
+    return ends[0], ends[1]
 
 
 def _totals(tables: list[TableAssessment], estimates: list[TableEstimate]) -> Totals:

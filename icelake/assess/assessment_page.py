@@ -94,7 +94,7 @@ def _cards(totals: Mapping[str, Any], run: Mapping[str, Any], blocked: bool, war
             ("warnings", f"{totals.get('warnings', 0):,}", "warn" if warned else "ok"),
             ("data", h.size(totals.get("data_bytes", 0)), ""),
             ("files", f"{totals.get('data_files', 0) + totals.get('delete_files', 0):,}", ""),
-            ("estimated time", h.duration(run.get("duration_s", 0.0)), ""),
+            ("estimated time", h.duration_range(run.get("duration_s", 0.0), run.get("duration_range_s")), ""),
             ("estimated cost", h.usd(cost.get("total", 0.0)), ""),
             ("S3 requests", f"{h.requests_total(totals.get('requests')):,}", ""),
         ]
@@ -105,6 +105,7 @@ def _row(t: Mapping[str, Any]) -> e.Row:
     estimate = t.get("estimate") or {}
     deletes = sum((t.get("delete_files") or {}).values())
     seconds = float(estimate.get("duration_s", 0.0))
+    span = estimate.get("duration_range_s")  # (low, high): the page shows the range
     total = float((estimate.get("cost_usd") or {}).get("total", 0.0))
     blockers, warnings = e.kinds_of(t.get("blockers", [])), e.kinds_of(t.get("warnings", []))
     cells = "".join(
@@ -119,7 +120,7 @@ def _row(t: Mapping[str, Any]) -> e.Row:
             h.cell(h.size(t.get("bytes_to_copy", 0)), number=t.get("bytes_to_copy", 0)),
             h.cell(" ".join(blockers), number=len(t.get("blockers", [])), cls="bad" if blockers else ""),
             h.cell(" ".join(warnings), number=len(t.get("warnings", [])), cls="warn" if warnings else ""),
-            h.cell(h.duration(seconds) if estimate else "n/a", number=seconds),
+            h.cell(h.duration_range(seconds, span) if estimate else "n/a", number=seconds),
             h.cell(h.usd(total) if estimate else "n/a", number=total),
         ]
     )

@@ -47,6 +47,9 @@ class TableEstimate(BaseModel):
     requests_by_phase: dict[str, dict[str, int]]
     duration_s: float
     duration_by_phase: dict[str, float]
+    # (low, high): the model's latency spread and start-up ranges (ThroughputModel.bounds); None in
+    # an estimate made before they existed.
+    duration_range_s: tuple[float, float] | None = None
     cost_usd: dict[str, float]
 
 
@@ -66,11 +69,8 @@ def estimate_table(
         "validate": added(work.validate_requests),
     }
     glue = work.engine == "glue"
-    seconds = {
-        "plan": model.lambda_start_s + _requests_time(by_phase["plan"], model, model.plan_parallel),
-        "copy": _copy_time(work, by_phase["copy"], model, glue),
-        "validate": model.lambda_start_s + _requests_time(by_phase["validate"], model, model.plan_parallel),
-    }
+    seconds = _seconds(work, by_phase, model, glue)
+    low, high = (sum(_seconds(work, by_phase, m, glue).values()) for m in model.bounds())
     total = added(*by_phase.values())
     priced = Work(
         requests=total,
@@ -88,8 +88,19 @@ def estimate_table(
         requests_by_phase=by_phase,
         duration_s=round(sum(seconds.values()), 3),
         duration_by_phase={k: round(v, 3) for k, v in seconds.items()},
+        duration_range_s=(round(low, 3), round(high, 3)),
         cost_usd=cost_usd(prices, priced),
     )
+
+
+def _seconds(
+    work: PlannedWork, by_phase: Mapping[str, Mapping[str, int]], model: ThroughputModel, glue: bool
+) -> dict[str, float]:
+    return {
+        "plan": model.lambda_start_s + _requests_time(by_phase["plan"], model, model.plan_parallel),
+        "copy": _copy_time(work, by_phase["copy"], model, glue),
+        "validate": model.lambda_start_s + _requests_time(by_phase["validate"], model, model.plan_parallel),
+    }
 
 
 def _requests_time(requests: Mapping[str, int], model: ThroughputModel, parallel: int) -> float:

@@ -91,6 +91,14 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:,.1f} h"
 
 
+def duration_range(seconds: float, bounds: Sequence[float] | None) -> str:
+    """An estimate as its range (low to high, ThroughputModel.bounds); the point alone when the
+    estimate has none."""
+    if not bounds:
+        return duration(seconds)
+    return f"{duration(bounds[0])} to {duration(bounds[1])}"
+
+
 def usd(value: float) -> str:
     return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
 

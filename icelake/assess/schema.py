@@ -75,6 +75,7 @@ class RunEstimate(BaseModel):
     model_config = ConfigDict(frozen=True)
     concurrency: int
     duration_s: float
+    duration_range_s: tuple[float, float] | None = None  # (low, high): the tables' ranges on the lanes
     lanes: list[Lane]
 
 

@@ -8,7 +8,8 @@ hold runs on that AWS to. Below the request, the assessment and the workflow, wh
 
 What the model leaves out: latency varies with object size only through `copy_mib_per_s` (a GET of
 a large manifest costs its latency alone); throttling (503 SlowDown) is modelled as the per-prefix
-rate bound, not as retries; a Lambda's cold start and a Glue job's start are single figures."""
+rate bound, not as retries; the estimate's range (low, high) comes from the latencies' spread and the
+start-ups' ranges only, not from byte speed or the prefix rates."""
 
 from __future__ import annotations
 
@@ -57,6 +58,34 @@ class ThroughputModel(BaseModel):
     prefix_write_per_s: float = Field(default=3500.0, gt=0)
     prefix_read_per_s: float = Field(default=5500.0, gt=0)
     map_overhead_s: float = Field(default=2.0, ge=0)  # Inventory and Report, once per run
+    # The estimate's range (low, high): every latency times these factors (a kind's p10 and p90 over
+    # its median), and a step's start at either end of its range.
+    latency_spread: tuple[float, float] = (0.7, 2.0)
+    lambda_start_range_s: tuple[float, float] = (0.1, 3.0)  # warm invocation .. cold start
+    glue_startup_range_s: tuple[float, float] = (30.0, 120.0)  # Glue 4/5: a warm pool .. a cold cluster
+
+    @field_validator("latency_spread", "lambda_start_range_s", "glue_startup_range_s")
+    @classmethod
+    def _range(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if not 0 <= v[0] <= v[1]:
+            raise ValueError(f"a range is [low, high] with 0 <= low <= high, got {list(v)}")
+        return v
+
+    def bounds(self) -> tuple[ThroughputModel, ThroughputModel]:
+        """The model at the low end of its ranges, and at the high end."""
+        return self._at(0), self._at(1)
+
+    def _at(self, end: int) -> ThroughputModel:
+        # The range always holds the model's own figures: a start set outside its range widens it.
+        pick = min if end == 0 else max
+        factor = pick(self.latency_spread[end], 1.0)
+        return self.model_copy(
+            update={
+                "latency_s": {k: v * factor for k, v in self.latency_s.items()},
+                "lambda_start_s": pick(self.lambda_start_range_s[end], self.lambda_start_s),
+                "glue_startup_s": pick(self.glue_startup_range_s[end], self.glue_startup_s),
+            }
+        )
 
     @field_validator("latency_s")
     @classmethod

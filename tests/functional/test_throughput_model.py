@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from icelake.assess.html import duration_range
 from icelake.cli import app
 from icelake.throughput import ThroughputModel, shipped_throughput
 from tests.lake import Lake, add_source_table
@@ -51,10 +52,10 @@ def test_the_model_comes_from_a_file_or_the_request_and_the_assessment_records_i
     _, by_request = _assess(tmp_path, in_request, "request")
 
     # Then each assessment records the model it used, and its estimates follow that model
-    assert default["model"]["throughput"] == ThroughputModel().model_dump()
-    assert by_file["model"]["throughput"] == embedded.model_dump()
-    assert by_slow_file["model"]["throughput"] == slow.model_dump()
-    assert by_request["model"]["throughput"] == slow.model_dump()
+    assert default["model"]["throughput"] == ThroughputModel().model_dump(mode="json")
+    assert by_file["model"]["throughput"] == embedded.model_dump(mode="json")
+    assert by_slow_file["model"]["throughput"] == slow.model_dump(mode="json")
+    assert by_request["model"]["throughput"] == slow.model_dump(mode="json")
 
     def copy_s(assessment: dict[str, Any]) -> float:
         return float(assessment["tables"][0]["estimate"]["duration_by_phase"]["copy"])
@@ -62,6 +63,18 @@ def test_the_model_comes_from_a_file_or_the_request_and_the_assessment_records_i
     start = embedded.lambda_start_s  # the copy's start is not a latency: the rest grows tenfold
     assert copy_s(by_slow_file) - start == pytest.approx(10 * (copy_s(by_file) - start), rel=0.01)
     assert copy_s(by_request) == copy_s(by_slow_file)
+
+    # and each time estimate carries its range (the model's latency spread and start-up ranges),
+    # which the page shows
+    for assessment in (default, by_file, by_slow_file):
+        estimate, run = assessment["tables"][0]["estimate"], assessment["run"]
+        low, high = estimate["duration_range_s"]
+        assert low < estimate["duration_s"] < high
+        assert run["duration_range_s"][0] < run["duration_s"] < run["duration_range_s"][1]
+    page = (tmp_path / "embedded" / "assessment.html").read_text()
+    table_range = by_file["tables"][0]["estimate"]["duration_range_s"]
+    assert duration_range(by_file["tables"][0]["estimate"]["duration_s"], table_range) in page
+    assert duration_range(by_file["run"]["duration_s"], by_file["run"]["duration_range_s"]) in page
 
 
 @pytest.mark.parametrize(

@@ -113,6 +113,34 @@ def test_an_estimate_is_priced_as_a_run_is() -> None:
     assert glue.cost_usd["glue"] > 0 and glue.duration_by_phase["copy"] >= model.glue_startup_s
 
 
+def test_an_estimate_carries_its_range_from_the_latency_spread_and_the_start_ups() -> None:
+    prices = load_prices("us-east-1")
+    work = PlannedWork(
+        plan_requests={"list": 10, "get": 40},
+        run_requests={"get": 80, "head": 1000, "copy": 1000, "put": 30},
+        validate_requests={"list": 2, "get": 30},
+        bytes_to_copy=0,
+        files_to_copy=1000,
+        engine="glue",
+    )
+
+    def range_of(model: ThroughputModel) -> tuple[float, float, float]:
+        e = estimate_table(work, model, prices, cross_region=False, stored_bytes=0, sync_days=30)
+        assert e.duration_range_s is not None
+        return e.duration_range_s[0], e.duration_s, e.duration_range_s[1]
+
+    # The default model: a Glue start between 30 and 120 s, latencies 0.7 to 2 times the median's
+    low, mid, high = range_of(ThroughputModel())
+    assert low < mid < high
+    assert high - mid > 60  # the Glue start's high end alone is 60 s over its point figure
+    # No spread and no start-up range: the range is the point
+    exact = ThroughputModel(latency_spread=(1, 1), lambda_start_range_s=(1, 1), glue_startup_range_s=(60, 60))
+    assert range_of(exact) == (mid, mid, mid)
+    # A model whose own start lies outside its range: the range widens to hold it
+    late = ThroughputModel(glue_startup_s=500, glue_startup_range_s=(30, 120))
+    assert range_of(late)[2] >= range_of(late)[1]
+
+
 @pytest.mark.parametrize("module", ["icelake.cli", "icelake.assess.cli", "icelake.workflow.steps"])
 def test_each_entry_point_imports_first_in_a_fresh_interpreter(module: str) -> None:
     # Any of them may be the first imported (the workflow's Assess step imports icelake.assess.estate)
