@@ -28,8 +28,9 @@ HINTS: dict[str, str] = {
     "ValidationFailedError": "the copied table did not read like its source and was rolled back; the "
     "source is untouched",
     "MissingSourceFilesError": "the source table references files that are gone: repair the source first",
-    "Sandbox.Timedout": "the copy ran out of the Lambda's 15 minutes: lower options.glue_threshold_files "
-    "or glue_threshold_bytes so this table copies in the Glue job",
+    "Sandbox.Timedout": "the copy ran out of the Lambda's 15 minutes: give options.throughput your "
+    "accounts' measured model (docs/assessment.md) so the estimate sends it to Glue, or lower "
+    "options.glue_threshold_files or glue_threshold_bytes so this table copies in the Glue job",
     "States.Timeout": "the step ran out of time: lower options.glue_threshold_files so the table copies "
     "in the Glue job, then run again",
     "AccessDeniedException": "a role lacks a permission: see docs/deploy.md for what each role needs",
