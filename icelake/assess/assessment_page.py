@@ -111,7 +111,7 @@ def _row(t: Mapping[str, Any]) -> e.Row:
     cells = "".join(
         [
             h.cell(t["table"]),
-            h.cell(t.get("engine", "")),
+            h.cell(t.get("engine", ""), title=t.get("engine_rule") or ""),  # which rule chose it
             h.cell(f"{t.get('snapshots', 0):,}", number=t.get("snapshots", 0)),
             h.cell(f"{t.get('data_files', 0):,}", number=t.get("data_files", 0)),
             h.cell(h.size(t.get("data_bytes", 0)), number=t.get("data_bytes", 0)),

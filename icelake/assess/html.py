@@ -114,11 +114,12 @@ def cards(items: Iterable[tuple[str, str, str]]) -> str:
     )
 
 
-def cell(value: Any, *, number: float | None = None, cls: str = "") -> str:
-    """A table cell; `number` makes it sort as that number and align right."""
+def cell(value: Any, *, number: float | None = None, cls: str = "", title: str = "") -> str:
+    """A table cell; `number` makes it sort as that number and align right; `title`: its tooltip."""
+    tip = f' title="{escape(title)}"' if title else ""
     if number is None:
-        return f'<td class="{cls}">{escape(str(value))}</td>'
-    return f'<td class="n {cls}" data-v="{number}">{escape(str(value))}</td>'
+        return f'<td class="{cls}"{tip}>{escape(str(value))}</td>'
+    return f'<td class="n {cls}" data-v="{number}"{tip}>{escape(str(value))}</td>'
 
 
 def table(headers: Sequence[str], rows: Iterable[str], *, numeric: Iterable[int] = (), tid: str = "") -> str:

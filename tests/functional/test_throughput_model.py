@@ -4,6 +4,7 @@ bad file is refused in one line naming its field (exit 2)."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,10 @@ def test_the_model_comes_from_a_file_or_the_request_and_the_assessment_records_i
     table_range = by_file["tables"][0]["estimate"]["duration_range_s"]
     assert duration_range(by_file["tables"][0]["estimate"]["duration_s"], table_range) in page
     assert duration_range(by_file["run"]["duration_s"], by_file["run"]["duration_range_s"]) in page
+    # and which rule chose the engine, on the table's engine
+    rule = by_file["tables"][0]["engine_rule"]
+    assert rule.startswith("thresholds and estimate: under both thresholds (3 files")
+    assert f'title="{html.escape(rule)}">lambda</td>' in page
 
 
 @pytest.mark.parametrize(
