@@ -24,6 +24,7 @@ from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import ManifestRef, manifest_refs
 from icelake.migrate.avro_patch import PlannedManifest
 from icelake.migrate.inventory_near import stat_near
+from icelake.migrate.plan.entries import recorded
 from icelake.migrate.plan.reach import path_directories, read_manifest_lists, read_manifests
 from icelake.migrate.plan.reads import PlanContext, read_metadata
 from icelake.migrate.plan.since import SyncBase
@@ -82,7 +83,7 @@ def increment(
     for path, size in mj.statistics_files(meta):
         target = prefix_map.map(path)
         if target is None or canonical(target) not in synced_stats:
-            files.setdefault(canonical(path), (size if size is not None else -1) * 2 + 1)
+            files.setdefault(canonical(path), recorded(size if size is not None else -1, live=True))
     refs = {canonical(p) for p in refs}.difference(files)
     counts = prefix_counts([files.keys(), refs], prefix_map, path_directories(meta))
     return Increment(
