@@ -41,6 +41,7 @@ import boto3
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.estimate_pairs import assessed_estimate, embedded_throughput, misses, paired, print_pairs
 from benchmarks.synthetic_table import build_in_own_process
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -102,8 +103,10 @@ def run(files: int, file_size: int, work: Path) -> dict[str, Any]:
         request = lake.request(
             "large-1",
             selection={"tables": ["bench.large"]},
-            options={"concurrency": 1, "validation": "metadata"},
+            options={"concurrency": 1, "validation": "metadata", "throughput": embedded_throughput()},
         )
+        console.print("assessing it (mode assess, the embedded AWS's throughput model) ...")
+        estimate = assessed_estimate(deployment, lake, request, "large-assess")
         console.print("running the migration state machine ...")
         with recording_invocations() as calls:
             started = time.monotonic()
@@ -163,6 +166,8 @@ def run(files: int, file_size: int, work: Path) -> dict[str, Any]:
         "files_copied": outcome.get("files_copied"),
         "validation": outcome.get("validation"),
         "steps": steps,
+        "estimate_engine": estimate["engine"],
+        "estimate": paired(estimate, outcome),
     }
 
 
@@ -246,10 +251,14 @@ def main(argv: list[str] | None = None) -> None:
     res["recorded_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     res["over_limits"] = within_limits(res)
     print_steps(res)
+    print_pairs(console, res["estimate"], f"the assessment's estimate ({res['estimate_engine']}) and the run")
+    res["estimate_misses"] = misses(res["estimate"])
     if not args.no_record:
         console.print(f"recorded {record(res).relative_to(REPO)} and benchmarks/WORKFLOW_RESULTS.md")
     shutil.rmtree(args.work_dir, ignore_errors=True)
     summary = {"files": res["files"], "workflow_s": res["workflow_s"], "over_limits": res["over_limits"]}
+    summary["estimate"] = res["estimate"]
+    summary["estimate_misses"] = res["estimate_misses"]
     summary["steps"] = {
         step: {
             k: s[k] for k in ("invocations", "max_s", "timeout_s", "est_memory_mib", "memory_mb") if k in s

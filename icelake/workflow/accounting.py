@@ -27,19 +27,20 @@ def accounted(
     """`outcome` with the table's account: Plan's (carried in `planned`), the copy's (its result),
     and the work of `step`, the step that ends the table (validate or rollback)."""
     phases: dict[str, float] = {}
-    counted = [requests]
+    by_phase: dict[str, dict[str, int]] = {}
     if planned is not None:
         phases["plan"] = planned.seconds
-        counted.append(planned.requests)
+        by_phase["plan"] = dict(planned.requests)
     if copied is not None:
         phases["copy"] = copied.elapsed_seconds
-        counted.append(copied.requests or {})
+        by_phase["copy"] = dict(copied.requests or {})
     phases[step] = round(seconds, 3)
+    by_phase[step] = added(by_phase.get(step, {}), requests)
     engine = planned.engine if planned is not None else "none"
     source_region, target_region = regions_of(request)
     cross_region = bool(source_region and target_region and source_region != target_region)
     prices = prices_for_region(target_region or os.environ.get("AWS_REGION"))
-    total = added(*counted)
+    total = added(*by_phase.values())
     cost: dict[str, float] = {}
     if prices is not None:
         glue = engine == "glue" and copied is not None
@@ -53,7 +54,13 @@ def accounted(
         )
         cost = cost_usd(prices, work)
     estimate = plan_estimate(planned, prices, cross_region) if planned is not None and prices else None
-    update = {"requests": total, "duration_s": phases, "cost_usd": cost, "estimate": estimate}
+    update = {
+        "requests": total,
+        "requests_by_phase": by_phase,
+        "duration_s": phases,
+        "cost_usd": cost,
+        "estimate": estimate,
+    }
     return outcome.model_copy(update=update)
 
 

@@ -148,6 +148,7 @@ class TableOutcome(_Frozen):
     # steps' clients sent, each phase's seconds (plan, copy, validate, rollback), and what those
     # cost by the target region's price table (icelake/assess/cost.py; empty where none ships).
     requests: dict[str, int] = {}
+    requests_by_phase: dict[str, dict[str, int]] = {}  # the same requests, by the phase that sent them
     duration_s: dict[str, float] = {}
     cost_usd: dict[str, float] = {}
     # The estimate model applied to this run's own plan (icelake/assess/estimate.py): what

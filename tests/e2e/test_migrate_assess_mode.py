@@ -53,3 +53,8 @@ def test_an_assessment_run_writes_both_files_and_touches_no_target(
         counted = outcome["requests"]
         assert abs(sum(estimated.values()) - sum(counted.values())) <= 0.2 * sum(counted.values())
         assert estimated["copy"] == counted["copy"] == outcome["files_copied"]
+        # ... phase by phase, as the benchmarks pair them (benchmarks/estimate_pairs.py)
+        by_phase = outcome["requests_by_phase"]
+        assert set(by_phase) == {"plan", "copy", "validate"}
+        assert {k: sum(p.get(k, 0) for p in by_phase.values()) for k in counted} == counted
+        assert by_phase["copy"]["copy"] == outcome["files_copied"] and by_phase["plan"]["copy"] == 0

@@ -1,0 +1,89 @@
+"""The assessment's estimate of a table's migration beside what the run measured (issue 45), for
+the benchmarks that run a large table through the state machine (workflow_large, cutover_bench).
+
+The estimate is the workflow's own assessment (mode "assess", the code `icelake assess` runs)
+under the embedded AWS's throughput model (`icelake/throughput/embedded.json`); the measurement is
+the migration's outcome: each phase's seconds (`duration_s`) and S3 requests
+(`requests_by_phase`), as report.html shows them. Plan, Copy and Validate are paired; the goal is
+each phase's time within 30 % and its requests within 10 %.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+PHASES = ("plan", "copy", "validate")
+TIME_GOAL = 0.30  # a phase's measured seconds within 30 % of the estimate
+REQUESTS_GOAL = 0.10  # and its requests within 10 %
+
+
+def embedded_throughput() -> dict[str, Any]:
+    """The embedded AWS's measured model, as a request's `options.throughput`."""
+    from icelake.throughput import shipped_throughput
+
+    return shipped_throughput("embedded").model_dump(mode="json")
+
+
+def assessed_estimate(deployment: Any, lake: Any, request: dict[str, Any], run_id: str) -> dict[str, Any]:
+    """The table's estimate from a run of the request in mode assess (one table selected)."""
+    from icelake.local.embedded import run_execution
+    from icelake.workflow.client import read_report
+
+    body = {**request, "run_id": run_id, "mode": "assess"}
+    result = run_execution(deployment.state_machine_arn, body, timeout=3600, name=run_id)
+    if result.status != "SUCCEEDED":
+        raise SystemExit(f"the assessment {run_id} ended {result.status}: {result.failure()}")
+    (table,) = read_report(result.output["report_uri"])["tables"]
+    if not table.get("estimate"):
+        raise SystemExit(f"the assessment made no estimate: {table.get('blockers')}")
+    return {"engine": table["engine"], "engine_rule": table.get("engine_rule"), **table["estimate"]}
+
+
+def paired(estimate: dict[str, Any], outcome: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per phase: estimated and measured seconds and requests, and measured / estimated."""
+    out: dict[str, dict[str, Any]] = {}
+    for phase in PHASES:
+        est_s = float(estimate["duration_by_phase"].get(phase, 0.0))
+        got_s = float(outcome.get("duration_s", {}).get(phase, 0.0))
+        est_r = sum(estimate["requests_by_phase"].get(phase, {}).values())
+        got_r = sum(outcome.get("requests_by_phase", {}).get(phase, {}).values())
+        out[phase] = {
+            "estimated_s": round(est_s, 2),
+            "measured_s": round(got_s, 2),
+            "time_ratio": round(got_s / est_s, 3) if est_s else None,
+            "estimated_requests": est_r,
+            "measured_requests": got_r,
+            "requests_ratio": round(got_r / est_r, 3) if est_r else None,
+        }
+    return out
+
+
+def misses(pairs: dict[str, dict[str, Any]]) -> list[str]:
+    """The phases whose measurement is outside its goal (empty: every estimate held)."""
+    out = []
+    for phase, p in pairs.items():
+        if p["time_ratio"] is None or abs(p["time_ratio"] - 1) > TIME_GOAL:
+            out.append(f"{phase} time {p['measured_s']} s against {p['estimated_s']} s")
+        if p["requests_ratio"] is None or abs(p["requests_ratio"] - 1) > REQUESTS_GOAL:
+            out.append(f"{phase} requests {p['measured_requests']} against {p['estimated_requests']}")
+    return out
+
+
+def print_pairs(console: Console, pairs: dict[str, dict[str, Any]], title: str) -> None:
+    table = Table(title=title)
+    for col in ("phase", "estimated s", "measured s", "ratio", "est. requests", "requests", "ratio"):
+        table.add_column(col, justify="left" if col == "phase" else "right")
+    for phase, p in pairs.items():
+        table.add_row(
+            phase,
+            str(p["estimated_s"]),
+            str(p["measured_s"]),
+            str(p["time_ratio"]),
+            f"{p['estimated_requests']:,}",
+            f"{p['measured_requests']:,}",
+            str(p["requests_ratio"]),
+        )
+    console.print(table)
