@@ -278,6 +278,11 @@ def run(rows: int, change_pct: float, history: int, workdir: Path, repeats: int 
         )
     # The median run by ratio stands for the case; every run is kept.
     median = sorted(runs, key=lambda r: r["ratio"])[len(runs) // 2]
+    print(
+        f"median of {repeats}: ratio {median['ratio']} (merge {median['merge_seconds']} s, rewrite "
+        f"{median['naive_rewrite_seconds']} s); ratios {[r['ratio'] for r in runs]}",
+        flush=True,
+    )
     return {
         "benchmark": "scd2_merge_vs_full_rewrite",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
