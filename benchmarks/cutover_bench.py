@@ -33,6 +33,7 @@ from typing import Any
 
 from rich.console import Console
 
+from benchmarks.estimate_pairs import assessed_estimate, embedded_throughput, misses, paired, print_pairs
 from benchmarks.synthetic_table import build_in_own_process
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -70,14 +71,20 @@ class Writer:
         return str(self.lake.publish(DATABASE, TABLE, latest[0]))
 
 
+def _request(lake: Any, run_id: str, mode: str) -> dict[str, Any]:
+    request: dict[str, Any] = lake.request(run_id, mode=mode, selection={"tables": [f"{DATABASE}.{TABLE}"]})
+    options = {"concurrency": 1, "validation": "metadata", "throughput": embedded_throughput()}
+    request["options"] = {**request["options"], **options}
+    return request
+
+
 def _run(deployment: Any, lake: Any, run_id: str, mode: str) -> tuple[dict[str, Any], float, list[Any]]:
     """One execution of the state machine: (the table's outcome, seconds, Lambda invocations)."""
     from icelake.local.embedded import run_execution
     from icelake.local.lambda_runtime import recording_invocations
     from icelake.workflow.client import read_report
 
-    request = lake.request(run_id, mode=mode, selection={"tables": [f"{DATABASE}.{TABLE}"]})
-    request["options"] = {**request["options"], "concurrency": 1, "validation": "metadata"}
+    request = _request(lake, run_id, mode)
     with recording_invocations() as calls:
         started = time.monotonic()
         result = run_execution(deployment.state_machine_arn, request, timeout=4 * 3600, name=run_id)
@@ -120,6 +127,8 @@ def run(files: int, file_size: int, work: Path) -> dict[str, Any]:
         lake = build_lake(work / "lake", orchestrator_resources=False)
         lake.publish(DATABASE, TABLE, built["current_metadata"])
         spark = local_spark({}, app_name="icelake-bench-cutover")  # the Glue job's session, started
+        # The assessment's estimate of the first migration, set beside what it measured (issue 45)
+        estimate = assessed_estimate(deployment, lake, _request(lake, "assess-1", "assess"), "assess-1")
         migrated, full_s, _ = _run(deployment, lake, "full-1", "full")
         writer = Writer(lake, spark, work / "warehouse")
         for _ in range(3):
@@ -143,6 +152,11 @@ def run(files: int, file_size: int, work: Path) -> dict[str, Any]:
         "file_size": file_size,
         "full_s": round(full_s, 1),
         "full_status": migrated["status"],
+        "full_estimate_engine": estimate["engine"],
+        "full_estimate": paired(estimate, migrated),
+        # What the estimate was made of, so a later model can be set beside the same measurement
+        "full_assessed": estimate,
+        "full_outcome": {k: migrated.get(k) for k in ("engines", "duration_s", "requests_by_phase")},
         "cutover_status": promoted["status"],
         "cutover_engines": promoted.get("engines"),
         "cutover_sync": promoted.get("sync"),
@@ -197,6 +211,10 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     res = run(args.files, args.file_size, Path(args.work_dir).resolve())
     res["recorded_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    print_pairs(
+        console, res["full_estimate"], f"the full migration: estimate ({res['full_estimate_engine']}) and run"
+    )
+    res["full_estimate_misses"] = misses(res["full_estimate"])
     if not args.no_record:
         console.print(f"recorded {record(res).relative_to(REPO)} and benchmarks/RESULTS.md")
     shutil.rmtree(args.work_dir, ignore_errors=True)
@@ -208,6 +226,8 @@ def main(argv: list[str] | None = None) -> None:
         "carried_rows",
         "recarried_rows",
         "after",
+        "full_estimate",
+        "full_estimate_misses",
     )
     print(json.dumps({k: res[k] for k in keys}))
 
