@@ -18,6 +18,15 @@ the engine's concurrency (Lambda threads; local Spark cores x threads per task),
 prefix's admitted requests, less its bucket's initial burst, / its limit (writes: COPY per target
 prefix; reads: HEAD per source prefix). `efficiency` = ideal_s / measured_s.
 
+`estimated_s` is the estimator's (`icelake.assess.estimate.copy_seconds`, as the assessment and
+the Plan step's engine choice ask it) for the same copy, with the model of S3's own parameters as a
+`ThroughputModel` (`s3_throughput`: its mean latency for every request kind, its per-prefix limits
+and bandwidth, the engine's concurrency; no Lambda or Glue start, which local runs do not have)
+and the table's plan (its copies' requests, `migration_requests`, and their busiest prefix's
+share); `estimated_range_s` is the model's low and high (`ThroughputModel.bounds`: the model's
+latency p10 and p90 over its median), and `estimate_ratio` = measured_s / estimated_s. Goal: within
+20 % for both engines.
+
 Costs come from `icelake.assess.prices` (us-east-1): the engine's S3 requests as the model counted
 them, plus compute for measured_s (the copy Lambda's deployed memory; for Glue, the deployed job's
 price a second times the share of its executor cores that local Spark's cores are,
@@ -32,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import time
@@ -50,7 +60,8 @@ SOURCE_BUCKET, TARGET_BUCKET = "bench-source", "bench-target"
 SOURCE = f"s3://{SOURCE_BUCKET}/lake/db/t"
 VCPU_PER_DPU = 4  # AWS: a DPU is 4 vCPUs and 16 GB
 REGION = "us-east-1"
-GOALS = {"efficiency": 0.85, "cost_ratio": 1.15}
+GOALS = {"efficiency": 0.85, "cost_ratio": 1.15, "estimate": 0.20}
+Z_90 = 1.2815515655446004  # the standard normal's 90th percentile
 console = Console(stderr=True)
 
 
@@ -196,6 +207,61 @@ def engine_figures(
     }
 
 
+def planned_copy(source: str, target: str) -> dict[str, Any]:
+    """What the estimator needs of the table's copy, from the plan a run makes (read only): the
+    copy's requests after its plan, its bytes and its busiest prefix's share of the copies."""
+    from icelake.aws.fileio import S3FileIO
+    from icelake.migrate.engine import migration_requests
+    from icelake.migrate.plan.build import build_plan
+    from icelake.migrate.settings import EngineSettings
+
+    plan = build_plan(source, target, [], S3FileIO(_client()), S3FileIO(_client()), settings=EngineSettings())
+    return {
+        "requests": migration_requests(plan),
+        "bytes": sum(task.info.size for task in plan.copies),
+        "busiest": plan.copies.prefix_spread()[1],
+    }
+
+
+def s3_throughput(config: ModelConfig, engine: str, concurrency: int, local_cores: int) -> Any:
+    """The model of S3's parameters as the estimator's ThroughputModel, for `engine` at the
+    concurrency it runs (Glue: local cores x threads per task)."""
+    from icelake.aws.request_count import REQUEST_KINDS
+    from icelake.throughput import ThroughputModel
+
+    mean_s = config.latency_mean_ms / 1000
+    spread = (math.exp(-Z_90 * config.sigma), math.exp(Z_90 * config.sigma))
+    mean_over_median = config.latency_mean_ms / config.latency_median_ms
+    return ThroughputModel(
+        name="benchmarks/s3_model.py",
+        measured=f"the model's parameters: {json.dumps(config.summary())}",
+        latency_s=dict.fromkeys(REQUEST_KINDS, mean_s),
+        copy_mib_per_s=config.bandwidth_mib_s,
+        lambda_parallel=concurrency if engine == "lambda" else 16,
+        glue_workers=max(2, local_cores),
+        glue_threads_per_worker=max(1, concurrency // max(1, local_cores)),
+        glue_startup_s=0.0,
+        lambda_start_s=0.0,
+        prefix_write_per_s=config.per_prefix_writes_per_s,
+        prefix_read_per_s=config.per_prefix_reads_per_s,
+        latency_spread=(spread[0] / mean_over_median, spread[1] / mean_over_median),
+        lambda_start_range_s=(0.0, 0.0),
+        glue_startup_range_s=(0.0, 0.0),
+    )
+
+
+def estimated(planned: dict[str, Any], model: Any, engine: str) -> dict[str, Any]:
+    """The estimator's copy seconds for `engine`, and its range."""
+    from icelake.assess.estimate import copy_seconds
+
+    def at(m: Any) -> float:
+        glue = engine == "glue"
+        return copy_seconds(planned["requests"], planned["bytes"], m, glue=glue, busiest=planned["busiest"])
+
+    low, high = model.bounds()
+    return {"estimated_s": round(at(model), 1), "estimated_range_s": [round(at(low), 1), round(at(high), 1)]}
+
+
 def glue_billing(local_cores: int, prices: Any) -> dict[str, Any]:
     """What a second of the local Spark run stands for in the deployed Glue job (cdk/config.py's
     glue_workers x glue_worker_type): the job's price a second times the share of its executor
@@ -281,6 +347,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "engines": {},
             "failed_tables": 0,
         }
+        planned = planned_copy(source, f"s3://{TARGET_BUCKET}/estimate/db/t")
+        out["estimate_inputs"] = {"requests": planned["requests"], "busiest": round(planned["busiest"], 4)}
         spark = None
         for engine in args.engines:
             model.configure(
@@ -307,11 +375,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             fig = engine_figures(result, clock, concurrency, model.stats(), config, prices)
             local_cores = int(spark.sparkContext.defaultParallelism) if engine == "glue" and spark else 1
             fig["cost_usd_per_million_objects"] = round(cost_per_million(engine, fig, prices, local_cores), 4)
+            fig |= estimated(planned, s3_throughput(config, engine, concurrency, local_cores), engine)
+            est = fig["estimated_s"]
+            fig["estimate_ratio"] = round(fig["measured_s"] / est, 3) if est else None
             out["engines"][engine] = fig
             console.print(
                 f"  copy {fig['measured_s']} s (ideal {fig['ideal_s']} s at concurrency {concurrency}: "
                 f"efficiency {fig['efficiency']}), {fig['slowdowns']} slowdowns, "
                 f"${fig['cost_usd_per_million_objects']} per million objects"
+            )
+            console.print(
+                f"  estimated_s {fig['estimated_s']} (range {fig['estimated_range_s']}) measured_s "
+                f"{fig['measured_s']}: ratio {fig['estimate_ratio']}"
             )
         if spark is not None:
             spark.stop()
@@ -325,6 +400,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         e: {
             "efficiency": f["efficiency"] >= GOALS["efficiency"],
             "cost": f["cost_usd_per_million_objects"] <= GOALS["cost_ratio"] * floor,
+            "estimate": f["estimate_ratio"] is not None and abs(f["estimate_ratio"] - 1) <= GOALS["estimate"],
         }
         for e, f in out["engines"].items()
     }

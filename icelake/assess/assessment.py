@@ -173,7 +173,8 @@ def _assessed(
     expected = expected_requests(
         plan, target_location, replanned, prune=settings.prune, target_kms=target_kms
     )
-    chosen = _engine(meta, CopyWork(files_to_copy, bytes_to_copy, expected["copy"]), settings)
+    busiest = plan.copies.prefix_spread()[1] if plan.copies else 1.0
+    chosen = _engine(meta, CopyWork(files_to_copy, bytes_to_copy, expected["copy"], busiest), settings)
     engine = chosen.engine
     work = PlannedWork(
         plan_requests=plan_requests,
@@ -182,6 +183,7 @@ def _assessed(
         bytes_to_copy=bytes_to_copy,
         files_to_copy=files_to_copy,
         engine=engine,
+        busiest_share=busiest,
     )
     estimate = estimate_table(
         work,

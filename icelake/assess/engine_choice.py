@@ -40,6 +40,7 @@ class CopyWork:
     files: int
     bytes: int
     run_requests: Mapping[str, int]  # the copy's requests (assess.expected.expected_requests "copy")
+    busiest: float = 1.0  # the copies' busiest prefix's share of them (Copies.prefix_spread)
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,7 @@ def choose_engine(work: CopyWork, thresholds: Thresholds, model: ThroughputModel
         return EngineChoice(
             "glue", f"bytes: {work.bytes:,} to copy, over the Glue threshold {t.bytes:,} ({set_by})"
         )
-    seconds = copy_seconds(work.run_requests, work.bytes, model, glue=False)
+    seconds = copy_seconds(work.run_requests, work.bytes, model, glue=False, busiest=work.busiest)
     limit = LAMBDA_SHARE * COPY_TIMEOUT_S
     estimated = f"the Lambda copy is estimated at {seconds:,.0f} s (model {model.name!r})"
     under = f"{work.files:,} files, {work.bytes:,} bytes"

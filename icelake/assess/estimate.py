@@ -39,6 +39,9 @@ class PlannedWork:
     bytes_to_copy: int
     files_to_copy: int
     engine: str  # lambda | glue
+    # The copies' busiest S3 prefix's share of them (`Copies.prefix_spread`): S3 limits each prefix,
+    # so the copy is bound by that prefix's rate, not the table's. 1.0: all on one prefix.
+    busiest_share: float = 1.0
 
 
 class TableEstimate(BaseModel):
@@ -103,26 +106,35 @@ def _seconds(
     }
 
 
-def _requests_time(requests: Mapping[str, int], model: ThroughputModel, parallel: int) -> float:
-    """Requests at their latency, `parallel` at a time, and no faster than one prefix's rates."""
+def _requests_time(
+    requests: Mapping[str, int], model: ThroughputModel, parallel: int, busiest: float = 1.0
+) -> float:
+    """Requests at their latency, `parallel` at a time, and no faster than their busiest prefix's
+    rates (`busiest`: its share of them; S3 limits each prefix, not the bucket)."""
     latency = sum(n * model.latency_s.get(kind, 0.05) for kind, n in requests.items()) / parallel
-    writes = sum(requests.get(k, 0) for k in ("put", "copy", "delete", "list"))
-    reads = sum(requests.get(k, 0) for k in ("get", "head"))
+    writes = sum(requests.get(k, 0) for k in ("put", "copy", "delete", "list")) * busiest
+    reads = sum(requests.get(k, 0) for k in ("get", "head")) * busiest
     return max(latency, writes / model.prefix_write_per_s, reads / model.prefix_read_per_s)
 
 
 def _copy_time(work: PlannedWork, requests: Mapping[str, int], model: ThroughputModel, glue: bool) -> float:
-    return copy_seconds(work.run_requests, work.bytes_to_copy, model, glue=glue)
+    return copy_seconds(work.run_requests, work.bytes_to_copy, model, glue=glue, busiest=work.busiest_share)
 
 
 def copy_seconds(
-    run_requests: Mapping[str, int], bytes_to_copy: int, model: ThroughputModel, *, glue: bool
+    run_requests: Mapping[str, int],
+    bytes_to_copy: int,
+    model: ThroughputModel,
+    *,
+    glue: bool,
+    busiest: float = 1.0,
 ) -> float:
     """The copy step's seconds in one engine: its start, its requests, its bytes (what the Plan
-    step's choice of engine weighs against the Lambda's timeout)."""
+    step's choice of engine weighs against the Lambda's timeout). `busiest`: the copies' busiest
+    prefix's share of them (PlannedWork.busiest_share)."""
     parallel = model.glue_workers * model.glue_threads_per_worker if glue else model.lambda_parallel
     start = model.glue_startup_s if glue else model.lambda_start_s
-    writing = _requests_time(run_requests, model, parallel)
+    writing = _requests_time(run_requests, model, parallel, busiest)
     streaming = bytes_to_copy / (model.copy_mib_per_s * 1024**2) / parallel
     return start + writing + streaming
 

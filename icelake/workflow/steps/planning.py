@@ -195,7 +195,10 @@ def _engine(
     if figures.planned_in == "glue":
         return "glue", PLANNED_BY_GLUE
     work = CopyWork(
-        figures.files_to_copy, figures.bytes_to_copy, (figures.expected_requests or {}).get("copy", {})
+        figures.files_to_copy,
+        figures.bytes_to_copy,
+        (figures.expected_requests or {}).get("copy", {}),
+        figures.busiest,
     )
     chosen = choose_engine(work, Thresholds.of(options), options.throughput or ThroughputModel())
     return chosen.engine, chosen.rule
@@ -214,6 +217,7 @@ class Figures:
     orphans: Orphans = field(default_factory=Orphans)  # known when planned here
     # The requests the copy and Validate's file check will send (`assess.expected.expected_requests`)
     expected_requests: dict[str, dict[str, int]] | None = None
+    busiest: float = 1.0  # the copies' busiest prefix's share of them (Copies.prefix_spread)
 
 
 def _plan_here(
@@ -261,6 +265,7 @@ def _plan_here(
             replanned,
             prune=item.request.options.prune,
         ),
+        table_plan.copies.prefix_spread()[1] if table_plan.copies else 1.0,
     )
 
 
