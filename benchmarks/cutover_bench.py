@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -92,7 +93,9 @@ def _run(deployment: Any, lake: Any, run_id: str, mode: str) -> tuple[dict[str, 
     if result.status != "SUCCEEDED":
         raise SystemExit(f"{run_id} ended {result.status}: {result.failure()}")
     (outcome,) = read_report(result.output["report_uri"])["tables"]
-    console.print(f"  {run_id} ({mode}): {outcome['status']} in {seconds:.1f} s")
+    load = os.getloadavg()[0]  # other work on the machine stretches every figure: said beside them
+    console.print(f"  {run_id} ({mode}): {outcome['status']} in {seconds:.1f} s (load average {load:.1f})")
+    outcome["load_average"] = round(load, 1)
     return outcome, seconds, list(calls)
 
 
@@ -156,7 +159,10 @@ def run(files: int, file_size: int, work: Path) -> dict[str, Any]:
         "full_estimate": paired(estimate, migrated),
         # What the estimate was made of, so a later model can be set beside the same measurement
         "full_assessed": estimate,
-        "full_outcome": {k: migrated.get(k) for k in ("engines", "duration_s", "requests_by_phase")},
+        "full_outcome": {
+            k: migrated.get(k) for k in ("engines", "duration_s", "requests_by_phase", "load_average")
+        },
+        "cutover_load_average": promoted["load_average"],
         "cutover_status": promoted["status"],
         "cutover_engines": promoted.get("engines"),
         "cutover_sync": promoted.get("sync"),

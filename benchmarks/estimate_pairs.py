@@ -10,6 +10,7 @@ each phase's time within 30 % and its requests within 10 %.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rich.console import Console
@@ -39,7 +40,14 @@ def assessed_estimate(deployment: Any, lake: Any, request: dict[str, Any], run_i
     (table,) = read_report(result.output["report_uri"])["tables"]
     if not table.get("estimate"):
         raise SystemExit(f"the assessment made no estimate: {table.get('blockers')}")
-    return {"engine": table["engine"], "engine_rule": table.get("engine_rule"), **table["estimate"]}
+    counts = ("data_files", "delete_files", "files_to_copy", "bytes_to_copy", "metadata_files", "snapshots")
+    return {
+        "engine": table["engine"],
+        "engine_rule": table.get("engine_rule"),
+        "table": {k: table.get(k) for k in counts},
+        "load_average": round(os.getloadavg()[0], 1),
+        **table["estimate"],
+    }
 
 
 def paired(estimate: dict[str, Any], outcome: dict[str, Any]) -> dict[str, dict[str, Any]]:
