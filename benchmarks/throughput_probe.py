@@ -6,7 +6,9 @@
 Each request kind the estimate counts (list, head, get, put, copy, delete) is sent `--requests`
 times, one at a time, on a small object; the model's `latency_s` is each kind's median seconds,
 `latency_spread` the kinds' p10 and p90 over their median, averaged.
-`copy_mib_per_s` is one server-side copy of a `--copy-mib` object, less a small copy's latency.
+`list_key_s` is what each key adds to a listing: a listing of the `--requests` keys written, less a
+listing of one, over their number. `copy_mib_per_s` is one server-side copy of a `--copy-mib`
+object, less a small copy's latency.
 Prints a JSON throughput model (the parameters measured; the others are ThroughputModel's defaults:
 pass it to `icelake assess --throughput FILE`). On real S3 run it from where the copy runs (a
 Lambda or an EC2 instance in the region), not a laptop: the latencies are the network's.
@@ -49,7 +51,11 @@ def probe(s3: Any, bucket: str, requests: int, copy_mib: int) -> dict[str, Any]:
         "put": _median(lambda i: s3.put_object(Bucket=bucket, Key=f"{prefix}o{i}", Body=body), requests),
         "head": _median(lambda i: s3.head_object(Bucket=bucket, Key=f"{prefix}o{i}"), requests),
         "get": _median(lambda i: s3.get_object(Bucket=bucket, Key=f"{prefix}o{i}")["Body"].read(), requests),
-        "list": _median(lambda i: s3.list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1000), requests),
+        # a listing of one key: its latency; of all `requests` keys: what each key adds (list_key_s)
+        "list": _median(lambda i: s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}o0"), requests),
+        "list_full": _median(
+            lambda i: s3.list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1000), requests
+        ),
         "copy": _median(
             lambda i: s3.copy_object(
                 Bucket=bucket, Key=f"{prefix}c{i}", CopySource={"Bucket": bucket, "Key": f"{prefix}o{i}"}
@@ -68,6 +74,7 @@ def probe(s3: Any, bucket: str, requests: int, copy_mib: int) -> dict[str, Any]:
     lows, highs = zip(*SPREAD.values(), strict=True)
     return {
         "latency_s": {k: round(latency[k], 5) for k in KINDS},
+        "list_key_s": round(max(0.0, latency["list_full"] - latency["list"]) / requests, 7),
         "copy_mib_per_s": round(copy_mib / streaming, 1),
         # the kinds' p10 and p90 over their median, averaged: the estimate's low and high factors
         "latency_spread": [round(statistics.mean(lows), 2), round(statistics.mean(highs), 2)],

@@ -67,7 +67,9 @@ def choose_engine(work: CopyWork, thresholds: Thresholds, model: ThroughputModel
         return EngineChoice(
             "glue", f"bytes: {work.bytes:,} to copy, over the Glue threshold {t.bytes:,} ({set_by})"
         )
-    seconds = copy_seconds(work.run_requests, work.bytes, model, glue=False, busiest=work.busiest)
+    seconds = copy_seconds(
+        work.run_requests, work.bytes, model, glue=False, busiest=work.busiest, files=work.files
+    )
     limit = LAMBDA_SHARE * COPY_TIMEOUT_S
     estimated = f"the Lambda copy is estimated at {seconds:,.0f} s (model {model.name!r})"
     under = f"{work.files:,} files, {work.bytes:,} bytes"

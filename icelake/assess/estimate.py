@@ -27,6 +27,7 @@ from icelake.throughput import ThroughputModel
 __all__ = ["PlannedWork", "TableEstimate", "ThroughputModel", "copy_seconds", "estimate_table", "lay_out"]
 
 PHASES = ("plan", "copy", "validate")
+LIST_PAGE_KEYS = 1000  # ListObjectsV2's page
 
 
 @dataclass(frozen=True)
@@ -99,26 +100,45 @@ def estimate_table(
 def _seconds(
     work: PlannedWork, by_phase: Mapping[str, Mapping[str, int]], model: ThroughputModel, glue: bool
 ) -> dict[str, float]:
+    files = work.files_to_copy
     return {
-        "plan": model.lambda_start_s + _requests_time(by_phase["plan"], model, model.plan_parallel),
+        "plan": model.lambda_start_s
+        + _requests_time(by_phase["plan"], model, model.plan_parallel, files=files),
         "copy": _copy_time(work, by_phase["copy"], model, glue),
-        "validate": model.lambda_start_s + _requests_time(by_phase["validate"], model, model.plan_parallel),
+        "validate": model.lambda_start_s
+        + _requests_time(by_phase["validate"], model, model.plan_parallel, files=files),
     }
 
 
 def _requests_time(
-    requests: Mapping[str, int], model: ThroughputModel, parallel: int, busiest: float = 1.0
+    requests: Mapping[str, int],
+    model: ThroughputModel,
+    parallel: int,
+    busiest: float = 1.0,
+    *,
+    files: int = 0,
 ) -> float:
     """Requests at their latency, `parallel` at a time, and no faster than their busiest prefix's
-    rates (`busiest`: its share of them; S3 limits each prefix, not the bucket)."""
+    rates (`busiest`: its share of them; S3 limits each prefix, not the bucket). The listings
+    return the table's `files` (those a plan's source check or Validate's file check settles) in
+    full pages of 1,000 keys, each key at `list_key_s`."""
+    listed_keys = min(requests.get("list", 0) * LIST_PAGE_KEYS, files)
     latency = sum(n * model.latency_s.get(kind, 0.05) for kind, n in requests.items()) / parallel
+    latency += listed_keys * model.list_key_s / parallel
     writes = sum(requests.get(k, 0) for k in ("put", "copy", "delete", "list")) * busiest
     reads = sum(requests.get(k, 0) for k in ("get", "head")) * busiest
     return max(latency, writes / model.prefix_write_per_s, reads / model.prefix_read_per_s)
 
 
 def _copy_time(work: PlannedWork, requests: Mapping[str, int], model: ThroughputModel, glue: bool) -> float:
-    return copy_seconds(work.run_requests, work.bytes_to_copy, model, glue=glue, busiest=work.busiest_share)
+    return copy_seconds(
+        work.run_requests,
+        work.bytes_to_copy,
+        model,
+        glue=glue,
+        busiest=work.busiest_share,
+        files=work.files_to_copy,
+    )
 
 
 def copy_seconds(
@@ -128,13 +148,14 @@ def copy_seconds(
     *,
     glue: bool,
     busiest: float = 1.0,
+    files: int = 0,
 ) -> float:
     """The copy step's seconds in one engine: its start, its requests, its bytes (what the Plan
     step's choice of engine weighs against the Lambda's timeout). `busiest`: the copies' busiest
-    prefix's share of them (PlannedWork.busiest_share)."""
+    prefix's share of them (PlannedWork.busiest_share); `files`: what its plan's listings return."""
     parallel = model.glue_workers * model.glue_threads_per_worker if glue else model.lambda_parallel
     start = model.glue_startup_s if glue else model.lambda_start_s
-    writing = _requests_time(run_requests, model, parallel, busiest)
+    writing = _requests_time(run_requests, model, parallel, busiest, files=files)
     streaming = bytes_to_copy / (model.copy_mib_per_s * 1024**2) / parallel
     return start + writing + streaming
 

@@ -6,10 +6,12 @@ explained, with how to measure it, in docs/assessment.md. `embedded.json` beside
 embedded AWS's (moto on loopback) measured by benchmarks/throughput_probe.py: the model the tests
 hold runs on that AWS to. Below the request, the assessment and the workflow, which all read it.
 
-What the model leaves out: latency varies with object size only through `copy_mib_per_s` (a GET of
-a large manifest costs its latency alone); throttling (503 SlowDown) is modelled as the per-prefix
-rate bound, not as retries; the estimate's range (low, high) comes from the latencies' spread and the
-start-ups' ranges only, not from byte speed or the prefix rates."""
+What the model leaves out: latency varies with object size only through `copy_mib_per_s` and
+`list_key_s` (a GET of a large manifest costs its latency alone); a listing is taken to return full
+pages of the objects it settles (the table's files), not the other objects under its prefixes;
+throttling (503 SlowDown) is modelled as the per-prefix rate bound, not as retries; the estimate's
+range (low, high) comes from the latencies' spread and the start-ups' ranges only, not from byte
+speed or the prefix rates."""
 
 from __future__ import annotations
 
@@ -46,6 +48,11 @@ class ThroughputModel(BaseModel):
             "delete": 0.03,
         }
     )
+    # Seconds each key a listing returns adds to its request: S3 sends, and the client parses, up to
+    # 1,000 keys a page, so a full page costs well over an empty one (measured by
+    # benchmarks/throughput_probe.py as a 1,000-key page against a one-key page; on embedded AWS a
+    # full page takes about ten times a small one). The default is not measured: about 0.2 s a page.
+    list_key_s: float = Field(default=0.0002, ge=0)
     copy_mib_per_s: float = Field(default=100.0, gt=0)  # one server-side copy's speed past its latency
     plan_parallel: int = Field(default=4, ge=1)  # metadata files the plan fetches ahead
     lambda_parallel: int = Field(default=16, ge=1)  # copies and rewrites a Copy Lambda runs at once
@@ -82,6 +89,7 @@ class ThroughputModel(BaseModel):
         return self.model_copy(
             update={
                 "latency_s": {k: v * factor for k, v in self.latency_s.items()},
+                "list_key_s": self.list_key_s * factor,
                 "lambda_start_s": pick(self.lambda_start_range_s[end], self.lambda_start_s),
                 "glue_startup_s": pick(self.glue_startup_range_s[end], self.glue_startup_s),
             }
