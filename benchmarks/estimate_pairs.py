@@ -28,6 +28,66 @@ def embedded_throughput() -> dict[str, Any]:
     return shipped_throughput("embedded").model_dump(mode="json")
 
 
+def calibrated_throughput(requests: int = 100) -> dict[str, Any]:
+    """The embedded AWS's model measured now, in this process, under the load the run will meet
+    (the machine is shared: its load stretches every latency): `benchmarks.throughput_probe` for
+    S3's latencies, list_key_s and copy speed, and a step's start as a cold step pays it (the
+    two accounts' roles assumed, their S3 and Glue clients made), over the shipped model's other
+    parameters. Call it with embedded AWS running."""
+    import time
+
+    import boto3
+    from icelake.aws.session import assume_role_session
+    from icelake.local.lake import SOURCE_ROLE, TARGET_ROLE
+
+    from benchmarks.throughput_probe import probe
+
+    s3 = boto3.client("s3", region_name="us-east-1")
+    bucket = "icelake-bench-calibration"
+    s3.create_bucket(Bucket=bucket)
+    measured = probe(s3, bucket, requests, 16)
+    starts = []
+    for _ in range(3):
+        started = time.perf_counter()
+        for role in (SOURCE_ROLE, TARGET_ROLE):
+            session = assume_role_session(role)
+            session.client("s3"), session.client("glue")
+        starts.append(time.perf_counter() - started)
+    start = sorted(starts)[1]
+    parallel = _effective_parallel(s3, bucket, measured["latency_s"]["head"])
+    return {
+        **embedded_throughput(),
+        **measured,
+        "name": "embedded, calibrated in the run",
+        "measured": f"benchmarks.throughput_probe ({requests} requests a kind) and a cold step's "
+        f"sessions and clients, in the benchmark's process before the run, load average "
+        f"{os.getloadavg()[0]:.1f}",
+        "lambda_start_s": round(start, 3),
+        # The embedded Glue job starts in a thread of this process, on the Spark session the
+        # benchmark started, and begins as a step does: the roles assumed, the clients made.
+        "glue_startup_s": round(start, 3),
+        # One process serves every request: threads add little (the interpreter's lock)
+        "plan_parallel": parallel,
+        "lambda_parallel": parallel,
+        "glue_workers": 2,
+        "glue_threads_per_worker": max(1, round(parallel / 2)),
+    }
+
+
+def _effective_parallel(s3: Any, bucket: str, head_s: float, threads: int = 16, each: int = 20) -> int:
+    """How many requests embedded AWS really serves at once: HEADs from `threads` threads, their
+    single-thread latency times their number over the seconds they took (at least 1)."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    s3.put_object(Bucket=bucket, Key="parallel-probe", Body=b"x")
+    started = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lambda _: s3.head_object(Bucket=bucket, Key="parallel-probe"), range(threads * each)))
+    elapsed = time.perf_counter() - started
+    return max(1, round(threads * each * head_s / elapsed))
+
+
 def assessed_estimate(deployment: Any, lake: Any, request: dict[str, Any], run_id: str) -> dict[str, Any]:
     """The table's estimate from a run of the request in mode assess (one table selected)."""
     from icelake.local.embedded import run_execution
@@ -95,3 +155,31 @@ def print_pairs(console: Console, pairs: dict[str, dict[str, Any]], title: str) 
             str(p["requests_ratio"]),
         )
     console.print(table)
+
+
+def re_estimated(assessed: dict[str, Any], model: dict[str, Any]) -> dict[str, Any]:
+    """The estimate `assessed_estimate` returned, made again under another model from the same
+    plan (its requests by phase, files and bytes to copy, engine): the estimate is a function of
+    those and the model, so a model measured later can be set beside a run measured earlier."""
+    from icelake.assess.estimate import PlannedWork, estimate_table
+    from icelake.assess.prices import load_prices
+    from icelake.throughput import ThroughputModel
+
+    phases = assessed["requests_by_phase"]
+    work = PlannedWork(
+        plan_requests=phases["plan"],
+        run_requests=phases["copy"],
+        validate_requests=phases["validate"],
+        bytes_to_copy=int(assessed["table"]["bytes_to_copy"]),
+        files_to_copy=int(assessed["table"]["files_to_copy"]),
+        engine=assessed["engine"],
+    )
+    estimate = estimate_table(
+        work,
+        ThroughputModel.model_validate(model),
+        load_prices("us-east-1"),
+        cross_region=False,
+        stored_bytes=work.bytes_to_copy,
+        sync_days=30,
+    )
+    return {**assessed, **estimate.model_dump(mode="json")}

@@ -41,7 +41,14 @@ import boto3
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.estimate_pairs import assessed_estimate, embedded_throughput, misses, paired, print_pairs
+from benchmarks.estimate_pairs import (
+    assessed_estimate,
+    calibrated_throughput,
+    embedded_throughput,
+    misses,
+    paired,
+    print_pairs,
+)
 from benchmarks.synthetic_table import build_in_own_process
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -74,7 +81,7 @@ def package_baseline_mib(handler_file: str, environment: dict[str, str]) -> floa
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def run(files: int, file_size: int, work: Path) -> dict[str, Any]:
+def run(files: int, file_size: int, work: Path, *, calibrate: bool = True) -> dict[str, Any]:
     from icelake.constants import GLUE_MIGRATE_JOB, LAMBDA_STEPS
     from icelake.local.deploy import deploy_migration_workflow
     from icelake.local.embedded import run_execution, start_embedded_aws
@@ -100,10 +107,11 @@ def run(files: int, file_size: int, work: Path) -> dict[str, Any]:
         publish_s = round(time.monotonic() - started, 1)
         console.print(f"  {publish_s} s")
         local_spark({}, app_name="icelake-bench-workflow-large")  # the Glue job's session, started
+        model = calibrated_throughput() if calibrate else embedded_throughput()
         request = lake.request(
             "large-1",
             selection={"tables": ["bench.large"]},
-            options={"concurrency": 1, "validation": "metadata", "throughput": embedded_throughput()},
+            options={"concurrency": 1, "validation": "metadata", "throughput": model},
         )
         console.print("assessing it (mode assess, the embedded AWS's throughput model) ...")
         estimate = assessed_estimate(deployment, lake, request, "large-assess")
@@ -167,6 +175,8 @@ def run(files: int, file_size: int, work: Path) -> dict[str, Any]:
         "validation": outcome.get("validation"),
         "steps": steps,
         "estimate_engine": estimate["engine"],
+        "estimate_model": model,
+        "assessed": estimate,
         "estimate": paired(estimate, outcome),
     }
 
@@ -246,8 +256,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--file-size", type=int, default=1024, help="bytes of every data file (default 1 KiB)")
     ap.add_argument("--work-dir", default=str(BENCH_DIR / ".work" / "workflow-large"))
     ap.add_argument("--no-record", action="store_true")
+    ap.add_argument(
+        "--shipped-model",
+        action="store_true",
+        help="estimate with icelake/throughput/embedded.json as shipped, not a model measured in the run",
+    )
     args = ap.parse_args(argv)
-    res = run(args.files, args.file_size, Path(args.work_dir).resolve())
+    res = run(args.files, args.file_size, Path(args.work_dir).resolve(), calibrate=not args.shipped_model)
     res["recorded_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     res["over_limits"] = within_limits(res)
     print_steps(res)
