@@ -34,7 +34,14 @@ from typing import Any
 
 from rich.console import Console
 
-from benchmarks.estimate_pairs import assessed_estimate, embedded_throughput, misses, paired, print_pairs
+from benchmarks.estimate_pairs import (
+    assessed_estimate,
+    calibrated_throughput,
+    embedded_throughput,
+    misses,
+    paired,
+    print_pairs,
+)
 from benchmarks.synthetic_table import build_in_own_process
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -72,9 +79,12 @@ class Writer:
         return str(self.lake.publish(DATABASE, TABLE, latest[0]))
 
 
+MODEL: dict[str, Any] = {}  # the throughput model the requests carry (measured in the run)
+
+
 def _request(lake: Any, run_id: str, mode: str) -> dict[str, Any]:
     request: dict[str, Any] = lake.request(run_id, mode=mode, selection={"tables": [f"{DATABASE}.{TABLE}"]})
-    options = {"concurrency": 1, "validation": "metadata", "throughput": embedded_throughput()}
+    options = {"concurrency": 1, "validation": "metadata", "throughput": MODEL or embedded_throughput()}
     request["options"] = {**request["options"], **options}
     return request
 
@@ -130,6 +140,7 @@ def run(files: int, file_size: int, work: Path) -> dict[str, Any]:
         lake = build_lake(work / "lake", orchestrator_resources=False)
         lake.publish(DATABASE, TABLE, built["current_metadata"])
         spark = local_spark({}, app_name="icelake-bench-cutover")  # the Glue job's session, started
+        MODEL.update(calibrated_throughput())
         # The assessment's estimate of the first migration, set beside what it measured (issue 45)
         estimate = assessed_estimate(deployment, lake, _request(lake, "assess-1", "assess"), "assess-1")
         migrated, full_s, _ = _run(deployment, lake, "full-1", "full")
@@ -159,6 +170,7 @@ def run(files: int, file_size: int, work: Path) -> dict[str, Any]:
         "full_estimate": paired(estimate, migrated),
         # What the estimate was made of, so a later model can be set beside the same measurement
         "full_assessed": estimate,
+        "estimate_model": dict(MODEL),
         "full_outcome": {
             k: migrated.get(k) for k in ("engines", "duration_s", "requests_by_phase", "load_average")
         },
