@@ -13,6 +13,7 @@ from typing import Any
 from icelake.assess import estate_html as e
 from icelake.assess import html as h
 from icelake.assess.kinds import by_kind
+from icelake.assess.sync_page import sync_sections
 
 COMMIT_CHARTS = 10  # tables whose daily commits are drawn (the busiest); the filter finds the rest
 
@@ -28,7 +29,9 @@ _COLUMNS = [
     "blockers",
     "warnings",
     "est. time",
+    "freeze",
     "est. cost",
+    "sync window",
 ]
 
 
@@ -58,9 +61,7 @@ def render_assessment(data: Mapping[str, Any]) -> str:
         e.kinds(warnings, "warn"),
         f'<h2 id="tables-title">Tables ({len(tables):,})</h2>',
         '<p class="meta">Counts over every retained snapshot (what a migration copies).</p>',
-        e.paged_table(
-            _COLUMNS, (_row(t) for t in tables), numeric=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11], tid="tables"
-        ),
+        e.paged_table(_COLUMNS, (_row(t) for t in tables), numeric=list(range(2, 14)), tid="tables"),
         f"<h2>Estimated time on the Map's {run.get('concurrency', 1)} lane(s)</h2>",
         h.lanes_chart(
             run.get("lanes", []), int(run.get("concurrency", 1)), float(run.get("duration_s", 0.0))
@@ -68,6 +69,7 @@ def render_assessment(data: Mapping[str, Any]) -> str:
         "<h2>Cost</h2>",
         h.bars_chart("cost-chart", h.cost_rows(cost)),
         _cost_notes(data),
+        sync_sections(data),
         _commit_rates(tables),
         _every_finding(tables),
     ]
@@ -96,6 +98,7 @@ def _cards(totals: Mapping[str, Any], run: Mapping[str, Any], blocked: bool, war
             ("files", f"{totals.get('data_files', 0) + totals.get('delete_files', 0):,}", ""),
             ("estimated time", h.duration_range(run.get("duration_s", 0.0), run.get("duration_range_s")), ""),
             ("estimated cost", h.usd(cost.get("total", 0.0)), ""),
+            ("sync window", h.usd((totals.get("sync_window_cost_usd") or {}).get("total", 0.0)), ""),
             ("S3 requests", f"{h.requests_total(totals.get('requests')):,}", ""),
         ]
     )
@@ -107,6 +110,8 @@ def _row(t: Mapping[str, Any]) -> e.Row:
     seconds = float(estimate.get("duration_s", 0.0))
     span = estimate.get("duration_range_s")  # (low, high): the page shows the range
     total = float((estimate.get("cost_usd") or {}).get("total", 0.0))
+    freeze = t.get("cutover") or {}
+    window = float(((t.get("sync_window") or {}).get("cost_usd") or {}).get("total", 0.0))
     blockers, warnings = e.kinds_of(t.get("blockers", [])), e.kinds_of(t.get("warnings", []))
     cells = "".join(
         [
@@ -121,7 +126,13 @@ def _row(t: Mapping[str, Any]) -> e.Row:
             h.cell(" ".join(blockers), number=len(t.get("blockers", [])), cls="bad" if blockers else ""),
             h.cell(" ".join(warnings), number=len(t.get("warnings", [])), cls="warn" if warnings else ""),
             h.cell(h.duration_range(seconds, span) if estimate else "n/a", number=seconds),
+            h.cell(
+                h.duration_range(freeze["freeze_s"], freeze.get("freeze_range_s")) if freeze else "n/a",
+                number=float(freeze.get("freeze_s", 0.0)),
+                title="the cutover's write freeze: the last sync, Register and the proof",
+            ),
             h.cell(h.usd(total) if estimate else "n/a", number=total),
+            h.cell(h.usd(window) if t.get("sync_window") else "n/a", number=window),
         ]
     )
     state = "blocked" if blockers else "warnings" if warnings else "ok"

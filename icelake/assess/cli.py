@@ -31,6 +31,7 @@ from icelake.constants import ARTIFACTS_BUCKET, LEDGER_TABLE
 from icelake.errors import IcelakeError
 from icelake.request.deps import Deps, WorkflowEnv
 from icelake.request.models import MigrationRequest
+from icelake.request.schedule import DEFAULT_SYNC_SCHEDULE, interval_seconds
 from icelake.request.selection import parse_request
 from icelake.throughput import ThroughputModel, load_throughput
 from icelake.uris import parse_map_option
@@ -72,6 +73,15 @@ class AssessOptions:
     sync_days: Annotated[
         float, typer.Option("--sync-days", min=0, help="Days both copies are kept while syncing.")
     ] = SYNC_DAYS
+    sync_interval: Annotated[
+        str | None,
+        typer.Option(
+            "--sync-interval",
+            help="How often the syncs run until cutover, as the deployment's sync_schedule "
+            "('rate(1 hour)', 'cron(0 2 * * ? *)'); default: the request's options.sync_interval, "
+            "else rate(1 day). Prices the sync window and the cutover's freeze.",
+        ),
+    ] = None
     throughput: Annotated[
         Path | None,
         typer.Option(
@@ -149,7 +159,9 @@ def _of_request(options: AssessOptions, path: Path, shown: Tally) -> Assessment:
     table = load_prices(_price_region(o.region, regions_of(parsed)[1]), o.prices)
     deps = Deps(WorkflowEnv(ledger_table=LEDGER_TABLE, artifacts_bucket=ARTIFACTS_BUCKET))
     model = load_throughput(o.throughput) if o.throughput else parsed.options.throughput
-    settings = settings_for(parsed, table, sync_days=o.sync_days, model=model)
+    settings = settings_for(
+        parsed, table, sync_days=o.sync_days, model=model, sync_interval=_interval(o.sync_interval)
+    )
     return assess_request(parsed, deps, settings, shown, o.concurrency or default_concurrency())
 
 
@@ -162,7 +174,11 @@ def _of_table(options: AssessOptions, shown: Tally) -> Assessment:
     table_prices = load_prices(_price_region(o.region, None), o.prices)
     model = load_throughput(o.throughput) if o.throughput else ThroughputModel()
     settings = Settings(
-        prices=table_prices, model=model, concurrency=o.map_concurrency, sync_days=o.sync_days
+        prices=table_prices,
+        model=model,
+        concurrency=o.map_concurrency,
+        sync_days=o.sync_days,
+        sync_interval=_interval(o.sync_interval) or DEFAULT_SYNC_SCHEDULE,
     )
     src_io = io_for(metadata, assume_role_session(o.source_role, session_name="icelake-assess-source"))
     dst_io = io_for(target_location, assume_role_session(o.target_role, session_name="icelake-assess-target"))
@@ -301,3 +317,13 @@ def assessment_table(assessment: Assessment) -> Table:
         usd(assessment.totals.cost_usd.get("total", 0.0)),
     )
     return table
+
+
+def _interval(expression: str | None) -> str | None:
+    """--sync-interval, checked: a bad expression is refused in one line naming what is wrong."""
+    if expression is not None:
+        try:
+            interval_seconds(expression)
+        except ValueError as exc:
+            raise IcelakeError(f"--sync-interval: {exc}") from exc
+    return expression

@@ -20,19 +20,30 @@ class CommitHistory:
     bytes_7: float
     bytes_30: float
     daily: list[int]
+    files_7: float = 0.0  # data and delete files added a day (the summaries' added-*-files)
+    files_30: float = 0.0
 
     def fields(self) -> dict[str, Any]:
         return {
             "commits_per_day": {"7d": self.per_day_7, "30d": self.per_day_30},
             "bytes_added_per_day": {"7d": self.bytes_7, "30d": self.bytes_30},
+            "files_added_per_day": {"7d": self.files_7, "30d": self.files_30},
             "daily_commits": self.daily,
         }
+
+    def busiest(self) -> tuple[float, float, float]:
+        """(commits, files, bytes) a day over the window, 7 or 30 days, that commits more: the
+        rate the sync window is priced at, as the commit_rate warning counts it."""
+        if self.per_day_7 >= self.per_day_30:
+            return self.per_day_7, self.files_7, self.bytes_7
+        return self.per_day_30, self.files_30, self.bytes_30
 
 
 def commit_history(meta: mj.Metadata, now: datetime) -> CommitHistory:
     daily = [0] * 30
     commits = {7: 0, 30: 0}
     added_bytes = {7: 0, 30: 0}
+    added_files = {7: 0, 30: 0}
     for snapshot in meta.get("snapshots") or []:
         when = datetime.fromtimestamp(int(snapshot.get("timestamp-ms", 0)) / 1000, UTC)
         age = now - when
@@ -40,16 +51,20 @@ def commit_history(meta: mj.Metadata, now: datetime) -> CommitHistory:
             continue
         daily[29 - age.days] += 1
         size = _summary_int(snapshot, "added-files-size")
+        files = _summary_int(snapshot, "added-data-files") + _summary_int(snapshot, "added-delete-files")
         for days in (7, 30):
             if age < timedelta(days=days):
                 commits[days] += 1
                 added_bytes[days] += size
+                added_files[days] += files
     return CommitHistory(
         per_day_7=round(commits[7] / 7, 3),
         per_day_30=round(commits[30] / 30, 3),
         bytes_7=round(added_bytes[7] / 7, 1),
         bytes_30=round(added_bytes[30] / 30, 1),
         daily=daily,
+        files_7=round(added_files[7] / 7, 3),
+        files_30=round(added_files[30] / 30, 3),
     )
 
 

@@ -26,6 +26,7 @@ from icelake.aws.fileio import FileIO
 from icelake.errors import IcelakeError
 from icelake.request.deps import Deps
 from icelake.request.models import MigrationRequest, WorkItem
+from icelake.request.schedule import DEFAULT_SYNC_SCHEDULE
 from icelake.request.selection import work_items
 from icelake.request.target import foreign_commit, owner_of, prefix_maps
 
@@ -37,9 +38,10 @@ def settings_for(
     sync_days: float = SYNC_DAYS,
     model: ThroughputModel | None = None,
     now: datetime | None = None,
+    sync_interval: str | None = None,
 ) -> Settings:
-    """The request's thresholds, concurrency and throughput model (`model` wins over the request's);
-    cross-region when it names two regions."""
+    """The request's thresholds, concurrency, throughput model and sync interval (`model` and
+    `sync_interval` win over the request's); cross-region when it names two regions."""
     source_region, target_region = regions_of(request)
     options = request.options
     return Settings(
@@ -52,6 +54,7 @@ def settings_for(
         prune=options.prune,
         history=options.history,
         sync_days=sync_days,
+        sync_interval=sync_interval or options.sync_interval or DEFAULT_SYNC_SCHEDULE,
         cross_region=bool(source_region and target_region and source_region != target_region),
         now=now or datetime.now(UTC),
     )

@@ -214,12 +214,23 @@ def _outcome_row(t: Mapping[str, Any]) -> str:
                 h.cell(h.duration(float(phases[p])) if p in phases else "", number=float(phases.get(p, 0.0)))
                 for p in ("plan", "copy", "validate")
             ),
-            h.cell(h.duration(est_time) if estimate else "n/a", number=est_time),
+            # the estimate's range (low to high, ThroughputModel.bounds), not a single number
+            h.cell(
+                h.duration_range(est_time, estimate.get("duration_range_s")) if estimate else "n/a",
+                number=est_time,
+                title=_phases_estimated(estimate),
+            ),
             h.cell(h.usd(cost) if t.get("cost_usd") else "n/a", number=cost),
             h.cell(h.usd(est_cost) if estimate else "n/a", number=est_cost),
             _error_cell(t.get("error")),
         ]
     )
+
+
+def _phases_estimated(estimate: Mapping[str, Any]) -> str:
+    """The estimate by phase, for the estimated time's tooltip."""
+    phases = estimate.get("duration_by_phase") or {}
+    return ", ".join(f"{p} {h.duration(float(v))}" for p, v in phases.items())
 
 
 SHORT = 160  # characters of a message shown before its <details>

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from icelake.assess.estimate import Lane, TableEstimate
 from icelake.assess.kinds import KindSummary
+from icelake.assess.sync_window import CutoverFreeze, SyncWindow
 
 SCHEMA_VERSION = 1
 
@@ -61,12 +62,16 @@ class TableAssessment(BaseModel):
     prefixes: list[PrefixUse] = []
     commits_per_day: dict[str, float] = {}  # "7d", "30d"
     bytes_added_per_day: dict[str, float] = {}
+    files_added_per_day: dict[str, float] = {}  # data and delete files
     daily_commits: list[int] = []  # the last 30 days, oldest first
     engine: Literal["lambda", "glue"] = "lambda"
     engine_rule: str | None = None  # which rule chose it (icelake/assess/engine_choice.py)
     blockers: list[Finding] = []
     warnings: list[Finding] = []
     estimate: TableEstimate | None = None
+    # The syncs until cutover priced (sync_window.py), and the cutover's write freeze.
+    sync_window: SyncWindow | None = None
+    cutover: CutoverFreeze | None = None
 
 
 class RunEstimate(BaseModel):
@@ -96,6 +101,8 @@ class Totals(BaseModel):
     warnings: int = 0
     requests: dict[str, int] = {}
     cost_usd: dict[str, float] = {}
+    sync_window_requests: dict[str, int] = {}  # the tables' sync windows, added up
+    sync_window_cost_usd: dict[str, float] = {}
 
 
 class Assessment(BaseModel):

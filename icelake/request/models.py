@@ -23,6 +23,7 @@ from pydantic import (
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, check_session_duration
 from icelake.errors import IcelakeError
 from icelake.request.names import Naming, split_name, template_fields
+from icelake.request.schedule import interval_seconds
 from icelake.throughput import ThroughputModel
 
 _ACCOUNT = re.compile(r"^\d{12}$")
@@ -336,6 +337,10 @@ class Options(_Frozen):
     mark_source: bool = False
     # mode "assess": days both copies are kept while syncing (the estimate's storage_month).
     sync_days: float = Field(default=30, ge=0, le=3650)
+    # mode "assess": how often the syncs run until cutover (a schedule expression, as the deployment's
+    # sync_schedule: "rate(1 hour)", "cron(0 2 * * ? *)"); the assessment prices the sync window and
+    # the cutover's freeze from it (icelake/assess/sync_window.py). None: rate(1 day), the default.
+    sync_interval: str | None = None
     # modes incremental and cutover: "incremental" plans only what the source committed since the
     # target's last validated sync (the ledger's), when the target and the source's history allow
     # it, else the whole table (the outcome says which and why); "full" always plans the whole table.
@@ -351,6 +356,13 @@ class Options(_Frozen):
     @classmethod
     def _duration(cls, v: int) -> int:
         return check_session_duration(v)
+
+    @field_validator("sync_interval")
+    @classmethod
+    def _interval(cls, v: str | None) -> str | None:
+        if v is not None:
+            interval_seconds(v)  # refused here, naming what is wrong, not when the assessment runs
+        return v
 
     @model_serializer(mode="wrap")
     def _unset_thresholds_stay_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
