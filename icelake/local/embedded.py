@@ -63,6 +63,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from icelake.aws import warm
 from icelake.constants import ORCHESTRATOR_ACCOUNT_LOCAL, REGION_LOCAL
 from icelake.local import data_filters, glue_runtime, lambda_runtime
 from icelake.local.lambda_runtime import register_handler
@@ -207,6 +208,7 @@ def install_patches(repo_root: str | Path = ".") -> None:
     with _PATCH_LOCK:
         lambda_runtime.configure(repo_root)
         if _Installed.depth == 0:
+            warm.forget()  # a new embedded AWS: nothing kept from before holds its credentials
             _check_moto_version()
             try:
                 _apply_patches()
@@ -229,6 +231,7 @@ def uninstall_patches() -> None:
         _Installed.depth -= 1
         if _Installed.depth == 0:
             _undo_all()
+            warm.forget()
 
 
 def patches_installed() -> bool:

@@ -9,6 +9,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from icelake.aws import warm
 from icelake.errors import PortInUseError
 
 LOCAL_CREDENTIALS = {
@@ -58,9 +59,11 @@ def embedded_aws(port: int | None = None) -> Iterator[str]:
     env = {**LOCAL_CREDENTIALS, "AWS_ENDPOINT_URL": endpoint, "MOTO_PORT": str(port)}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
+    warm.forget()  # sessions kept from an earlier embedded AWS hold credentials this one never issued
     try:
         yield endpoint
     finally:
+        warm.forget()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)

@@ -19,6 +19,7 @@ from icelake.aws.fileio import FileIO, S3FileIO
 from icelake.aws.ledger import Ledger
 from icelake.aws.request_count import RequestCount
 from icelake.aws.session import AssumedRole
+from icelake.aws.warm import kept, orchestrator_session, side_session
 from icelake.constants import ENV_ARTIFACTS_BUCKET, ENV_EVENT_BUS, ENV_LEDGER_TABLE
 from icelake.request.models import MigrationRequest
 
@@ -66,11 +67,9 @@ class Sessions:
         return spec.region or self.orchestrator.region_name
 
     def _session(self, side: Literal["src", "dst"]) -> boto3.Session:
-        role, region = self.role(side), self.region(side)
-        base = self.orchestrator
-        if region != base.region_name:  # same credentials, clients made for the side's region
-            base = new_session(region_name=region)
-        return role.session(base) if role else base
+        # Kept across the steps of a process (a warm Lambda): the role is assumed once, and the
+        # session renews its credentials itself.
+        return side_session(self.orchestrator, self.role(side), self.region(side))
 
     @cached_property
     def source(self) -> boto3.Session:
@@ -127,7 +126,11 @@ class Deps:
 
     @classmethod
     def from_environ(cls) -> Deps:
-        return cls(WorkflowEnv.from_environ())
+        """The step Lambdas' dependencies, kept between invocations of a warm container while its
+        environment stays the same: the orchestrator's session and its ledger and artifacts clients
+        are made once, as real Lambdas make them at module level."""
+        env = WorkflowEnv.from_environ()
+        return kept(("deps", env), lambda: cls(env, orchestrator_session()))
 
     def sessions(self, request: MigrationRequest) -> Sessions:
         return Sessions(request, self.orchestrator)
