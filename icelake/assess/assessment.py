@@ -35,6 +35,7 @@ from icelake.assess.schema import (
     TableAssessment,
     Totals,
 )
+from icelake.assess.sync_window import SyncInputs, per_copy_requests, sync_window
 from icelake.aws.fileio import FileIO, S3FileIO
 from icelake.aws.request_count import RequestCount, added
 from icelake.errors import IcelakeError, UnmappedPrefixesError
@@ -48,6 +49,7 @@ from icelake.migrate.plan.target import table_prefix_map
 from icelake.migrate.progress import NoProgress, ProgressSink
 from icelake.migrate.settings import EngineSettings
 from icelake.migrate.table_size import estimate_size
+from icelake.request.schedule import DEFAULT_SYNC_SCHEDULE
 from icelake.uris import canonical, parent
 
 
@@ -65,6 +67,9 @@ class Settings:
     prune: bool = True  # the request's options.prune: Validate then reads the target's manifests again
     history: History = "live"  # the request's options.history: what the target keeps
     sync_days: float = SYNC_DAYS
+    # How often the syncs run until cutover (a schedule expression: options.sync_interval, the
+    # deployment's sync_schedule): the sync window and the cutover's freeze are priced from it.
+    sync_interval: str = DEFAULT_SYNC_SCHEDULE
     cross_region: bool = False
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
     progress: ProgressSink | None = None  # the planner's progress (None: not shown)
@@ -198,6 +203,7 @@ def _assessed(
     rate_warning = commit_rate_warning(history, estimate.duration_s, settings.sync_days)
     if rate_warning:
         warnings.append(rate_warning)
+    window, freeze = sync_window(history.busiest(), estimate, _sync_inputs(plan, settings, target_kms))
     return TableAssessment(
         **_identity(name, source_metadata, target_location, meta),
         planned=True,
@@ -225,7 +231,28 @@ def _assessed(
         blockers=blockers,
         warnings=warnings,
         estimate=estimate,
+        sync_window=window,
+        cutover=freeze,
         **history.fields(),
+    )
+
+
+def _sync_inputs(plan: TablePlan, settings: Settings, target_kms: bool) -> SyncInputs:
+    """What the sync window is priced with: the settings, and a copy of a file like the table's."""
+    sample = plan.copies[0].info if plan.copies else None
+    return SyncInputs(
+        schedule=settings.sync_interval,
+        window_days=settings.sync_days,
+        model=settings.model,
+        prices=settings.prices,
+        thresholds=settings.thresholds,
+        cross_region=settings.cross_region,
+        per_copy=per_copy_requests(
+            sample.etag if sample else None,
+            bool(sample and sample.checksum is not None),
+            target_kms=target_kms,
+        ),
+        directories=plan.copies.prefix_spread()[0] if plan.copies else 1,
     )
 
 
@@ -286,6 +313,7 @@ def assemble(tables: list[TableAssessment], settings: Settings, scope: dict[str,
         model={
             "throughput": settings.model.model_dump(),
             "sync_days": settings.sync_days,
+            "sync_interval": settings.sync_interval,
             "cross_region": settings.cross_region,
             "glue_threshold_files": settings.glue_threshold_files,
             "glue_threshold_bytes": settings.glue_threshold_bytes,
@@ -327,6 +355,8 @@ def _totals(tables: list[TableAssessment], estimates: list[TableEstimate]) -> To
         warnings=sum(len(t.warnings) for t in tables),
         requests=added(*(e.requests for e in estimates)),
         cost_usd=summed([e.cost_usd for e in estimates]),
+        sync_window_requests=added(*(t.sync_window.requests for t in tables if t.sync_window)),
+        sync_window_cost_usd=summed([t.sync_window.cost_usd for t in tables if t.sync_window]),
     )
 
 
