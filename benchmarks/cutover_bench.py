@@ -41,6 +41,7 @@ from benchmarks.estimate_pairs import (
     misses,
     paired,
     print_pairs,
+    with_measured_start,
 )
 from benchmarks.synthetic_table import build_in_own_process
 
@@ -143,6 +144,8 @@ def run(files: int, file_size: int, work: Path) -> dict[str, Any]:
         MODEL.update(calibrated_throughput())
         # The assessment's estimate of the first migration, set beside what it measured (issue 45)
         estimate = assessed_estimate(deployment, lake, _request(lake, "assess-1", "assess"), "assess-1")
+        estimate, started = with_measured_start(estimate, MODEL)
+        MODEL.update(started)
         migrated, full_s, _ = _run(deployment, lake, "full-1", "full")
         writer = Writer(lake, spark, work / "warehouse")
         for _ in range(3):

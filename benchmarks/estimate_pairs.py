@@ -89,12 +89,18 @@ def _effective_parallel(s3: Any, bucket: str, head_s: float, threads: int = 16, 
 
 
 def assessed_estimate(deployment: Any, lake: Any, request: dict[str, Any], run_id: str) -> dict[str, Any]:
-    """The table's estimate from a run of the request in mode assess (one table selected)."""
+    """The table's estimate from a run of the request in mode assess (one table selected), and
+    its Inventory step's seconds (`inventory_s`): a step's start on this AWS under this load (its
+    roles assumed, clients made, catalog read, a worklist written), measured on a step that is
+    not one of those estimated."""
     from icelake.local.embedded import run_execution
+    from icelake.local.lambda_runtime import recording_invocations
     from icelake.workflow.client import read_report
 
     body = {**request, "run_id": run_id, "mode": "assess"}
-    result = run_execution(deployment.state_machine_arn, body, timeout=3600, name=run_id)
+    with recording_invocations() as calls:
+        result = run_execution(deployment.state_machine_arn, body, timeout=3600, name=run_id)
+    inventory_s = [c.seconds for c in calls if c.function_name.endswith("-inventory")]
     if result.status != "SUCCEEDED":
         raise SystemExit(f"the assessment {run_id} ended {result.status}: {result.failure()}")
     (table,) = read_report(result.output["report_uri"])["tables"]
@@ -106,8 +112,33 @@ def assessed_estimate(deployment: Any, lake: Any, request: dict[str, Any], run_i
         "engine_rule": table.get("engine_rule"),
         "table": {k: table.get(k) for k in counts},
         "load_average": round(os.getloadavg()[0], 1),
+        "inventory_s": round(inventory_s[0], 3) if inventory_s else None,
         **table["estimate"],
     }
+
+
+def with_measured_start(
+    assessed: dict[str, Any], model: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The model with a step's start as the assessment run's Inventory took it, and the estimate
+    made again under it (the estimate is of the same plan)."""
+    if assessed.get("inventory_s") is None:
+        return assessed, model
+    start = assessed["inventory_s"]
+    started = {
+        **model,
+        "lambda_start_s": start,
+        "glue_startup_s": start,
+        "lambda_start_range_s": [
+            min(start, model["lambda_start_range_s"][0]),
+            max(start, model["lambda_start_range_s"][1]),
+        ],
+        "glue_startup_range_s": [
+            min(start, model["glue_startup_range_s"][0]),
+            max(start, model["glue_startup_range_s"][1]),
+        ],
+    }
+    return re_estimated(assessed, started), started
 
 
 def paired(estimate: dict[str, Any], outcome: dict[str, Any]) -> dict[str, dict[str, Any]]:

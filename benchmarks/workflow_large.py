@@ -48,6 +48,7 @@ from benchmarks.estimate_pairs import (
     misses,
     paired,
     print_pairs,
+    with_measured_start,
 )
 from benchmarks.synthetic_table import build_in_own_process
 
@@ -115,6 +116,8 @@ def run(files: int, file_size: int, work: Path, *, calibrate: bool = True) -> di
         )
         console.print("assessing it (mode assess, the embedded AWS's throughput model) ...")
         estimate = assessed_estimate(deployment, lake, request, "large-assess")
+        if calibrate:
+            estimate, model = with_measured_start(estimate, model)
         console.print("running the migration state machine ...")
         with recording_invocations() as calls:
             started = time.monotonic()
