@@ -1,17 +1,22 @@
 """The engine chosen by the estimate (icelake/assess/engine_choice.py), through the workflow's own
 steps on the embedded AWS: a table under the Glue thresholds whose Lambda copy the estimate puts past
-60 % of the Lambda's timeout is sent to Glue, saying why; a threshold the request sets wins over the
+60 % of the Lambda's timeout is sent to Glue, saying why (3 files under a very slow model; 19,999,
+one under the file threshold, under a slow cross-region pair's); a threshold the request sets wins over the
 estimate; an incremental sync is judged by its increment, not the whole table."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 
+from benchmarks.synthetic_table import build_in_own_process
+from icelake.assess.engine_choice import CopyWork, Thresholds, choose_engine
 from icelake.aws.ledger import Ledger
+from icelake.request.models import Options
 from icelake.throughput import ThroughputModel
 from icelake.workflow import steps
 from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput
@@ -98,3 +103,45 @@ def test_an_incremental_sync_is_judged_by_its_increment(lake: Lake) -> None:
     assert planned.engine == "lambda", planned.engine_rule
     assert (planned.engine_rule or "").startswith("thresholds and estimate: under both thresholds (1 files")
     assert _finish(lake, planned)["engine_rule"] == planned.engine_rule
+
+
+# A slow cross-region pair: each CopyObject answers in half a second, 16 at once in the Copy Lambda.
+# 19,999 files then copy in about 625 s, past 60 % of its 900 s; under the default model (60 ms) in
+# about 75 s.
+CROSS_REGION = ThroughputModel(
+    name="slow-pair", latency_s={**ThroughputModel().latency_s, "copy": 0.5}, lambda_parallel=16
+)
+JUST_UNDER = 19_999  # files: one under the default Glue threshold of 20,000
+
+
+def test_a_table_just_under_the_file_threshold_goes_to_glue_when_its_lambda_copy_would_not_fit(
+    lake: Lake, tmp_path: Path
+) -> None:
+    # Given a table of 19,999 tiny data files (its metadata built through Iceberg's Java API, the
+    # files touched at 64 bytes) published to the source
+    built = build_in_own_process(tmp_path / "warehouse", JUST_UNDER, 1, 64)
+    assert built["data_files"] == JUST_UNDER
+    lake.publish("sales", "big", built["current_metadata"])
+    select = {"selection": {"tables": ["sales.big"]}}
+
+    # When Plan runs under a slow cross-region pair's model (the thresholds left to their defaults)
+    options = {"validation": "metadata", "throughput": CROSS_REGION.model_dump()}
+    _, slow = _planned(lake, lake.request("run-2", **select, options=options))
+
+    # Then the plan copies all 19,999 files, under the file threshold, and the estimate sends the
+    # table to Glue, saying why with its figures
+    assert (slow.planned_in, slow.files_to_copy) == ("lambda", JUST_UNDER)
+    assert slow.engine == "glue", slow.engine_rule
+    rule = slow.engine_rule or ""
+    assert rule.startswith("estimate: the Lambda copy is estimated at "), rule
+    assert "'slow-pair'" in rule and "over 60% of the Copy Lambda's 900 s timeout (540 s)" in rule
+    assert f"though under the thresholds ({JUST_UNDER:,} files" in rule
+    estimated = rule.removeprefix("estimate: the Lambda copy is estimated at ").split(" s ")[0]
+    assert 540 < float(estimated.replace(",", "")) < 900
+    # ... where the same plan's copy under the default model (60 ms a copy) stays in the Lambda: the
+    # model, not the size, chose (the same choice, on the plan's own figures)
+    copy_work = CopyWork(slow.files_to_copy, slow.bytes_to_copy, slow.expected_requests["copy"])
+    default = choose_engine(copy_work, Thresholds.of(Options()), ThroughputModel())
+    assert default.engine == "lambda", default.rule
+    tables = Ledger(boto3.client("dynamodb"), lake.env.ledger_table).run_tables("run-2")
+    assert [t["engine"] for t in tables if t["sk"] == "TABLE#sales.big"] == ["glue"]
