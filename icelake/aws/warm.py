@@ -5,8 +5,9 @@ A tiny table's step used to spend most of its time making sessions: the orchestr
 source and target roles' (an STS AssumeRole each), on every invocation. A kept session is as good
 as a new one: an assumed role's credentials renew themselves before they expire
 (`RefreshableCredentials`, icelake.aws.session), and a session made under other credentials, another
-endpoint or another region (the AWS_* environment) is never handed out for this one. Clients are
-still made per step: each step counts its own S3 requests on the clients it makes.
+endpoint or another region (the AWS_* environment) is never handed out for this one. A kept
+session keeps its clients too (botocore clients are thread-safe), except S3's: each step counts its
+own S3 requests on the S3 clients it makes.
 
 The embedded AWS forgets everything kept when it starts or stops (`forget`): its accounts, roles
 and credentials start empty each time, as new containers would meet them.
@@ -53,9 +54,29 @@ def kept(key: Hashable, make: Callable[[], T]) -> T:
         return value
 
 
+def keeping_clients(session: boto3.Session) -> boto3.Session:
+    """`session`, its clients kept: one per service and region, made on first use (S3's, and any
+    asked for with more than a region, are made each time)."""
+    make = session.client
+    clients: dict[tuple[str, str | None], Any] = {}
+    lock = threading.Lock()
+
+    def client(service_name: str, region_name: str | None = None, **more: Any) -> Any:
+        if service_name == "s3" or more:
+            return make(service_name, region_name=region_name, **more)
+        with lock:
+            key = (service_name, region_name)
+            if key not in clients:
+                clients[key] = make(service_name, region_name=region_name)
+            return clients[key]
+
+    session.client = client  # this session only: warm made it
+    return session
+
+
 def orchestrator_session() -> boto3.Session:
     """The default credential chain's session, made once per environment."""
-    return kept("orchestrator", new_session)
+    return kept("orchestrator", lambda: keeping_clients(new_session()))
 
 
 def side_session(base: boto3.Session, role: AssumedRole | None, region: str | None) -> boto3.Session:
@@ -67,8 +88,8 @@ def side_session(base: boto3.Session, role: AssumedRole | None, region: str | No
         if session is None:
             if len(sides) >= _MAX_KEPT:
                 sides.clear()
-            same = base if region == base.region_name else new_session(region_name=region)
-            session = sides[(role, region)] = role.session(same) if role else same
+            same = base if region == base.region_name else keeping_clients(new_session(region_name=region))
+            session = sides[(role, region)] = keeping_clients(role.session(same)) if role else same
         return session
 
 

@@ -6,6 +6,7 @@ assessment (`icelake assess --request`, the Assess step) reads its tables throug
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -48,6 +49,8 @@ class Sessions:
     orchestrator: boto3.Session = field(default_factory=new_session)
     # The S3 requests of both sides' clients (the step's own account of what it sent).
     requests: RequestCount = field(default_factory=RequestCount)
+    _s3_clients: dict[str, Any] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def role(self, side: Literal["src", "dst"]) -> AssumedRole | None:
         """The source (read) or target (write) role as this request assumes it, if it names one."""
@@ -81,16 +84,23 @@ class Sessions:
 
     def source_io(self) -> FileIO:
         """S3 as the source role, each bucket's requests sent to that bucket's region."""
-        return self._counted(S3FileIO(self.source.client("s3"), regions=self.source))
+        return self._counted(S3FileIO(self._s3("src"), regions=self.source))
 
     def target_io(self) -> FileIO:
         """S3 as the target role, each bucket's requests (copies too) sent to its region."""
-        return self._counted(
-            S3FileIO(self.target.client("s3"), self.request.target.kms_key_id, regions=self.target)
-        )
+        return self._counted(S3FileIO(self._s3("dst"), self.request.target.kms_key_id, regions=self.target))
+
+    def _s3(self, side: Literal["src", "dst"]) -> Any:
+        """The side's S3 client, one for all of this step's IOs (a step asks for them several
+        times, and a client takes longer to make than a tiny table's requests), counted once."""
+        with self._lock:
+            if side not in self._s3_clients:
+                session = self.source if side == "src" else self.target
+                self._s3_clients[side] = self.requests.attach(session.client("s3"))
+            return self._s3_clients[side]
 
     def _counted(self, io: S3FileIO) -> S3FileIO:
-        self.requests.attach_io(io)
+        io.on_new_client = self.requests.attach  # its clients for buckets in other regions
         return io
 
 

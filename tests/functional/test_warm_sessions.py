@@ -31,12 +31,22 @@ def lambda_env(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def _step(lake: Lake, run_id: str) -> Deps:
-    """What a step does with its sessions: both sides' S3, as the Lambda's Deps give them."""
+    """What a step does with its sessions: both sides' S3 and the target's Glue, as the Lambda's
+    Deps give them; it counts its own S3 requests (one PUT), whatever ran before it."""
     deps = Deps.from_environ()
     sessions = deps.sessions(steps.parse_request(lake.request(run_id)))
     sessions.target_io().write(f"s3://{TARGET_BUCKET}/warm/{run_id}", b"x")
+    assert sessions.target_io().stat(f"s3://{TARGET_BUCKET}/warm/{run_id}") is not None
     sessions.source.client("s3").list_buckets()
+    sessions.target.client("glue").get_databases()
+    counts = sessions.requests.counts()
+    # its own requests only: one PUT, one HEAD and each IO's bucket-region lookup (a GET)
+    assert counts == {"copy": 0, "list": 0, "head": 1, "get": 2, "put": 1, "delete": 0}, counts
     return deps
+
+
+def _glue(deps: Deps, lake: Lake, run_id: str) -> object:
+    return deps.sessions(steps.parse_request(lake.request(run_id))).target.client("glue")
 
 
 @pytest.mark.usefixtures("lambda_env")
@@ -45,7 +55,9 @@ def test_steps_of_one_run_assume_each_role_once(lake: Lake, monkeypatch: pytest.
     first = _step(lake, "warm-1")
     assert _step(lake, "warm-1") is first and _step(lake, "warm-1") is first
 
-    # Then each side's role was assumed once, for that run, and the writes landed in the target
+    # Then each side's role was assumed once, for that run, its Glue client made once, and the
+    # writes landed in the target
+    assert _glue(first, lake, "warm-1") is _glue(Deps.from_environ(), lake, "warm-1")
     assert len(assumed_roles(SOURCE_ROLE, "icelake-src-warm-1")) == 1
     assert len(assumed_roles(TARGET_ROLE, "icelake-dst-warm-1")) == 1
     body = lake.target.client("s3").get_object(Bucket=TARGET_BUCKET, Key="warm/warm-1")["Body"].read()

@@ -7,11 +7,13 @@ from __future__ import annotations
 import os
 
 from icelake.assess.assessment import Settings, assemble
+from icelake.assess.buckets import BucketReads
 from icelake.assess.cost import DEFAULT_REGION, regions_of
 from icelake.assess.estate import assess_item, scope_of, settings_for
 from icelake.assess.pages import render_assessment
 from icelake.assess.prices import load_prices
 from icelake.assess.schema import Finding, TableAssessment
+from icelake.aws.warm import kept
 from icelake.request.deps import Artifacts, Deps
 from icelake.request.models import WorkItem
 from icelake.workflow.inputs import PlanInput
@@ -24,7 +26,9 @@ def assess(given: PlanInput, deps: Deps) -> AssessResult:
     item = given.item
     region = regions_of(item.request)[1] or os.environ.get("AWS_REGION") or DEFAULT_REGION
     settings = settings_for(item.request, load_prices(region), sync_days=item.request.options.sync_days)
-    assessed = assess_item(item, deps, settings)
+    # The buckets' settings are read once per run in a warm container, not once per table.
+    buckets = kept(("bucket-reads", item.run_id), BucketReads)
+    assessed = assess_item(item, deps, settings, buckets=buckets)
     key = Artifacts.key(item.run_id, item.name, ASSESSMENT_NAME)
     deps.artifacts.put_json(key, assessed.model_dump(mode="json"))
     deps.ledger.record_table(item.run_id, item.name, "ASSESSED", blockers=len(assessed.blockers))
