@@ -38,6 +38,7 @@ from benchmarks.estimate_pairs import (
     assessed_estimate,
     calibrated_throughput,
     embedded_throughput,
+    freeze_estimate,
     misses,
     paired,
     print_pairs,
@@ -159,6 +160,11 @@ def run(files: int, file_size: int, work: Path) -> dict[str, Any]:
             r for r in glue.get_job_runs(JobName=GLUE_MIGRATE_JOB)["JobRuns"] if r["Id"] not in glue_before
         ]
         glue_s = float(sum(r.get("ExecutionTime", 0) for r in glue_runs))
+        # The assessment's freeze for the change the cutover met (3 commits, their files), under
+        # the model measured in the run
+        predicted = freeze_estimate(
+            MODEL, 3, int(promoted.get("files_copied", 0)), int(promoted.get("bytes_copied", 0))
+        )
         writer.append(1)  # a late writer, after promotion
         stranded, _, _ = _run(deployment, lake, "sync-late", "incremental")
         carried, _, _ = _run(deployment, lake, "carry-1", "carry_over")
@@ -183,6 +189,10 @@ def run(files: int, file_size: int, work: Path) -> dict[str, Any]:
         "cutover_sync": promoted.get("sync"),
         "freeze_s": freeze_s,
         "freeze_by_step": _by_step(calls, glue_s, freeze_s),
+        "freeze_estimate_s": predicted["freeze_s"],
+        "freeze_estimate_range_s": predicted["freeze_range_s"],
+        "freeze_estimate_by_step": predicted["freeze_by_step"],
+        "freeze_ratio": round(freeze_s / predicted["freeze_s"], 3) if predicted["freeze_s"] else None,
         "glue_startup_s": "not included: the embedded Glue job starts at once",
         "stranded_detected": stranded["status"] == "stranded"
         and [c["operation"] for c in stranded.get("stranded", [])] == ["append"],
@@ -243,6 +253,8 @@ def main(argv: list[str] | None = None) -> None:
         "files",
         "freeze_s",
         "freeze_by_step",
+        "freeze_estimate_s",
+        "freeze_ratio",
         "stranded_detected",
         "carried_rows",
         "recarried_rows",

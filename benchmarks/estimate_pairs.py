@@ -214,3 +214,39 @@ def re_estimated(assessed: dict[str, Any], model: dict[str, Any]) -> dict[str, A
         sync_days=30,
     )
     return {**assessed, **estimate.model_dump(mode="json")}
+
+
+def freeze_estimate(model: dict[str, Any], commits: int, files: int, size: int) -> dict[str, Any]:
+    """The assessment's cutover freeze (icelake/assess/sync_window.py) for a table whose last
+    interval brought `commits` commits adding `files` files of `size` bytes in all, under `model`:
+    the rates given to `sync_window` make one interval (a day) bring exactly those."""
+    from icelake.assess.engine_choice import Thresholds
+    from icelake.assess.estimate import TableEstimate
+    from icelake.assess.prices import load_prices
+    from icelake.assess.sync_window import SyncInputs, per_copy_requests, sync_window
+    from icelake.throughput import ThroughputModel
+
+    throughput = ThroughputModel.model_validate(model)
+    full = re_estimated(
+        {
+            "requests_by_phase": {"plan": {}, "copy": {}, "validate": {}},
+            "table": {"bytes_to_copy": 0, "files_to_copy": 0},
+            "engine": "lambda",
+        },
+        model,
+    )
+    inputs = SyncInputs(
+        schedule="rate(1 day)",
+        window_days=1,
+        model=throughput,
+        prices=load_prices("us-east-1"),
+        thresholds=Thresholds(20_000, 100 * 1024**3, False),
+        cross_region=False,
+        # the bench's files: written with their SHA-256 (S3FileIO.write), to a KMS-encrypted target
+        per_copy=per_copy_requests(None, True, target_kms=True),
+        directories=1,
+    )
+    _, freeze = sync_window(
+        (float(commits), float(files), float(size)), TableEstimate.model_validate(full), inputs
+    )
+    return freeze.model_dump(mode="json")
