@@ -22,11 +22,19 @@ from icelake.ingest.scd2.schema import (
     align_to_table,
     apply_schema_plan,
     data_columns,
+    iceberg_table,
     plan_schema,
     restore_table,
     table_exists,
 )
-from icelake.ingest.scd2.sql import changes_sql, count_changes, current_rows_sql, merge_source_sql, merge_sql
+from icelake.ingest.scd2.sql import (
+    ChangeCounts,
+    changes_sql,
+    count_changes,
+    current_rows_sql,
+    merge_source_sql,
+    merge_sql,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -111,6 +119,7 @@ def _commit(
     batch: BatchInfo,
     views: _Views,
     ingested_at: datetime,
+    changes: ChangeCounts,
 ) -> None:
     """Change: the schema as planned, then the MERGE of the classified changes, the batch's id and
     as-of in its snapshot summary; a MERGE that does not commit restores the schema."""
@@ -121,7 +130,7 @@ def _commit(
             spec, views.changes, table_schema, as_of=batch.as_of, ingested_at=ingested_at
         )
         spark.sql(source).createOrReplaceTempView(views.source)
-        statement = merge_sql(spec, views.source, table_schema)
+        statement = merge_sql(spec, views.source, table_schema, changes.closes_valid_from)
         properties = {
             BATCH_ID_PROPERTY: batch.batch_id,
             BATCH_AS_OF_PROPERTY: batch.as_of.astimezone(UTC).isoformat(),
@@ -132,26 +141,37 @@ def _commit(
         raise
 
 
+def _batch_snapshot(spark: SparkSession, table: str, batch_id: str) -> int | None:
+    """The snapshot whose summary names the batch: the table's current one, read from its metadata
+    (no query), unless another writer committed after it; then the snapshots table is searched."""
+    current = iceberg_table(spark, table).currentSnapshot()
+    if current is not None and current.summary().get(BATCH_ID_PROPERTY) == batch_id:
+        return int(current.snapshotId())
+    found = spark.sql(
+        f"SELECT snapshot_id FROM {qtable(table)}.snapshots "
+        f"WHERE summary['{BATCH_ID_PROPERTY}'] = {sql_string(batch_id)}"
+    ).collect()
+    return int(found[0]["snapshot_id"]) if found else None
+
+
 def _merged(
     spark: SparkSession,
     spec: Scd2Spec,
     batch: BatchInfo,
-    counts: dict[str, int],
+    changes: ChangeCounts,
     plan: SchemaPlan,
     empty: bool,
 ) -> MergeResult:
     """The committed batch's result: its snapshot (the one whose summary names the batch), the
     versions it inserted and closed, the columns it added or widened."""
-    snapshot = spark.sql(
-        f"SELECT snapshot_id FROM {qtable(spec.table)}.snapshots "
-        f"WHERE summary['{BATCH_ID_PROPERTY}'] = {sql_string(batch.batch_id)}"
-    ).collect()
+    snapshot = _batch_snapshot(spark, spec.table, batch.batch_id)
+    counts = changes.counts
     new, changed = counts.get("new", 0), counts.get("changed", 0)
     return MergeResult(
         batch_id=batch.batch_id,
         table=spec.table,
         skipped=False,
-        snapshot_id=snapshot[0]["snapshot_id"] if snapshot else None,
+        snapshot_id=snapshot,
         inserted=new + changed,
         new_keys=new,
         closed=changed,
@@ -201,7 +221,7 @@ def merge_batch(
         changes.createOrReplaceTempView(views.changes)
         counts = count_changes(changes, spec, batch.batch_id)
         # Change: the schema, then the MERGE; a MERGE that does not commit restores the schema.
-        _commit(spark, spec, plan, batch, views, ingested_at)
+        _commit(spark, spec, plan, batch, views, ingested_at, counts)
     finally:
         changes.unpersist()
         for view in (views.source, views.changes, views.batch):

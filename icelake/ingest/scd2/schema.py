@@ -196,6 +196,13 @@ def iceberg_type_of(spark_type: Any) -> IcebergType | None:
     return parse_type(text) if text.startswith("decimal(") else None
 
 
+def same_type(a: Any, b: Any) -> bool:
+    """Whether two Spark types are the same but for nullability (a struct the batch built with
+    required fields is an Iceberg struct of optional ones): a cast between them loses nothing, so
+    no pass over the batch needs to check its values."""
+    return bool(a == b or a.simpleString() == b.simpleString())
+
+
 def _lossy_values(df: DataFrame, src: str, target: Any, limit: int = 3) -> list[Any]:
     """Values of `src` that the `target` type cannot hold exactly: NULL after the cast, or (for
     numbers) not the same number after it (29.5 in a BIGINT, 3e10 in an INT, 1.005 in DECIMAL(5,2))."""
@@ -222,7 +229,7 @@ def promotions(spec: Scd2Spec, df: DataFrame, table_schema: StructType) -> dict[
     promoted: dict[str, Any] = {}
     for f in table_schema.fields:
         src = by_lower.get(f.name.lower())
-        if src is None or df.schema[src].dataType == f.dataType:
+        if src is None or same_type(df.schema[src].dataType, f.dataType):
             continue
         old, new = iceberg_type_of(f.dataType), iceberg_type_of(df.schema[src].dataType)
         declared = f.name in spec.types
@@ -260,7 +267,7 @@ def align_to_table(df: DataFrame, table_schema: StructType, batch_id: str) -> Da
         if src is None:
             cols.append(F.lit(None).cast(f.dataType).alias(f.name))
             continue
-        if df.schema[src].dataType != f.dataType:
+        if not same_type(df.schema[src].dataType, f.dataType):
             bad = _lossy_values(df, src, f.dataType)
             if bad:
                 raise SchemaMismatchError(

@@ -3,7 +3,8 @@ changed, deleted; unchanged keys dropped), the MERGE source built from those cha
 
 from __future__ import annotations
 
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from icelake.errors import IngestError, InvalidBatchError
@@ -168,9 +169,41 @@ SELECT {opened}, {mk_null} FROM {changes_view} WHERE __action IN ('new', 'change
 """
 
 
-def merge_sql(spec: Scd2Spec, source_view: str, table_schema: StructType) -> str:
+# Up to this many distinct `_valid_from` values are named one by one in the MERGE's condition;
+# beyond it their range is (as exact, a little less selective).
+MAX_LISTED_VALID_FROM = 1000
+
+
+@dataclass(frozen=True)
+class ChangeCounts:
+    """What the one aggregation of the cached changes says: rows per action, and the `_valid_from`
+    (epoch microseconds) of every current version the batch closes, which is all the MERGE needs
+    to skip the current partition's files that hold none of them."""
+
+    counts: dict[str, int]
+    closes_valid_from: frozenset[int]
+
+
+def _closed_versions_sql(closes_valid_from: frozenset[int]) -> str:
+    """A condition on the target alone that every current version the batch closes meets: pushed
+    into the MERGE's scan of the target, where Iceberg's column bounds skip the files written by
+    batches whose versions none of the changes close (and, with nothing closed, every file)."""
+    if not closes_valid_from:
+        return "false"
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    literal = [ts_literal(epoch + timedelta(microseconds=m)) for m in sorted(closes_valid_from)]
+    if len(literal) <= MAX_LISTED_VALID_FROM:
+        return f"t.{q(VALID_FROM)} IN ({', '.join(literal)})"
+    return f"t.{q(VALID_FROM)} BETWEEN {literal[0]} AND {literal[-1]}"
+
+
+def merge_sql(
+    spec: Scd2Spec, source_view: str, table_schema: StructType, closes_valid_from: frozenset[int]
+) -> str:
     """Delete the current versions the source closes (matched by key: the MERGE reads only the key
-    columns of the current rows), insert the closed copies and the new versions (one commit)."""
+    columns of the current rows, and only in files that can hold a closed version, by their
+    `_valid_from` as the classification read it), insert the closed copies and the new versions
+    (one commit)."""
     names = [*table_schema.fieldNames(), *SCD2_COLUMNS]
     on = " AND ".join(f"t.{q(k)} = s.{q('__mk_' + k)}" for k in spec.keys)
     insert_cols = ", ".join(q(c) for c in names)
@@ -178,27 +211,36 @@ def merge_sql(spec: Scd2Spec, source_view: str, table_schema: StructType) -> str
     return f"""
 MERGE INTO {qtable(spec.table)} t
 USING {source_view} s
-ON {on} AND t.{q(IS_CURRENT)}
+ON {on} AND t.{q(IS_CURRENT)} AND {_closed_versions_sql(closes_valid_from)}
 WHEN MATCHED THEN DELETE
 WHEN NOT MATCHED THEN INSERT ({insert_cols}) VALUES ({values})
 """
 
 
-def count_changes(changes: DataFrame, spec: Scd2Spec, batch_id: str) -> dict[str, int]:
-    """Rows per action; refuses a batch with NULL keys before anything is written."""
+def count_changes(changes: DataFrame, spec: Scd2Spec, batch_id: str) -> ChangeCounts:
+    """Rows per action and the closed versions' `_valid_from`, in one aggregation of the cached
+    changes (the DataFrame the MERGE reads); refuses a batch with NULL keys before anything is
+    written."""
     from pyspark.sql import functions as F
 
     null_key = F.expr(" OR ".join(f"{q(k)} IS NULL" for k in spec.keys)) & (F.col("__action") != "deleted")
+    closes = F.col("__action").isin("changed", "deleted")
+    valid_from = F.expr(f"unix_micros({q(CUR + VALID_FROM)})")
     counts: dict[str, int] = {}
+    closes_valid_from: set[int] = set()
     null_keys = 0
-    for row in changes.groupBy("__action", null_key.alias("__null_key")).count().collect():
+    aggregated = changes.groupBy("__action", null_key.alias("__null_key")).agg(
+        F.count(F.lit(1)).alias("count"), F.collect_set(F.when(closes, valid_from)).alias("valid_from")
+    )
+    for row in aggregated.collect():
         if row["__null_key"]:
             null_keys += row["count"]
         else:
             counts[row["__action"]] = row["count"]
+            closes_valid_from.update(int(v) for v in row["valid_from"])
     if null_keys:
         raise InvalidBatchError(
             f"batch {batch_id} has record(s) with a NULL key {list(spec.keys)} "
             f"({null_keys} key group(s)); nothing was merged: fix the source or the key columns"
         )
-    return counts
+    return ChangeCounts(counts, frozenset(closes_valid_from))
