@@ -125,19 +125,8 @@ def with_measured_start(
     if assessed.get("inventory_s") is None:
         return assessed, model
     start = assessed["inventory_s"]
-    started = {
-        **model,
-        "lambda_start_s": start,
-        "glue_startup_s": start,
-        "lambda_start_range_s": [
-            min(start, model["lambda_start_range_s"][0]),
-            max(start, model["lambda_start_range_s"][1]),
-        ],
-        "glue_startup_range_s": [
-            min(start, model["glue_startup_range_s"][0]),
-            max(start, model["glue_startup_range_s"][1]),
-        ],
-    }
+    # A start outside its range widens the range by itself (ThroughputModel.bounds)
+    started = {**model, "lambda_start_s": start, "glue_startup_s": start}
     return re_estimated(assessed, started), started
 
 
