@@ -349,7 +349,9 @@ def record(res: dict[str, Any]) -> Path:
         f"{res['live_files_after']['naive']} | {mib(res, 'merge')} / {mib(res, 'naive')} |"
     )
     lines = md.read_text().splitlines()
-    last_row = max(i for i, line in enumerate(lines) if line.startswith("|"))  # the results table
+    # The results table is the file's first (later tables break figures down): its last row
+    first = next(i for i, line in enumerate(lines) if line.startswith("| date | rows"))
+    last_row = next((i for i in range(first, len(lines)) if not lines[i].startswith("|")), len(lines)) - 1
     lines.insert(last_row + 1, row)
     md.write_text("\n".join(lines) + "\n")
     return out
