@@ -28,6 +28,8 @@ import shutil
 import subprocess
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -126,7 +128,37 @@ def _by_step(calls: list[Any], glue_s: float, total: float) -> dict[str, float]:
     return steps
 
 
-def run(files: int, file_size: int, work: Path) -> dict[str, Any]:
+@contextmanager
+def profiling_handlers(directory: Path | None) -> Iterator[None]:
+    """With a directory: each handler call of the block under cProfile (the handler's own thread;
+    its pools' threads show as waits), one `<n>-<function>.pstats` a call, to trace where a step's
+    seconds go. Without one: nothing."""
+    if directory is None:
+        yield
+        return
+    import cProfile
+
+    from icelake.local import lambda_runtime
+
+    directory.mkdir(parents=True, exist_ok=True)
+    real = lambda_runtime._call
+    counter = iter(range(10**6))
+
+    def profiled(handler_file: Path, attr: str, event: Any, context: Any) -> Any:
+        profile = cProfile.Profile()
+        try:
+            return profile.runcall(real, handler_file, attr, event, context)
+        finally:
+            profile.dump_stats(directory / f"{next(counter):03d}-{context.function_name}.pstats")
+
+    lambda_runtime._call = profiled
+    try:
+        yield
+    finally:
+        lambda_runtime._call = real
+
+
+def run(files: int, file_size: int, work: Path, profile: Path | None = None) -> dict[str, Any]:
     import boto3
     from icelake.constants import GLUE_MIGRATE_JOB
     from icelake.local.deploy import deploy_migration_workflow
@@ -155,7 +187,8 @@ def run(files: int, file_size: int, work: Path) -> dict[str, Any]:
         stopped = time.monotonic()  # the last source commit is published: writers stop here
         glue = boto3.client("glue")
         glue_before = {r["Id"] for r in glue.get_job_runs(JobName=GLUE_MIGRATE_JOB)["JobRuns"]}
-        promoted, _cutover_s, calls = _run(deployment, lake, "cutover-1", "cutover")
+        with profiling_handlers(profile):
+            promoted, _cutover_s, calls = _run(deployment, lake, "cutover-1", "cutover")
         freeze_s = round(time.monotonic() - stopped, 2)
         glue_runs = [
             r for r in glue.get_job_runs(JobName=GLUE_MIGRATE_JOB)["JobRuns"] if r["Id"] not in glue_before
@@ -240,8 +273,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--file-size", type=int, default=1024, help="bytes of every data file (default 1 KiB)")
     ap.add_argument("--work-dir", default=str(BENCH_DIR / ".work" / "cutover"))
     ap.add_argument("--no-record", action="store_true")
+    ap.add_argument("--profile", type=Path, help="a directory: profile the cutover run's handlers")
     args = ap.parse_args(argv)
-    res = run(args.files, args.file_size, Path(args.work_dir).resolve())
+    res = run(args.files, args.file_size, Path(args.work_dir).resolve(), args.profile)
     res["recorded_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     print_pairs(
         console, res["full_estimate"], f"the full migration: estimate ({res['full_estimate_engine']}) and run"
