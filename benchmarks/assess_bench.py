@@ -236,16 +236,13 @@ def _record(result: dict[str, Any]) -> None:
             "| date | commit | nproc | load avg | tables | s per table by concurrency | same output | "
             "pages |\n|---|---|---|---|---|---|---|---|\n"
         )
-    # the row goes after the section's last row
+    # the row goes after the last row of the section's first table (later ones break figures down)
     start = text.index(header)
     lines = text[start:].split("\n")
-    last = max(i for i, line in enumerate(lines) if line.startswith("|") and i < _section_end(lines))
+    first = next(i for i, line in enumerate(lines) if line.startswith("| date | commit"))
+    last = next((i for i in range(first, len(lines)) if not lines[i].startswith("|")), len(lines)) - 1
     lines.insert(last + 1, row.rstrip("\n"))
     RESULTS_MD.write_text(text[:start] + "\n".join(lines))
-
-
-def _section_end(lines: list[str]) -> int:
-    return next((i for i, line in enumerate(lines[1:], 1) if line.startswith("## ")), len(lines))
 
 
 def main() -> None:
