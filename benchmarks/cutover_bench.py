@@ -81,7 +81,7 @@ class Writer:
             "SELECT file FROM synthetic.db.t.metadata_log_entries ORDER BY timestamp DESC LIMIT 1"
         ).collect()
         # Only what the commit added (the whole table again would re-check every file it holds)
-        return str(self.lake.publish(DATABASE, TABLE, latest[0], incremental=True))
+        return str(self.lake.publish(DATABASE, TABLE, latest[0], incremental=True, direct=True))
 
 
 MODEL: dict[str, Any] = {}  # the throughput model the requests carry (measured in the run)
@@ -173,7 +173,7 @@ def run(files: int, file_size: int, work: Path, profile: Path | None = None) -> 
     with start_embedded_aws(REPO):
         deployment = deploy_migration_workflow()
         lake = build_lake(work / "lake", orchestrator_resources=False)
-        lake.publish(DATABASE, TABLE, built["current_metadata"])
+        lake.publish(DATABASE, TABLE, built["current_metadata"], direct=True)  # seeded: not measured
         spark = local_spark({}, app_name="icelake-bench-cutover")  # the Glue job's session, started
         MODEL.update(calibrated_throughput())
         # The assessment's estimate of the first migration, set beside what it measured (issue 45)

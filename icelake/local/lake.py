@@ -15,6 +15,7 @@ from icelake.aws.fileio import LocalFileIO, S3FileIO
 from icelake.aws.ledger import create_ledger_table
 from icelake.aws.session import assume_role_session
 from icelake.constants import ARTIFACTS_BUCKET, LEDGER_TABLE, ORCHESTRATOR_ACCOUNT_LOCAL
+from icelake.local.backend_io import BackendS3FileIO
 from icelake.migrate import migrate_table
 from icelake.migrate.plan.since import FULL, Since
 from icelake.migrate.settings import EngineSettings
@@ -59,17 +60,27 @@ class Lake:
         body.update(overrides)
         return body
 
-    def publish(self, database: str, name: str, local_metadata: str, *, incremental: bool = False) -> str:
+    def publish(
+        self,
+        database: str,
+        name: str,
+        local_metadata: str,
+        *,
+        incremental: bool = False,
+        direct: bool = False,
+    ) -> str:
         """Copy a local table's state to the source bucket and point the source Glue table at it:
         its whole history, what older logged versions alone reach too (history all).
-        `incremental`: only what the table committed since it was last published (a benchmark's
-        large table)."""
+        `incremental`: only what the table committed since it was last published; `direct`: its
+        files written into the embedded S3's store, not PUT through the server (a benchmark's
+        large table: `backend_io`)."""
         location = f"s3://{SOURCE_BUCKET}/lake/{database}/{name}"
+        s3 = self.source.client("s3")
         result = migrate_table(
             local_metadata,
             location,
             src_io=LocalFileIO(),
-            dst_io=S3FileIO(self.source.client("s3")),
+            dst_io=BackendS3FileIO(s3, SOURCE_ACCOUNT) if direct else S3FileIO(s3),
             settings=EngineSettings(history="all", since=Since(from_target=True) if incremental else FULL),
         )
         glue = self.source.client("glue")

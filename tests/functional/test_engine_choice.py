@@ -121,7 +121,7 @@ def test_a_table_just_under_the_file_threshold_goes_to_glue_when_its_lambda_copy
     # files touched at 64 bytes) published to the source
     built = build_in_own_process(tmp_path / "warehouse", JUST_UNDER, 1, 64)
     assert built["data_files"] == JUST_UNDER
-    lake.publish("sales", "big", built["current_metadata"])
+    lake.publish("sales", "big", built["current_metadata"], direct=True)  # seeded into the store
     select = {"selection": {"tables": ["sales.big"]}}
 
     # When Plan runs under a slow cross-region pair's model (the thresholds left to their defaults)
