@@ -36,6 +36,8 @@ from functools import partial
 from typing import Any
 
 from icelake.aws.fileio import FileIOSpec, io_for, is_absent
+from icelake.aws.fileio.spec import OPENED_REQUESTS
+from icelake.aws.request_count import added, subtracted
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, AssumedRole, check_session_duration, pyiceberg_props
 from icelake.glue_args import in_glue, resolve_options
 from icelake.migrate.distributed import SparkRunner, executor_spec, size_copies
@@ -175,6 +177,10 @@ def main(argv: list[str] | None = None) -> MigrationResult:
     )
     spark = build_session(args.local_warehouse)
     runner = SparkRunner(spark.sparkContext)
+    # The driver's S3 requests: those of its FileIOs (opened from the specs) while the job runs.
+    # A Glue job run is a process of its own; on the embedded AWS, jobs that overlap in one process
+    # count each other's driver requests too.
+    driver_before = OPENED_REQUESTS.counts()
     settings = EngineSettings(
         overwrite=args.overwrite,
         lock_target=False,  # the workflow holds the table in its ledger (a killed job leaves no lock)
@@ -204,7 +210,8 @@ def main(argv: list[str] | None = None) -> MigrationResult:
         rows = rows_validation(args.source_metadata, result.target_metadata_location, src, dst, runner)
         result = result.model_copy(update={"rows_validation": rows})
     checked = files_check(result, args.source_metadata, dst, src if result.history == "all" else None)
-    result = result.model_copy(update={"files_check": checked})
+    sent = added(subtracted(OPENED_REQUESTS.counts(), driver_before), runner.requests)
+    result = result.model_copy(update={"files_check": checked, "requests": sent})
     payload = result.model_dump_json()
     if args.result_uri:
         io_for(args.result_uri).write(args.result_uri, payload.encode())

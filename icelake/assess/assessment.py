@@ -22,7 +22,7 @@ from icelake.assess.commits import CommitHistory, commit_history, commit_rate_wa
 from icelake.assess.cost import SYNC_DAYS, summed
 from icelake.assess.engine_choice import PLANNED_BY_GLUE, CopyWork, EngineChoice, Thresholds, choose_engine
 from icelake.assess.estimate import PlannedWork, TableEstimate, ThroughputModel, estimate_table, lay_out
-from icelake.assess.expected import expected_requests
+from icelake.assess.expected import by_engine, expected_requests
 from icelake.assess.findings import SourceObjects, object_findings, refusal
 from icelake.assess.kinds import by_kind
 from icelake.assess.prices import PriceTable
@@ -183,10 +183,11 @@ def _assessed(
     busiest = plan.copies.prefix_spread()[1] if plan.copies else 1.0
     chosen = _engine(meta, CopyWork(files_to_copy, bytes_to_copy, expected["copy"], busiest), settings)
     engine = chosen.engine
+    run_requests, validate_requests = by_engine(expected, engine)
     work = PlannedWork(
         plan_requests=metadata_read if chosen.rule == PLANNED_BY_GLUE else plan_requests,
-        run_requests=expected["copy"],
-        validate_requests=expected["validate"],
+        run_requests=run_requests,
+        validate_requests=validate_requests,
         bytes_to_copy=bytes_to_copy,
         files_to_copy=files_to_copy,
         engine=engine,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from icelake.aws.request_count import added
+from icelake.aws.request_count import added, subtracted
 from icelake.migrate.engine import migration_requests
 from icelake.migrate.plan.model import TablePlan
 from icelake.migrate.prune import prune_requests
@@ -22,12 +22,30 @@ def expected_requests(
     target_kms: bool = False,
 ) -> dict[str, dict[str, int]]:
     """What the copy (its own plan, `replanned`: what planning sent, then its writes) and Validate
-    (its file check, then the prune that follows a validated sync when `prune`) will send."""
-    validate = _validate_requests(plan, target_location)
+    (its file check, then the prune that follows a validated sync when `prune`) will send, when
+    the copy is a Lambda's; `file_check`: the check's share (`by_engine` places it)."""
+    check = _validate_requests(plan, target_location)
+    validate = check
     if prune:
-        validate = added(validate, prune_requests(len(plan.manifest_lists), len(plan.manifests)))
+        validate = added(check, prune_requests(len(plan.manifest_lists), len(plan.manifests)))
     copy = migration_requests(plan, target_kms=target_kms)
-    return {"copy": added(replanned, copy), "validate": validate}
+    return {"copy": added(replanned, copy), "validate": validate, "file_check": check}
+
+
+def by_engine(
+    expected: Mapping[str, Mapping[str, int]], engine: str
+) -> tuple[dict[str, int], dict[str, int]]:
+    """The copy's and Validate's requests as `engine` sends them: the Glue job checks the target's
+    files next to its copy (glue_jobs/migrate_table.py `files_check`) and Validate reads what it
+    found, so the check's requests are the copy's; a Lambda copy leaves the check to Validate.
+    Left out, for the Glue job: its journal checks each rewritten file again (a HEAD each), and
+    each of its processes asks each bucket's region once (a GET): a few hundred requests on a
+    table of a hundred thousand files and its copies' two hundred thousand."""
+    copy, validate = dict(expected.get("copy", {})), dict(expected.get("validate", {}))
+    check = expected.get("file_check")
+    if engine != "glue" or not check:
+        return copy, validate
+    return added(copy, check), subtracted(validate, check)
 
 
 def _validate_requests(plan: TablePlan, target_location: str) -> dict[str, int]:

@@ -23,6 +23,8 @@ from functools import partial
 from typing import Any, TypeVar
 
 from icelake.aws.fileio import FileIOSpec
+from icelake.aws.fileio.spec import OPENED_REQUESTS
+from icelake.aws.request_count import added, subtracted, zero
 from icelake.aws.session import AssumedRole
 from icelake.migrate.copy_schedule import copy_concurrency
 from icelake.migrate.engine import ThreadRunner
@@ -56,9 +58,25 @@ def executor_spec(uri: str, role: AssumedRole | None = None, *, kms_key_id: str 
     return FileIOSpec.for_uri(uri, kms_key_id=kms_key_id, role=role, regional=True)
 
 
-def _run_slice(fn: Callable[[T], R], threads: int, items: Iterable[T]) -> Iterator[R]:
-    """One Spark task: its slice of items, on a few threads, results in order."""
-    return iter(ThreadRunner(threads, NoProgress()).map("slice", fn, list(items)))
+class RequestCounts:
+    """A Spark accumulator's arithmetic for S3 request counts by kind (`request_count`); Spark
+    pickles it to the executors by reference, so it needs no import of pyspark here."""
+
+    def zero(self, _value: dict[str, int]) -> dict[str, int]:
+        return zero()
+
+    def addInPlace(self, total: dict[str, int], more: dict[str, int]) -> dict[str, int]:
+        return added(total, more)
+
+
+def _run_slice(fn: Callable[[T], R], threads: int, requests: Any, items: Iterable[T]) -> Iterator[R]:
+    """One Spark task: its slice of items, on a few threads, results in order; the S3 requests
+    they sent are added to the job's `requests` accumulator (a Python worker runs one task at a
+    time, so what its FileIOs counted meanwhile is this task's)."""
+    before = OPENED_REQUESTS.counts()
+    out = ThreadRunner(threads, NoProgress()).map("slice", fn, list(items))
+    requests.add(subtracted(OPENED_REQUESTS.counts(), before))
+    return iter(out)
 
 
 class SparkRunner:
@@ -77,6 +95,13 @@ class SparkRunner:
         self.threads_per_task = threads_per_task
         self.copy_threads = threads_per_task  # the copies' threads per task (`size_copies`)
         self.slices = slices or SLICES_PER_CORE * int(spark_context.defaultParallelism)
+        self._requests: Any = None  # the jobs' accumulator of S3 requests, made with the first job
+
+    @property
+    def requests(self) -> dict[str, int]:
+        """The S3 requests the executors sent for this runner's jobs, by kind (retried tasks'
+        again, as S3 bills them)."""
+        return dict(self._requests.value) if self._requests is not None else zero()
 
     def map(self, phase: str, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         self.progress.start(phase, len(items))
@@ -102,7 +127,9 @@ class SparkRunner:
         try:
             rdd = self.sc.parallelize(list(items), min(self.slices, len(items)))
             per_task = threads or self.threads_per_task
-            out: list[R] = rdd.mapPartitions(partial(_run_slice, fn, per_task)).collect()
+            if self._requests is None:
+                self._requests = self.sc.accumulator(zero(), RequestCounts())
+            out: list[R] = rdd.mapPartitions(partial(_run_slice, fn, per_task, self._requests)).collect()
         finally:
             self.sc.setJobDescription(None)
         return out

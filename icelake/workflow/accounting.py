@@ -8,6 +8,7 @@ import os
 
 from icelake.assess.cost import SYNC_DAYS, Work, cost_usd, prices_for_region, regions_of
 from icelake.assess.estimate import PlannedWork, TableEstimate, ThroughputModel, estimate_table
+from icelake.assess.expected import by_engine
 from icelake.assess.prices import PriceTable
 from icelake.aws.request_count import added
 from icelake.migrate.models import MigrationResult
@@ -71,10 +72,11 @@ def plan_estimate(planned: PlanResult, prices: PriceTable, cross_region: bool) -
     expected = planned.expected_requests
     if not expected:
         return None
+    run_requests, validate_requests = by_engine(expected, planned.engine)
     work = PlannedWork(
         plan_requests=planned.requests,
-        run_requests=expected.get("copy", {}),
-        validate_requests=expected.get("validate", {}),
+        run_requests=run_requests,
+        validate_requests=validate_requests,
         bytes_to_copy=planned.bytes_to_copy,
         files_to_copy=planned.files_to_copy,
         engine="glue" if planned.engine == "glue" else "lambda",

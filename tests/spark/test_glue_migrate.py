@@ -42,8 +42,9 @@ def _tree(io: FileIO, roots: list[str]) -> dict[str, bytes]:
 
 
 def _counts(result: MigrationResult) -> dict[str, Any]:
-    """What the engine's result and the job's must share (the job also checked the target's files)."""
-    return result.model_dump(exclude={"elapsed_seconds", "files_check"})
+    """What the engine's result and the job's must share (the job also checked the target's files,
+    and counted its S3 requests)."""
+    return result.model_dump(exclude={"elapsed_seconds", "files_check", "requests"})
 
 
 def _files_checked_clean(result: MigrationResult) -> bool:
@@ -187,6 +188,11 @@ def test_glue_job_s3_to_s3_across_accounts_writes_what_the_engine_writes(
     assert written == returned
     assert _counts(written) == _counts(expected)
     assert _files_checked_clean(written)
+    # ... and the job counted its S3 requests, the executors' included: a CopyObject a data file
+    # and a PUT a rewritten file at least
+    assert written.requests is not None
+    assert written.requests["copy"] == written.files_copied > 0
+    assert written.requests["put"] >= written.files_rewritten > 0
     # and every data file was copied server-side (CopyObject records the source ETag), and every
     # object written is encrypted under the target account's key
     client = aws["dst"].client("s3")

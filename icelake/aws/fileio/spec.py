@@ -14,6 +14,7 @@ from icelake.aws.clients import new_session
 from icelake.aws.fileio.base import FileIO
 from icelake.aws.fileio.local import LocalFileIO
 from icelake.aws.fileio.s3 import S3FileIO
+from icelake.aws.request_count import RequestCount
 from icelake.aws.session import AssumedRole
 from icelake.uris import canonical, is_local
 
@@ -104,7 +105,9 @@ class FileIOSpec:
             raise ValueError(f"unsupported FileIO scheme {self.scheme!r}: use s3 or file")
         session = self.session()
         client = session.client("s3", endpoint_url=self.endpoint_url)
-        return S3FileIO(client, kms_key_id=self.kms_key_id, regions=session if self.regional else None)
+        io = S3FileIO(client, kms_key_id=self.kms_key_id, regions=session if self.regional else None)
+        OPENED_REQUESTS.attach_io(io)
+        return io
 
 
 def _session_kwargs(session: boto3.Session) -> dict[str, str] | None:
@@ -121,3 +124,6 @@ def _session_kwargs(session: boto3.Session) -> dict[str, str] | None:
 
 _OPENED: dict[FileIOSpec, FileIO] = {}
 _OPENED_LOCK = threading.Lock()
+# The S3 requests of every FileIO the specs open in this process: a Spark task adds what its slice
+# sent to its job's count (icelake.migrate.distributed), as a Lambda's sessions count their own.
+OPENED_REQUESTS = RequestCount()
