@@ -102,7 +102,9 @@ def incremental_plan(
     asked = near_reads(ctx)
     info = check_sources(asked, inc.files, inc.delete_formats, prefix_map, None)
     copy_paths = [p for p in inc.files if p not in inc.delete_formats and info[p] is not None]
-    copies, skipped = decide_copies(asked, copy_paths, info, prefix_map, overwrite=settings.overwrite)
+    copies, skipped = decide_copies(
+        asked, copy_paths, info, prefix_map, overwrite=settings.overwrite, first_page=False
+    )
     tally = count_files(inc.files, inc.delete_formats, inc.equality, meta, info) if settings.tally else None
     return TablePlan(
         source_metadata=source_metadata,

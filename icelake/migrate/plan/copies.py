@@ -106,13 +106,14 @@ def decide_copies(
     prefix_map: PrefixMap,
     *,
     overwrite: bool,
+    first_page: bool = True,
 ) -> tuple[Copies, int]:
     """(copies, how many are already there) of the files at `paths`, present at the source. A
     present target is asked in full: its metadata names the copy's source. Anything else at a
-    target key is a conflict, unless `overwrite`."""
+    target key is a conflict, unless `overwrite`. `first_page`: see `target_info`."""
     tasks = Copies(paths, src_info, prefix_map)
     src_io, dst_io = ctx.src_io, ctx.dst_io
-    dst_info = target_info(ctx, tasks, prefix_map)
+    dst_info = target_info(ctx, tasks, prefix_map, first_page=first_page)
     # An absent target is a copy; only the targets that are there are compared (a read or two each).
     there = [t for t in tasks if dst_info.get(t.target) is not None] if dst_info else []
     if not there:  # a first migration: every file is a copy, and no second list of them is made
@@ -131,15 +132,21 @@ def decide_copies(
     return Copies(left, src_info, prefix_map), sum(same_copy.values())
 
 
-def target_info(ctx: PlanContext, tasks: Copies, prefix_map: PrefixMap) -> dict[str, ObjectInfo | None]:
+def target_info(
+    ctx: PlanContext, tasks: Copies, prefix_map: PrefixMap, *, first_page: bool = True
+) -> dict[str, ObjectInfo | None]:
     """target -> what is there, for the targets that are there or may be (absent ones may be left
     out). One page of each target prefix is read first: a prefix that ends within it (the empty
     target of a first migration) has named every key under it, so only the targets that page
-    names are asked about; the targets under bigger prefixes are all asked (`reads.stat`)."""
+    names are asked about; the targets under bigger prefixes are all asked (`reads.stat`).
+    Without `first_page` (an incremental sync: the target holds the table already, so the page
+    would settle nothing but on a table of a few hundred files) they are all asked at once: a page
+    of the table costs what the table holds where the change may be a single file."""
     dst_io, progress = ctx.dst_io, ctx.progress
-    pages = {m.target: whole_listing(dst_io, m.target) for m in prefix_map.mappings}
+    mappings = prefix_map.mappings if first_page else []
+    pages = {m.target: whole_listing(dst_io, m.target) for m in mappings}
     known = {m: {canonical(uri) for uri, _info in page} for m, page in pages.items() if page is not None}
-    if len(known) == len(pages) and not any(known.values()):
+    if pages and len(known) == len(pages) and not any(known.values()):
         asked = []  # every target prefix is empty: nothing to ask, and no target path to make
     else:
         asked = [
