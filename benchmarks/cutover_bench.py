@@ -261,7 +261,13 @@ def record(res: dict[str, Any]) -> Path:
             "| date | commit | data files | freeze s | by step (s) | stranded detected | carried rows "
             "| carried again | next run |\n|---|---|---|---|---|---|---|---|---|\n"
         )
-    doc.write_text(text.rstrip("\n") + "\n" + row + "\n")
+    # The row goes after the section's table's last row (the prose after it reads the runs)
+    start = text.index(header)
+    lines = text[start:].split("\n")
+    first = next(i for i, line in enumerate(lines) if line.startswith("| date | commit"))
+    last = next((i for i in range(first, len(lines)) if not lines[i].startswith("|")), len(lines)) - 1
+    lines.insert(last + 1, row)
+    doc.write_text(text[:start] + "\n".join(lines))
     return path
 
 
