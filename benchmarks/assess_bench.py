@@ -30,6 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results_md import with_row
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 RESULTS_MD = BENCH_DIR / "RESULTS.md"
@@ -236,13 +238,7 @@ def _record(result: dict[str, Any]) -> None:
             "| date | commit | nproc | load avg | tables | s per table by concurrency | same output | "
             "pages |\n|---|---|---|---|---|---|---|---|\n"
         )
-    # the row goes after the last row of the section's first table (later ones break figures down)
-    start = text.index(header)
-    lines = text[start:].split("\n")
-    first = next(i for i, line in enumerate(lines) if line.startswith("| date | commit"))
-    last = next((i for i in range(first, len(lines)) if not lines[i].startswith("|")), len(lines)) - 1
-    lines.insert(last + 1, row.rstrip("\n"))
-    RESULTS_MD.write_text(text[:start] + "\n".join(lines))
+    RESULTS_MD.write_text(with_row(text, header, row.rstrip("\n")))
 
 
 def main() -> None:

@@ -46,6 +46,7 @@ from benchmarks.estimate_pairs import (
     print_pairs,
     with_measured_start,
 )
+from benchmarks.results_md import with_row
 from benchmarks.synthetic_table import build_in_own_process
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -261,13 +262,7 @@ def record(res: dict[str, Any]) -> Path:
             "| date | commit | data files | freeze s | by step (s) | stranded detected | carried rows "
             "| carried again | next run |\n|---|---|---|---|---|---|---|---|---|\n"
         )
-    # The row goes after the section's table's last row (the prose after it reads the runs)
-    start = text.index(header)
-    lines = text[start:].split("\n")
-    first = next(i for i, line in enumerate(lines) if line.startswith("| date | commit"))
-    last = next((i for i in range(first, len(lines)) if not lines[i].startswith("|")), len(lines)) - 1
-    lines.insert(last + 1, row)
-    doc.write_text(text[:start] + "\n".join(lines))
+    doc.write_text(with_row(text, header, row))  # before the prose that reads the runs
     return path
 
 

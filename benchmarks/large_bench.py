@@ -34,6 +34,8 @@ from typing import Any
 
 from icelake.local.process_memory import child_pids, peak_rss_mib
 
+from benchmarks.results_md import with_row
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 GOALS = {"ratio": 3.0, "peak_rss_mib": 512.0, "plan_requests_per_file": 0.01}
@@ -234,13 +236,7 @@ def _with_row(text: str, row: str, machine: dict[str, Any]) -> str:
             "| date | commit | data files | snapshots | iceberg s | icelake plan+rewrite s | ratio | "
             "peak RSS MiB | plan requests/file | goals |\n|---|---|---|---|---|---|---|---|---|---|\n"
         )
-    lines = text.split("\n")
-    at = lines.index(header)
-    while at < len(lines) and not lines[at].startswith("|"):
-        at += 1
-    while at < len(lines) and lines[at].startswith("|"):
-        at += 1
-    return "\n".join([*lines[:at], row, *lines[at:]])
+    return with_row(text, header, row)
 
 
 def main(argv: list[str] | None = None) -> None:

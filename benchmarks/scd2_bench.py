@@ -31,6 +31,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results_md import with_row
+
 BENCH_DIR = Path(__file__).resolve().parent
 CATALOG = "bench"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -348,12 +350,7 @@ def record(res: dict[str, Any]) -> Path:
         f"{res['table_after']['rows']:,} | {res['live_files_after']['merge']} / "
         f"{res['live_files_after']['naive']} | {mib(res, 'merge')} / {mib(res, 'naive')} |"
     )
-    lines = md.read_text().splitlines()
-    # The results table is the file's first (later tables break figures down): its last row
-    first = next(i for i, line in enumerate(lines) if line.startswith("| date | rows"))
-    last_row = next((i for i in range(first, len(lines)) if not lines[i].startswith("|")), len(lines)) - 1
-    lines.insert(last_row + 1, row)
-    md.write_text("\n".join(lines) + "\n")
+    md.write_text(with_row(md.read_text(), "# SCD2 merge benchmark", row))
     return out
 
 
