@@ -115,6 +115,26 @@ def _run(deployment: Any, lake: Any, run_id: str, mode: str) -> tuple[dict[str, 
     return outcome, seconds, list(calls)
 
 
+def _a_data_manifest(metadata_dir: str) -> Path:
+    """The largest data manifest of the built table (its entries time the model's manifest_entry_s)."""
+    manifests = [p for p in Path(metadata_dir).glob("*.avro") if not p.name.startswith("snap-")]
+    return max(manifests, key=lambda p: p.stat().st_size)
+
+
+def _entries_per_commit(lake: Any, metadata_location: str, commits: int) -> float | None:
+    """The manifest entries the source's last `commits` commits wrote, as the assessment counts
+    them (icelake/assess/commit_entries.py)."""
+    from datetime import UTC, datetime
+
+    from icelake.assess.commit_entries import entries_per_commit
+    from icelake.aws.fileio import S3FileIO
+    from icelake.migrate import metadata_json as mj
+
+    io = S3FileIO(lake.source.client("s3"))
+    meta = mj.parse_metadata(metadata_location, io.read(metadata_location))[0]
+    return entries_per_commit(meta, io, datetime.now(UTC), sample=commits)
+
+
 def _by_step(calls: list[Any], glue_s: float, total: float) -> dict[str, float]:
     """Seconds per step of one run; `rest`: what no step holds (Inventory, Report, the Map)."""
     from icelake.constants import LAMBDA_STEPS
@@ -176,7 +196,7 @@ def run(files: int, file_size: int, work: Path, profile: Path | None = None) -> 
         lake = build_lake(work / "lake", orchestrator_resources=False)
         lake.publish(DATABASE, TABLE, built["current_metadata"], direct=True)  # seeded: not measured
         spark = local_spark({}, app_name="icelake-bench-cutover")  # the Glue job's session, started
-        MODEL.update(calibrated_throughput())
+        MODEL.update(calibrated_throughput(manifest=_a_data_manifest(built["metadata_dir"])))
         # The assessment's estimate of the first migration, set beside what it measured (issue 45)
         estimate = assessed_estimate(deployment, lake, _request(lake, "assess-1", "assess"), "assess-1")
         estimate, started = with_measured_start(estimate, MODEL)
@@ -184,7 +204,7 @@ def run(files: int, file_size: int, work: Path, profile: Path | None = None) -> 
         migrated, full_s, _ = _run(deployment, lake, "full-1", "full")
         writer = Writer(lake, spark, work / "warehouse")
         for _ in range(3):
-            writer.append(10)
+            last = writer.append(10)
         stopped = time.monotonic()  # the last source commit is published: writers stop here
         glue = boto3.client("glue")
         glue_before = {r["Id"] for r in glue.get_job_runs(JobName=GLUE_MIGRATE_JOB)["JobRuns"]}
@@ -195,10 +215,12 @@ def run(files: int, file_size: int, work: Path, profile: Path | None = None) -> 
             r for r in glue.get_job_runs(JobName=GLUE_MIGRATE_JOB)["JobRuns"] if r["Id"] not in glue_before
         ]
         glue_s = float(sum(r.get("ExecutionTime", 0) for r in glue_runs))
-        # The assessment's freeze for the change the cutover met (3 commits, their files), under
-        # the model measured in the run
+        # The assessment's freeze for the change the cutover met (3 commits, their files and the
+        # manifest entries they wrote, as the assessment counts them), under the model measured in
+        # the run
+        entries = _entries_per_commit(lake, last, 3)
         predicted = freeze_estimate(
-            MODEL, 3, int(promoted.get("files_copied", 0)), int(promoted.get("bytes_copied", 0))
+            MODEL, 3, int(promoted.get("files_copied", 0)), int(promoted.get("bytes_copied", 0)), entries
         )
         writer.append(1)  # a late writer, after promotion
         stranded, _, _ = _run(deployment, lake, "sync-late", "incremental")
@@ -227,6 +249,7 @@ def run(files: int, file_size: int, work: Path, profile: Path | None = None) -> 
         "freeze_estimate_s": predicted["freeze_s"],
         "freeze_estimate_range_s": predicted["freeze_range_s"],
         "freeze_estimate_by_step": predicted["freeze_by_step"],
+        "freeze_estimate_entries": predicted["manifest_entries"],
         "freeze_ratio": round(freeze_s / predicted["freeze_s"], 3) if predicted["freeze_s"] else None,
         "glue_startup_s": "not included: the embedded Glue job starts at once",
         "stranded_detected": stranded["status"] == "stranded"

@@ -11,6 +11,7 @@ each phase's time within 30 % and its requests within 10 %.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -28,19 +29,21 @@ def embedded_throughput() -> dict[str, Any]:
     return shipped_throughput("embedded").model_dump(mode="json")
 
 
-def calibrated_throughput(requests: int = 100) -> dict[str, Any]:
+def calibrated_throughput(requests: int = 100, manifest: Path | None = None) -> dict[str, Any]:
     """The embedded AWS's model measured now, in this process, under the load the run will meet
     (the machine is shared: its load stretches every latency): `benchmarks.throughput_probe` for
-    S3's latencies, list_key_s and copy speed, and a step's start as a cold step pays it (the
-    two accounts' roles assumed, their S3 and Glue clients made), over the shipped model's other
-    parameters. Call it with embedded AWS running."""
+    S3's latencies, list_key_s and copy speed, a step's start as a cold step pays it (the
+    two accounts' roles assumed, their S3 and Glue clients made; `with_measured_start` then sets
+    the warm start the run's steps pay), and, given a data `manifest` of the table the run
+    migrates, manifest_entry_s on its entries; over the shipped model's other parameters. Call
+    it with embedded AWS running."""
     import time
 
     import boto3
     from icelake.aws.session import assume_role_session
     from icelake.local.lake import SOURCE_ROLE, TARGET_ROLE
 
-    from benchmarks.throughput_probe import probe
+    from benchmarks.throughput_probe import entry_seconds, probe
 
     s3 = boto3.client("s3", region_name="us-east-1")
     bucket = "icelake-bench-calibration"
@@ -55,6 +58,8 @@ def calibrated_throughput(requests: int = 100) -> dict[str, Any]:
         starts.append(time.perf_counter() - started)
     start = sorted(starts)[1]
     parallel = _effective_parallel(s3, bucket, measured["latency_s"]["head"])
+    if manifest is not None:
+        measured["manifest_entry_s"] = round(entry_seconds(str(manifest), manifest.read_bytes()), 8)
     return {
         **embedded_throughput(),
         **measured,
@@ -92,17 +97,21 @@ def assessed_estimate(deployment: Any, lake: Any, request: dict[str, Any], run_i
     """The table's estimate from a run of the request in mode assess (one table selected), and
     its Inventory step's seconds (`inventory_s`): a step's start on this AWS under this load (its
     roles assumed, clients made, catalog read, a worklist written), measured on a step that is
-    not one of those estimated."""
+    not one of those estimated. The assessment runs twice and the second is taken: the embedded
+    AWS runs every step in this one process, warm after its first invocation (its modules
+    imported, its sessions kept: icelake/aws/warm.py), as the migration's steps then run; the
+    first run's Inventory is the process's cold start, which no step of the migration pays."""
     from icelake.local.embedded import run_execution
     from icelake.local.lambda_runtime import recording_invocations
     from icelake.workflow.client import read_report
 
-    body = {**request, "run_id": run_id, "mode": "assess"}
-    with recording_invocations() as calls:
-        result = run_execution(deployment.state_machine_arn, body, timeout=3600, name=run_id)
+    for attempt in (f"{run_id}-cold", run_id):
+        body = {**request, "run_id": attempt, "mode": "assess"}
+        with recording_invocations() as calls:
+            result = run_execution(deployment.state_machine_arn, body, timeout=3600, name=attempt)
+        if result.status != "SUCCEEDED":
+            raise SystemExit(f"the assessment {attempt} ended {result.status}: {result.failure()}")
     inventory_s = [c.seconds for c in calls if c.function_name.endswith("-inventory")]
-    if result.status != "SUCCEEDED":
-        raise SystemExit(f"the assessment {run_id} ended {result.status}: {result.failure()}")
     (table,) = read_report(result.output["report_uri"])["tables"]
     if not table.get("estimate"):
         raise SystemExit(f"the assessment made no estimate: {table.get('blockers')}")
@@ -120,8 +129,8 @@ def assessed_estimate(deployment: Any, lake: Any, request: dict[str, Any], run_i
 def with_measured_start(
     assessed: dict[str, Any], model: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The model with a step's start as the assessment run's Inventory took it, and the estimate
-    made again under it (the estimate is of the same plan)."""
+    """The model with a step's start as the (warm) assessment run's Inventory took it, and the
+    estimate made again under it (the estimate is of the same plan)."""
     if assessed.get("inventory_s") is None:
         return assessed, model
     start = assessed["inventory_s"]
@@ -205,10 +214,13 @@ def re_estimated(assessed: dict[str, Any], model: dict[str, Any]) -> dict[str, A
     return {**assessed, **estimate.model_dump(mode="json")}
 
 
-def freeze_estimate(model: dict[str, Any], commits: int, files: int, size: int) -> dict[str, Any]:
+def freeze_estimate(
+    model: dict[str, Any], commits: int, files: int, size: int, entries_per_commit: float | None = None
+) -> dict[str, Any]:
     """The assessment's cutover freeze (icelake/assess/sync_window.py) for a table whose last
-    interval brought `commits` commits adding `files` files of `size` bytes in all, under `model`:
-    the rates given to `sync_window` make one interval (a day) bring exactly those."""
+    interval brought `commits` commits adding `files` files of `size` bytes in all, each commit
+    writing `entries_per_commit` manifest entries (commit_entries.py), under `model`: the rates
+    given to `sync_window` make one interval (a day) bring exactly those."""
     from icelake.assess.engine_choice import Thresholds
     from icelake.assess.estimate import TableEstimate
     from icelake.assess.prices import load_prices
@@ -234,6 +246,7 @@ def freeze_estimate(model: dict[str, Any], commits: int, files: int, size: int) 
         # the bench's files: written with their SHA-256 (S3FileIO.write), to a KMS-encrypted target
         per_copy=per_copy_requests(None, True, target_kms=True),
         directories=1,
+        entries_per_commit=entries_per_commit,
     )
     _, freeze = sync_window(
         (float(commits), float(files), float(size)), TableEstimate.model_validate(full), inputs

@@ -23,6 +23,7 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 KINDS = ("list", "head", "get", "put", "copy", "delete")
@@ -81,6 +82,33 @@ def probe(s3: Any, bucket: str, requests: int, copy_mib: int) -> dict[str, Any]:
     }
 
 
+def entry_seconds(uri: str, data: bytes, rounds: int = 7) -> float:
+    """`manifest_entry_s`: the plan's read of the manifest `data` (icelake's own, as a sync's Plan
+    and the Copy's plan read a commit's new manifests), its median seconds over its entries."""
+    from icelake.migrate.plan.entries import manifest_files
+    from icelake.migrate.plan_scan import planned_entries
+
+    times, entries = [], 0
+    for _ in range(rounds):
+        started = time.perf_counter()
+        files, _ = manifest_files(planned_entries, uri, data)
+        times.append(time.perf_counter() - started)
+        entries = len(files.paths)
+    if not entries:
+        raise SystemExit(f"{uri} has no entries: pass a manifest of the table's (a data manifest)")
+    return statistics.median(times) / entries
+
+
+def _manifest(where: str) -> tuple[str, bytes]:
+    """A manifest's URI and bytes: a local path, or an s3:// URI read with the default credentials."""
+    if where.startswith("s3://"):
+        import boto3
+
+        bucket, _, key = where[len("s3://") :].partition("/")
+        return where, boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+    return where, Path(where).read_bytes()
+
+
 @contextlib.contextmanager
 def _endpoint(endpoint: str | None) -> Iterator[None]:
     if endpoint == "":
@@ -98,6 +126,12 @@ def main() -> None:
     parser.add_argument("--bucket", default="icelake-throughput-probe")
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--copy-mib", type=int, default=64)
+    parser.add_argument(
+        "--manifest",
+        default=None,
+        help="a data manifest of your table's (a path or s3:// URI), its entries decoded to measure "
+        "manifest_entry_s; run it where the steps run (a Lambda of the deployed size)",
+    )
     args = parser.parse_args()
     import boto3
 
@@ -106,6 +140,8 @@ def main() -> None:
         if args.endpoint is None:
             s3.create_bucket(Bucket=args.bucket)
         measured = probe(s3, args.bucket, args.requests, args.copy_mib)
+    if args.manifest:
+        measured["manifest_entry_s"] = round(entry_seconds(*_manifest(args.manifest)), 8)
     print(json.dumps({"name": "measured", **measured}, indent=1))
 
 

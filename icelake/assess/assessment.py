@@ -18,6 +18,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from icelake.assess.commit_entries import entries_per_commit
 from icelake.assess.commits import CommitHistory, commit_history, commit_rate_warning
 from icelake.assess.cost import SYNC_DAYS, summed
 from icelake.assess.engine_choice import PLANNED_BY_GLUE, CopyWork, EngineChoice, Thresholds, choose_engine
@@ -204,7 +205,8 @@ def _assessed(
     rate_warning = commit_rate_warning(history, estimate.duration_s, settings.sync_days)
     if rate_warning:
         warnings.append(rate_warning)
-    window, freeze = sync_window(history.busiest(), estimate, _sync_inputs(plan, settings, target_kms))
+    inputs = _sync_inputs(plan, settings, target_kms, entries_per_commit(meta, src_io, settings.now))
+    window, freeze = sync_window(history.busiest(), estimate, inputs)
     return TableAssessment(
         **_identity(name, source_metadata, target_location, meta),
         planned=True,
@@ -238,8 +240,9 @@ def _assessed(
     )
 
 
-def _sync_inputs(plan: TablePlan, settings: Settings, target_kms: bool) -> SyncInputs:
-    """What the sync window is priced with: the settings, and a copy of a file like the table's."""
+def _sync_inputs(plan: TablePlan, settings: Settings, target_kms: bool, entries: float | None) -> SyncInputs:
+    """What the sync window is priced with: the settings, a copy of a file like the table's, and
+    the manifest entries a commit writes (`entries`)."""
     sample = plan.copies[0].info if plan.copies else None
     return SyncInputs(
         schedule=settings.sync_interval,
@@ -254,6 +257,7 @@ def _sync_inputs(plan: TablePlan, settings: Settings, target_kms: bool) -> SyncI
             target_kms=target_kms,
         ),
         directories=plan.copies.prefix_spread()[0] if plan.copies else 1,
+        entries_per_commit=entries,
     )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
@@ -43,6 +43,9 @@ class PlannedWork:
     # The copies' busiest S3 prefix's share of them (`Copies.prefix_spread`): S3 limits each prefix,
     # so the copy is bound by that prefix's rate, not the table's. 1.0: all on one prefix.
     busiest_share: float = 1.0
+    # Manifest entries each phase reads (plan, copy, validate), at `manifest_entry_s` each: counted
+    # for a sync's new manifests (sync_window.py); empty for a full copy (see the model's docstring).
+    entries_read: Mapping[str, int] = field(default_factory=dict)
 
 
 class TableEstimate(BaseModel):
@@ -101,12 +104,16 @@ def _seconds(
     work: PlannedWork, by_phase: Mapping[str, Mapping[str, int]], model: ThroughputModel, glue: bool
 ) -> dict[str, float]:
     files = work.files_to_copy
+    # Entries are decoded on one core, after their manifest's GET (counted in the requests)
+    decoding = {phase: n * model.manifest_entry_s for phase, n in work.entries_read.items()}
     return {
         "plan": model.lambda_start_s
-        + _requests_time(by_phase["plan"], model, model.plan_parallel, files=files),
-        "copy": _copy_time(work, by_phase["copy"], model, glue),
+        + _requests_time(by_phase["plan"], model, model.plan_parallel, files=files)
+        + decoding.get("plan", 0.0),
+        "copy": _copy_time(work, by_phase["copy"], model, glue) + decoding.get("copy", 0.0),
         "validate": model.lambda_start_s
-        + _requests_time(by_phase["validate"], model, model.plan_parallel, files=files),
+        + _requests_time(by_phase["validate"], model, model.plan_parallel, files=files)
+        + decoding.get("validate", 0.0),
     }
 
 

@@ -23,8 +23,15 @@ The cutover's freeze is the last sync (the commits one interval brings: writers 
 interval after the last scheduled sync) plus Register and the proof that the source did not move
 (a catalog read of the source, the promotion's catalog writes).
 
-What it leaves out: a commit is taken to add one manifest (an append; an overwrite or a
-compaction rewrites more, and its DELETED entries are read but not copied); the files a commit
+A commit's new manifests hold more entries than the files it added when its writer merges
+manifests (Iceberg's Java merge append folds the table's small manifests into the one it writes):
+the entries a commit writes are counted from the recent snapshots' manifest lists
+(commit_entries.py), and each is read three times and rewritten once (`ENTRY_PASSES`), at the
+model's `manifest_entry_s`. At 100,000 files that is most of a cutover's freeze.
+
+What it leaves out: a commit's requests are counted as one new manifest's (an append; an
+overwrite or a compaction writes more, whose entries are timed but whose GETs are not); the
+Lambda-or-Glue choice of a sync weighs its files, not its entries; the files a commit
 adds are taken to land in as many directories as the table's copies spread over, at most one a
 file; the prune after a sync that follows an expiry (it reads the target's manifests: the whole
 table); the catalog calls of Register and the proof are timed at the model's S3 latencies (the
@@ -64,6 +71,13 @@ PER_SYNC: dict[str, dict[str, tuple[int, int]]] = {
     "validate": {"get": (5, 2), "list": (1, 0)},
 }
 IDLE = {"plan": {"get": 7, "head": 1, "list": 1}}  # a sync that finds nothing new: Plan stops
+# How many reads of each entry of its commits' new manifests a sync makes, by phase: Plan reads
+# them; the Copy's plan reads them again and its rewrite splices their paths where that read found
+# them (a third to a half of a read: 0.35 by benchmarks/throughput_probe.entry_seconds beside
+# avro_files.rewrite_manifest on a 100,000-entry manifest, 0.54 in the profile below); Validate's
+# check of the new files reads them (icelake/migrate/validate_since.py). Seen in the profile of
+# bench-cutover's handlers at 100,000 files (benchmarks/RESULTS.md).
+ENTRY_PASSES = {"plan": 1.0, "copy": 1.5, "validate": 1.0}
 REGISTER_CALLS = 3  # Register: the target's Glue table read, written, the ledger row
 PROOF_CALLS = 2  # the cutover's proof: the source's Glue table read, the promotion written
 
@@ -80,6 +94,8 @@ class SyncWindow(BaseModel):
     commits_per_sync: float  # in a sync that brings commits
     files_per_sync: int
     bytes_per_sync: int
+    # The manifest entries a commit writes, from the recent snapshots (None: not counted, one a file)
+    manifest_entries_per_commit: float | None = None
     per_sync: TableEstimate  # one sync that brings commits: requests by phase, time, cost
     idle_sync: TableEstimate  # one that finds nothing new
     requests: dict[str, int]  # the window's, by kind
@@ -93,6 +109,7 @@ class CutoverFreeze(BaseModel):
     model_config = ConfigDict(frozen=True)
     commits: int  # the last sync's: one interval's
     files: int
+    manifest_entries: int = 0  # the entries its commits wrote, read three times and rewritten
     freeze_s: float
     freeze_range_s: tuple[float, float]
     freeze_by_step: dict[str, float]  # plan, copy, register, validate, proof
@@ -112,6 +129,9 @@ class SyncInputs:
     cross_region: bool
     per_copy: Mapping[str, int]  # one copy's requests (copy.copy_requests for the table's files)
     directories: int  # the prefixes the table's files spread over (Copies.prefix_spread)
+    # The manifest entries a commit writes (commit_entries.entries_per_commit); None: unknown, and
+    # taken as the files it adds (one entry each, as a fast append writes them)
+    entries_per_commit: float | None = None
 
 
 def per_copy_requests(etag: str | None, checksum_known: bool, *, target_kms: bool) -> dict[str, int]:
@@ -140,6 +160,13 @@ def sync_requests(
     copies = {kind: n * files for kind, n in per_copy.items()}
     out["copy"] = added(out["copy"], copies)
     return out
+
+
+def sync_entries(commits: int, files: int, per_commit: float | None) -> int:
+    """The manifest entries `commits` commits adding `files` files wrote: at least one a file."""
+    if commits <= 0:
+        return 0
+    return max(files, round(per_commit * commits)) if per_commit is not None else files
 
 
 def _pages(files: int, directories: int) -> int:
@@ -174,6 +201,7 @@ def sync_window(
         commits_per_sync=round(max(1.0, per_interval), 3),
         files_per_sync=files,
         bytes_per_sync=size,
+        manifest_entries_per_commit=inputs.entries_per_commit,
         per_sync=per_sync,
         idle_sync=idle,
         requests={
@@ -191,13 +219,15 @@ def sync_window(
     last = math.ceil(per_interval) if per_interval > 0 else 0
     last_files = round(files_each * last)
     freeze_sync = _sync_estimate(last, last_files, round(bytes_each * last), inputs)
-    return window, _freeze(freeze_sync, last, last_files, full, inputs.model)
+    entries = sync_entries(last, last_files, inputs.entries_per_commit)
+    return window, _freeze(freeze_sync, (last, last_files, entries), full, inputs.model)
 
 
 def _sync_estimate(commits: int, files: int, size: int, inputs: SyncInputs) -> TableEstimate:
     """One sync of `commits` commits adding `files` files of `size` bytes, timed and priced."""
     requests = sync_requests(commits, files, inputs.per_copy, inputs.directories)
     engine = choose_engine(CopyWork(files, size, requests["copy"]), inputs.thresholds, inputs.model).engine
+    entries = sync_entries(commits, files, inputs.entries_per_commit)
     work = PlannedWork(
         plan_requests=requests["plan"],
         run_requests=requests["copy"],
@@ -206,6 +236,7 @@ def _sync_estimate(commits: int, files: int, size: int, inputs: SyncInputs) -> T
         files_to_copy=files,
         engine=engine,
         busiest_share=1.0 / max(1, min(inputs.directories, files)),
+        entries_read={phase: round(entries * n) for phase, n in ENTRY_PASSES.items()},
     )
     return estimate_table(
         work, inputs.model, inputs.prices, cross_region=inputs.cross_region, stored_bytes=0, sync_days=0
@@ -213,9 +244,11 @@ def _sync_estimate(commits: int, files: int, size: int, inputs: SyncInputs) -> T
 
 
 def _freeze(
-    sync: TableEstimate, commits: int, files: int, full: TableEstimate, model: ThroughputModel
+    sync: TableEstimate, change: tuple[int, int, int], full: TableEstimate, model: ThroughputModel
 ) -> CutoverFreeze:
-    """The last sync, then Register and the proof, at the model and at its low and high ends."""
+    """The last sync of `change` (commits, files, manifest entries), then Register and the
+    proof, at the model and at its low and high ends."""
+    commits, files, entries = change
 
     def catalog(m: ThroughputModel) -> tuple[float, float]:
         register = m.lambda_start_s + REGISTER_CALLS * m.latency_s.get("put", 0.05)
@@ -230,6 +263,7 @@ def _freeze(
     return CutoverFreeze(
         commits=commits,
         files=files,
+        manifest_entries=entries,
         freeze_s=round(sum(by_step.values()), 3),
         freeze_range_s=(round(low, 3), round(high, 3)),
         freeze_by_step=by_step,

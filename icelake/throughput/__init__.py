@@ -7,7 +7,9 @@ embedded AWS's (moto on loopback) measured by benchmarks/throughput_probe.py: th
 hold runs on that AWS to. Below the request, the assessment and the workflow, which all read it.
 
 What the model leaves out: latency varies with object size only through `copy_mib_per_s` and
-`list_key_s` (a GET of a large manifest costs its latency alone); a listing is taken to return full
+`list_key_s` (a GET of a large manifest costs its latency alone; its entries cost
+`manifest_entry_s` each where the estimate counts them: a sync's new manifests, not a full copy's,
+whose entries are a small share of its time); a listing is taken to return full
 pages of the objects it settles (the table's files), not the other objects under its prefixes;
 throttling (503 SlowDown) is modelled as the per-prefix rate bound, not as retries; the estimate's
 range (low, high) comes from the latencies' spread and the start-ups' ranges only, not from byte
@@ -54,6 +56,13 @@ class ThroughputModel(BaseModel):
     # full page takes about ten times a small one). The default is not measured: about 0.2 s a page.
     list_key_s: float = Field(default=0.0002, ge=0)
     copy_mib_per_s: float = Field(default=100.0, gt=0)  # one server-side copy's speed past its latency
+    # Seconds a step spends on each manifest entry it reads (decoded, its path taken, classified),
+    # on one core: what a sync pays for the entries its commits wrote (icelake/assess/sync_window.py).
+    # Measured by benchmarks/throughput_probe.py --manifest on a manifest of the table's own writer
+    # (wide column statistics make an entry dearer). The default: 17 us on one core of a 2-core
+    # x86 machine (2026-11-29, a 100,000-entry manifest of Iceberg's Java writer, 10 columns'
+    # statistics), over the 0.58 vCPU a 1,024 MB Lambda gets (AWS gives one vCPU at 1,769 MB).
+    manifest_entry_s: float = Field(default=3e-5, ge=0)
     plan_parallel: int = Field(default=4, ge=1)  # metadata files the plan fetches ahead
     lambda_parallel: int = Field(default=16, ge=1)  # copies and rewrites a Copy Lambda runs at once
     glue_workers: int = Field(default=10, ge=2)  # the deployed job's (cdk context glue_workers)

@@ -96,6 +96,8 @@ def _priced_hourly(assessment: dict[str, Any]) -> dict[str, Any]:
     assert table["commits_per_day"]["7d"] == pytest.approx(HOURS / 7, abs=1e-3)
     assert window["syncs_with_commits"] == pytest.approx(720 * HOURS / 7 / 24, rel=1e-3)
     assert window["commits_per_sync"] == 1 and window["files_per_sync"] == 1
+    # pyiceberg's fast append: each commit's new manifest holds its one file's entry
+    assert window["manifest_entries_per_commit"] == 1
     per_sync = window["per_sync"]
     assert set(per_sync["requests_by_phase"]) == {"plan", "copy", "validate"}
     assert per_sync["requests"]["copy"] == 1  # the one file the commit added, nothing else
@@ -106,7 +108,8 @@ def _priced_hourly(assessment: dict[str, Any]) -> dict[str, Any]:
     assert assessment["model"]["sync_interval"] == "rate(1 hour)"
     # ... and the cutover's freeze, one hour's commit, beside the full copy's time
     freeze = table["cutover"]
-    assert freeze["commits"] == 1 and set(freeze["freeze_by_step"]) == {
+    assert freeze["commits"] == 1 and freeze["manifest_entries"] == 1
+    assert set(freeze["freeze_by_step"]) == {
         "plan",
         "copy",
         "register",

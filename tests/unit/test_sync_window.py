@@ -3,13 +3,21 @@ rate and a schedule expression (icelake/request/schedule.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from pydantic import ValidationError
 
 from icelake.assess.engine_choice import Thresholds
 from icelake.assess.estimate import PlannedWork, TableEstimate, estimate_table
 from icelake.assess.prices import load_prices
-from icelake.assess.sync_window import SyncInputs, per_copy_requests, sync_requests, sync_window
+from icelake.assess.sync_window import (
+    SyncInputs,
+    per_copy_requests,
+    sync_entries,
+    sync_requests,
+    sync_window,
+)
 from icelake.request.models import Options
 from icelake.request.schedule import WEEK_S, interval_seconds
 from icelake.throughput import ThroughputModel
@@ -108,3 +116,26 @@ def test_a_table_that_rarely_commits_pays_mostly_for_syncs_that_find_nothing() -
     quiet, quiet_freeze = sync_window((0.0, 0.0, 0.0), _full(), _inputs("rate(1 day)"))
     assert quiet.syncs_with_commits == 0 and sum(quiet.requests.values()) == 30 * idle
     assert quiet_freeze.commits == 0 and quiet_freeze.freeze_by_step["copy"] <= freeze.freeze_by_step["copy"]
+
+
+def test_a_merging_writer_s_entries_lengthen_the_freeze_not_its_requests() -> None:
+    # A commit of one file a day, by a writer that merges manifests: 100,000 entries a commit
+    daily = (1.0, 1.0, 1_000_000.0)
+    plain = _inputs("rate(1 day)")
+    merged = dataclasses.replace(plain, entries_per_commit=100_000.0)
+    window, freeze = sync_window(daily, _full(), plain)
+    merged_window, merged_freeze = sync_window(daily, _full(), merged)
+    assert (freeze.manifest_entries, merged_freeze.manifest_entries) == (1, 100_000)
+    assert merged_window.manifest_entries_per_commit == 100_000.0
+    assert window.manifest_entries_per_commit is None
+    # The same requests (one new manifest's GET, however long) ...
+    assert merged_window.per_sync.requests == window.per_sync.requests
+    # ... and each entry read in Plan, in the Copy's plan and rewrite, and in Validate
+    entry_s = ThroughputModel().manifest_entry_s
+    longer = {k: merged_freeze.freeze_by_step[k] - freeze.freeze_by_step[k] for k in freeze.freeze_by_step}
+    assert longer["plan"] == pytest.approx(99_999 * entry_s, rel=1e-3)
+    assert longer["copy"] == pytest.approx(1.5 * 99_999 * entry_s, rel=1e-3)
+    assert longer["validate"] == pytest.approx(99_999 * entry_s, rel=1e-3)
+    assert longer["register"] == longer["proof"] == 0
+    # A commit is never taken to write fewer entries than the files it adds
+    assert sync_entries(2, 10, 1.0) == 10 and sync_entries(0, 0, 5.0) == 0
