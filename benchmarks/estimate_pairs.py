@@ -112,6 +112,7 @@ def assessed_estimate(deployment: Any, lake: Any, request: dict[str, Any], run_i
         if result.status != "SUCCEEDED":
             raise SystemExit(f"the assessment {attempt} ended {result.status}: {result.failure()}")
     inventory_s = [c.seconds for c in calls if c.function_name.endswith("-inventory")]
+    report_s = [c.seconds for c in calls if c.function_name.endswith("-report")]
     (table,) = read_report(result.output["report_uri"])["tables"]
     if not table.get("estimate"):
         raise SystemExit(f"the assessment made no estimate: {table.get('blockers')}")
@@ -122,6 +123,7 @@ def assessed_estimate(deployment: Any, lake: Any, request: dict[str, Any], run_i
         "table": {k: table.get(k) for k in counts},
         "load_average": round(os.getloadavg()[0], 1),
         "inventory_s": round(inventory_s[0], 3) if inventory_s else None,
+        "report_s": round(report_s[0], 3) if report_s else None,
         **table["estimate"],
     }
 
@@ -129,13 +131,16 @@ def assessed_estimate(deployment: Any, lake: Any, request: dict[str, Any], run_i
 def with_measured_start(
     assessed: dict[str, Any], model: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The model with a step's start as the (warm) assessment run's Inventory took it, and the
-    estimate made again under it (the estimate is of the same plan)."""
+    """The model with a step's start as the (warm) assessment run's Inventory took it, a run's
+    map_overhead_s as its Inventory and Report took them, and the estimate made again under it
+    (the estimate is of the same plan)."""
     if assessed.get("inventory_s") is None:
         return assessed, model
     start = assessed["inventory_s"]
     # A start outside its range widens the range by itself (ThroughputModel.bounds)
     started = {**model, "lambda_start_s": start, "glue_startup_s": start}
+    if assessed.get("report_s") is not None:  # a run's own steps: its Inventory and Report
+        started["map_overhead_s"] = round(start + assessed["report_s"], 3)
     return re_estimated(assessed, started), started
 
 

@@ -60,10 +60,15 @@ def _freeze(tables: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
+STEP_NAMES = {"rest": "Inventory and Report"}  # the freeze's steps as the page names them
+
+
 def _freeze_row(t: Mapping[str, Any]) -> str:
     c = t["cutover"]
     full = c["full_copy_s"]
-    steps = ", ".join(f"{k} {h.duration(float(v))}" for k, v in c.get("freeze_by_step", {}).items())
+    steps = ", ".join(
+        f"{STEP_NAMES.get(k, k)} {h.duration(float(v))}" for k, v in c.get("freeze_by_step", {}).items()
+    )
     return (
         h.cell(t["table"])
         + h.cell(h.duration_range(float(c["freeze_s"]), c.get("freeze_range_s")), number=c["freeze_s"])

@@ -21,7 +21,8 @@ commits.
 
 The cutover's freeze is the last sync (the commits one interval brings: writers stop at most an
 interval after the last scheduled sync) plus Register and the proof that the source did not move
-(a catalog read of the source, the promotion's catalog writes).
+(a catalog read of the source, the promotion's catalog writes), and the run's own Inventory and
+Report (`rest`, the model's map_overhead_s): writers wait for the whole cutover run.
 
 A commit's new manifests hold more entries than the files it added when its writer merges
 manifests (Iceberg's Java merge append folds the table's small manifests into the one it writes):
@@ -112,7 +113,8 @@ class CutoverFreeze(BaseModel):
     manifest_entries: int = 0  # the entries its commits wrote, read three times and rewritten
     freeze_s: float
     freeze_range_s: tuple[float, float]
-    freeze_by_step: dict[str, float]  # plan, copy, register, validate, proof
+    # plan, copy, register, validate, proof, and rest: the run's Inventory and Report (map_overhead_s)
+    freeze_by_step: dict[str, float]
     full_copy_s: float  # the table's first copy, for comparison
     full_copy_range_s: tuple[float, float] | None = None
 
@@ -250,13 +252,14 @@ def _freeze(
     proof, at the model and at its low and high ends."""
     commits, files, entries = change
 
-    def catalog(m: ThroughputModel) -> tuple[float, float]:
+    def catalog(m: ThroughputModel) -> tuple[float, float, float]:
         register = m.lambda_start_s + REGISTER_CALLS * m.latency_s.get("put", 0.05)
-        return register, PROOF_CALLS * m.latency_s.get("get", 0.03)
+        return register, PROOF_CALLS * m.latency_s.get("get", 0.03), m.map_overhead_s
 
-    register, proof = catalog(model)
-    by_step = {**sync.duration_by_phase, "register": round(register, 3), "proof": round(proof, 3)}
-    by_step = {k: by_step.get(k, 0.0) for k in ("plan", "copy", "register", "validate", "proof")}
+    register, proof, rest = catalog(model)
+    steps = {"register": round(register, 3), "proof": round(proof, 3), "rest": round(rest, 3)}
+    by_step = {**sync.duration_by_phase, **steps}
+    by_step = {k: by_step.get(k, 0.0) for k in ("plan", "copy", "register", "validate", "proof", "rest")}
     low_m, high_m = model.bounds()
     low_sync, high_sync = sync.duration_range_s or (sync.duration_s, sync.duration_s)
     low, high = low_sync + sum(catalog(low_m)), high_sync + sum(catalog(high_m))

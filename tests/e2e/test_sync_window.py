@@ -115,6 +115,7 @@ def _priced_hourly(assessment: dict[str, Any]) -> dict[str, Any]:
         "register",
         "validate",
         "proof",
+        "rest",
     }
     assert freeze["freeze_range_s"][0] <= freeze["freeze_s"] <= freeze["freeze_range_s"][1]
     assert freeze["full_copy_s"] == table["estimate"]["duration_s"]

@@ -92,7 +92,8 @@ def test_an_hourly_table_synced_hourly_and_daily() -> None:
     assert window.cost_usd["total"] == pytest.approx(720 * window.per_sync.cost_usd["total"], rel=1e-3)
     assert (freeze.commits, freeze.files) == (1, 3)
     assert freeze.freeze_range_s[0] <= freeze.freeze_s <= freeze.freeze_range_s[1]
-    assert list(freeze.freeze_by_step) == ["plan", "copy", "register", "validate", "proof"]
+    assert list(freeze.freeze_by_step) == ["plan", "copy", "register", "validate", "proof", "rest"]
+    assert freeze.freeze_by_step["rest"] == ThroughputModel().map_overhead_s  # the run's Inventory, Report
 
     # Synced daily: 30 syncs of 24 commits each, fewer requests in all, a longer freeze
     daily, daily_freeze = sync_window(hourly, full, _inputs("rate(1 day)"))
@@ -136,6 +137,6 @@ def test_a_merging_writer_s_entries_lengthen_the_freeze_not_its_requests() -> No
     assert longer["plan"] == pytest.approx(99_999 * entry_s, rel=1e-3)
     assert longer["copy"] == pytest.approx(1.5 * 99_999 * entry_s, rel=1e-3)
     assert longer["validate"] == pytest.approx(99_999 * entry_s, rel=1e-3)
-    assert longer["register"] == longer["proof"] == 0
+    assert longer["register"] == longer["proof"] == longer["rest"] == 0
     # A commit is never taken to write fewer entries than the files it adds
     assert sync_entries(2, 10, 1.0) == 10 and sync_entries(0, 0, 5.0) == 0
