@@ -207,6 +207,7 @@ def re_estimated(assessed: dict[str, Any], model: dict[str, Any]) -> dict[str, A
         bytes_to_copy=int(assessed["table"]["bytes_to_copy"]),
         files_to_copy=int(assessed["table"]["files_to_copy"]),
         engine=assessed["engine"],
+        validated_snapshots=int(assessed["table"].get("snapshots") or 0),
     )
     estimate = estimate_table(
         work,

@@ -193,6 +193,7 @@ def _assessed(
         files_to_copy=files_to_copy,
         engine=engine,
         busiest_share=busiest,
+        validated_snapshots=len(meta.get("snapshots") or []),
     )
     estimate = estimate_table(
         work,

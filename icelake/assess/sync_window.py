@@ -239,6 +239,7 @@ def _sync_estimate(commits: int, files: int, size: int, inputs: SyncInputs) -> T
         engine=engine,
         busiest_share=1.0 / max(1, min(inputs.directories, files)),
         entries_read={phase: round(entries * n) for phase, n in ENTRY_PASSES.items()},
+        validated_snapshots=commits,  # validate_since: the new snapshots only
     )
     return estimate_table(
         work, inputs.model, inputs.prices, cross_region=inputs.cross_region, stored_bytes=0, sync_days=0
