@@ -128,10 +128,10 @@ def _entries_per_commit(lake: Any, metadata_location: str, commits: int) -> floa
 
     from icelake.assess.commit_entries import entries_per_commit
     from icelake.aws.fileio import S3FileIO
-    from icelake.migrate import metadata_json as mj
+    from icelake.migrate.plan.reads import read_metadata
 
     io = S3FileIO(lake.source.client("s3"))
-    meta = mj.parse_metadata(metadata_location, io.read(metadata_location))[0]
+    meta = read_metadata(io, metadata_location)[0]
     return entries_per_commit(meta, io, datetime.now(UTC), sample=commits)
 
 

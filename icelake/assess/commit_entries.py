@@ -17,18 +17,18 @@ files instead.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
 
+from icelake.assess.commits import WINDOW, added_files
 from icelake.aws.fileio import FileIO
 from icelake.errors import IcelakeError
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro_files import read_avro
 
 SAMPLE = 5  # the most recent snapshots read: the commits the next syncs meet are like them
-WINDOW = timedelta(days=30)  # as the commit rates' (commits.py)
 # v2 names first, then v1's (the spec renamed them; the field ids are the same)
 COUNTS = (
     ("added_files_count", "added_data_files_count"),
@@ -52,7 +52,7 @@ def _written(snapshot: dict[str, Any], io: FileIO) -> int | None:
     """The entries of the manifests `snapshot` added, from its manifest list."""
     uri = snapshot.get("manifest-list")
     if not uri:  # a v1 snapshot with its manifests inline: their counts are not at hand
-        return _added_files(snapshot)
+        return added_files(snapshot)
     try:
         records = read_avro(uri, io.read(uri)).records
     except (IcelakeError, ClientError, OSError):
@@ -64,7 +64,7 @@ def _written(snapshot: dict[str, Any], io: FileIO) -> int | None:
             continue
         counts = [_first(record, names) for names in COUNTS]
         if any(c is None for c in counts):
-            return _added_files(snapshot)
+            return added_files(snapshot)
         total += sum(c for c in counts if c is not None)
     return total
 
@@ -74,11 +74,3 @@ def _first(record: dict[str, Any], names: tuple[str, ...]) -> int | None:
         if record.get(name) is not None:
             return int(record[name])
     return None
-
-
-def _added_files(snapshot: dict[str, Any]) -> int:
-    summary = snapshot.get("summary") or {}
-    try:
-        return int(summary.get("added-data-files", 0)) + int(summary.get("added-delete-files", 0))
-    except (TypeError, ValueError):
-        return 0

@@ -10,6 +10,8 @@ from typing import Any
 from icelake.assess.schema import Finding
 from icelake.migrate import metadata_json as mj
 
+WINDOW = timedelta(days=30)  # the commit rates' longest window: what the sync window is priced from
+
 
 @dataclass(frozen=True)
 class CommitHistory:
@@ -43,29 +45,34 @@ def commit_history(meta: mj.Metadata, now: datetime) -> CommitHistory:
     daily = [0] * 30
     commits = {7: 0, 30: 0}
     added_bytes = {7: 0, 30: 0}
-    added_files = {7: 0, 30: 0}
+    files_added = {7: 0, 30: 0}
     for snapshot in meta.get("snapshots") or []:
         when = datetime.fromtimestamp(int(snapshot.get("timestamp-ms", 0)) / 1000, UTC)
         age = now - when
-        if age < timedelta(0) or age >= timedelta(days=30):
+        if age < timedelta(0) or age >= WINDOW:
             continue
         daily[29 - age.days] += 1
         size = _summary_int(snapshot, "added-files-size")
-        files = _summary_int(snapshot, "added-data-files") + _summary_int(snapshot, "added-delete-files")
+        files = added_files(snapshot)
         for days in (7, 30):
             if age < timedelta(days=days):
                 commits[days] += 1
                 added_bytes[days] += size
-                added_files[days] += files
+                files_added[days] += files
     return CommitHistory(
         per_day_7=round(commits[7] / 7, 3),
         per_day_30=round(commits[30] / 30, 3),
         bytes_7=round(added_bytes[7] / 7, 1),
         bytes_30=round(added_bytes[30] / 30, 1),
         daily=daily,
-        files_7=round(added_files[7] / 7, 3),
-        files_30=round(added_files[30] / 30, 3),
+        files_7=round(files_added[7] / 7, 3),
+        files_30=round(files_added[30] / 30, 3),
     )
+
+
+def added_files(snapshot: dict[str, Any]) -> int:
+    """The data and delete files a snapshot added, from its summary (0 where it does not say)."""
+    return _summary_int(snapshot, "added-data-files") + _summary_int(snapshot, "added-delete-files")
 
 
 def _summary_int(snapshot: dict[str, Any], key: str) -> int:
