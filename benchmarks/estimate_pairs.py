@@ -71,11 +71,11 @@ def calibrated_throughput(requests: int = 100, manifest: Path | None = None) -> 
         # The embedded Glue job starts in a thread of this process, on the Spark session the
         # benchmark started, and begins as a step does: the roles assumed, the clients made.
         "glue_startup_s": round(start, 3),
-        # One process serves every request: threads add little (the interpreter's lock)
-        "plan_parallel": parallel,
-        "lambda_parallel": parallel,
+        # One process serves every request, whatever sends it: a Lambda's threads and the Glue
+        # job's two local executors alike (the interpreter's lock). The steps' own concurrency is
+        # the code's; the requests in flight are what the endpoint answers at once.
+        "endpoint_parallel": parallel,
         "glue_workers": 2,
-        "glue_threads_per_worker": max(1, round(parallel / 2)),
     }
 
 
@@ -207,6 +207,7 @@ def re_estimated(assessed: dict[str, Any], model: dict[str, Any]) -> dict[str, A
         bytes_to_copy=int(assessed["table"]["bytes_to_copy"]),
         files_to_copy=int(assessed["table"]["files_to_copy"]),
         engine=assessed["engine"],
+        entries_read=assessed.get("entries_by_phase") or {},
         validated_snapshots=int(assessed["table"].get("snapshots") or 0),
     )
     estimate = estimate_table(

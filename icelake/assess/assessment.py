@@ -22,7 +22,14 @@ from icelake.assess.commit_entries import entries_per_commit
 from icelake.assess.commits import CommitHistory, commit_history, commit_rate_warning
 from icelake.assess.cost import SYNC_DAYS, summed
 from icelake.assess.engine_choice import PLANNED_BY_GLUE, CopyWork, EngineChoice, Thresholds, choose_engine
-from icelake.assess.estimate import PlannedWork, TableEstimate, ThroughputModel, estimate_table, lay_out
+from icelake.assess.estimate import (
+    PlannedWork,
+    TableEstimate,
+    ThroughputModel,
+    estimate_table,
+    full_copy_entries,
+    lay_out,
+)
 from icelake.assess.expected import by_engine, expected_requests
 from icelake.assess.findings import SourceObjects, object_findings, refusal
 from icelake.assess.kinds import by_kind
@@ -193,6 +200,12 @@ def _assessed(
         files_to_copy=files_to_copy,
         engine=engine,
         busiest_share=busiest,
+        entries_read=full_copy_entries(
+            plan.manifest_entries(),
+            glue=engine == "glue",
+            planned_by_glue=chosen.rule == PLANNED_BY_GLUE,
+            prune=settings.prune,
+        ),
         validated_snapshots=len(meta.get("snapshots") or []),
     )
     estimate = estimate_table(

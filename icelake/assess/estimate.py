@@ -24,7 +24,15 @@ from icelake.assess.prices import PriceTable
 from icelake.aws.request_count import REQUEST_KINDS, added
 from icelake.throughput import ThroughputModel
 
-__all__ = ["PlannedWork", "TableEstimate", "ThroughputModel", "copy_seconds", "estimate_table", "lay_out"]
+__all__ = [
+    "PlannedWork",
+    "TableEstimate",
+    "ThroughputModel",
+    "copy_seconds",
+    "estimate_table",
+    "full_copy_entries",
+    "lay_out",
+]
 
 PHASES = ("plan", "copy", "validate")
 LIST_PAGE_KEYS = 1000  # ListObjectsV2's page
@@ -43,8 +51,8 @@ class PlannedWork:
     # The copies' busiest S3 prefix's share of them (`Copies.prefix_spread`): S3 limits each prefix,
     # so the copy is bound by that prefix's rate, not the table's. 1.0: all on one prefix.
     busiest_share: float = 1.0
-    # Manifest entries each phase reads (plan, copy, validate), at `manifest_entry_s` each: counted
-    # for a sync's new manifests (sync_window.py); empty for a full copy (see the model's docstring).
+    # Manifest entries each phase reads (plan, copy, validate), at `manifest_entry_s` each: a full
+    # copy's (full_copy_entries), a sync's new manifests' (sync_window.py).
     entries_read: Mapping[str, int] = field(default_factory=dict)
     # Snapshots Validate compares one by one (all of a full copy's, a sync's new ones): pyiceberg
     # reads each one's manifest list on both sides (`validated_reads`)
@@ -57,6 +65,8 @@ class TableEstimate(BaseModel):
     requests_by_phase: dict[str, dict[str, int]]
     duration_s: float
     duration_by_phase: dict[str, float]
+    # The manifest entries each phase decodes (PlannedWork.entries_read), timed in its duration
+    entries_by_phase: dict[str, int] = {}
     # (low, high): the model's latency spread and start-up ranges (ThroughputModel.bounds); None in
     # an estimate made before they existed.
     duration_range_s: tuple[float, float] | None = None
@@ -98,6 +108,7 @@ def estimate_table(
         requests_by_phase=by_phase,
         duration_s=round(sum(seconds.values()), 3),
         duration_by_phase={k: round(v, 3) for k, v in seconds.items()},
+        entries_by_phase=dict(work.entries_read),
         duration_range_s=(round(low, 3), round(high, 3)),
         cost_usd=cost_usd(prices, priced),
     )
@@ -109,16 +120,38 @@ def _seconds(
     files = work.files_to_copy
     # Entries are decoded on one core, after their manifest's GET (counted in the requests)
     decoding = {phase: n * model.manifest_entry_s for phase, n in work.entries_read.items()}
+    plan_parallel = _at_once(model, model.plan_parallel)
     return {
         "plan": model.lambda_start_s
-        + _requests_time(by_phase["plan"], model, model.plan_parallel, files=files)
+        + _requests_time(by_phase["plan"], model, plan_parallel, files=files)
         + decoding.get("plan", 0.0),
         "copy": _copy_time(work, by_phase["copy"], model, glue) + decoding.get("copy", 0.0),
         "validate": model.lambda_start_s
-        + _requests_time(by_phase["validate"], model, model.plan_parallel, files=files)
+        + _requests_time(by_phase["validate"], model, plan_parallel, files=files)
         + decoding.get("validate", 0.0)
         + validated_reads(work.validated_snapshots, model),
     }
+
+
+def _at_once(model: ThroughputModel, parallel: int) -> int:
+    """The requests a phase has in flight: its own concurrency, within what S3 answers at once."""
+    return min(parallel, model.endpoint_parallel or parallel)
+
+
+def full_copy_entries(entries: int, *, glue: bool, planned_by_glue: bool, prune: bool) -> dict[str, int]:
+    """The manifest entries each phase of a full copy decodes, `entries` being those of the
+    manifests its plan reads: the Plan step's plan (none when the Glue job plans), the copy's own
+    plan and its rewrite (1.5 passes, as a sync's: sync_window.ENTRY_PASSES), the check of the
+    target's files (a pass, in the engine that runs it: expected.by_engine), and Validate's prune
+    (a pass over the target's manifests, when `prune`). At 100,000 entries and 25 us each, a pass
+    is 2.5 s: a third of Validate's time on embedded AWS (WORKFLOW_RESULTS.md)."""
+    check = 1.0
+    passes = {
+        "plan": 0.0 if planned_by_glue else 1.0,
+        "copy": 1.5 + (check if glue else 0.0),
+        "validate": (0.0 if glue else check) + (1.0 if prune else 0.0),
+    }
+    return {phase: round(entries * n) for phase, n in passes.items() if n}
 
 
 def validated_reads(snapshots: int, model: ThroughputModel) -> float:
@@ -176,7 +209,8 @@ def copy_seconds(
     """The copy step's seconds in one engine: its start, its requests, its bytes (what the Plan
     step's choice of engine weighs against the Lambda's timeout). `busiest`: the copies' busiest
     prefix's share of them (PlannedWork.busiest_share); `files`: what its plan's listings return."""
-    parallel = model.glue_workers * model.glue_threads_per_worker if glue else model.lambda_parallel
+    engine_parallel = model.glue_workers * model.glue_threads_per_worker if glue else model.lambda_parallel
+    parallel = _at_once(model, engine_parallel)
     start = model.glue_startup_s if glue else model.lambda_start_s
     writing = _requests_time(run_requests, model, parallel, busiest, files=files)
     streaming = bytes_to_copy / (model.copy_mib_per_s * 1024**2) / parallel

@@ -8,8 +8,8 @@ hold runs on that AWS to. Below the request, the assessment and the workflow, wh
 
 What the model leaves out: latency varies with object size only through `copy_mib_per_s` and
 `list_key_s` (a GET of a large manifest costs its latency alone; its entries cost
-`manifest_entry_s` each where the estimate counts them: a sync's new manifests, not a full copy's,
-whose entries are a small share of its time); a listing is taken to return full
+`manifest_entry_s` each, for every pass a phase makes over them: estimate.full_copy_entries,
+sync_window.ENTRY_PASSES); a listing is taken to return full
 pages of the objects it settles (the table's files), not the other objects under its prefixes;
 throttling (503 SlowDown) is modelled as the per-prefix rate bound, not as retries; the estimate's
 range (low, high) comes from the latencies' spread and the start-ups' ranges only, not from byte
@@ -68,6 +68,11 @@ class ThroughputModel(BaseModel):
     glue_workers: int = Field(default=10, ge=2)  # the deployed job's (cdk context glue_workers)
     glue_worker_type: str = "G.1X"
     glue_threads_per_worker: int = Field(default=16, ge=1)  # copies in flight per worker
+    # The most requests S3 answers at once for a run, whatever its steps send (None: no bound but
+    # the prefix rates, as AWS's S3). Every phase's parallelism is capped by it. The embedded AWS
+    # answers every request from one Python process: benchmarks/estimate_pairs.py measures 1 here,
+    # so its Glue job's two executors copy one file at a time, as a Lambda's 16 threads do.
+    endpoint_parallel: int | None = Field(default=None, ge=1)
     glue_startup_s: float = Field(default=60.0, ge=0)  # a job run's start (Glue 4/5: under a minute)
     lambda_start_s: float = Field(default=1.0, ge=0)  # an invocation's start, each step
     # S3's request rates per prefix: 3,500 PUT/COPY/POST/DELETE and 5,500 GET/HEAD per second.

@@ -78,3 +78,13 @@ class TablePlan:
 
     def map_path(self, uri: str) -> str:
         return self.prefix_map.require(uri)
+
+    def manifest_entries(self) -> int:
+        """Entries of the manifests this plan read, what each pass over them decodes: its data
+        manifests' as it walked them (a merged manifest repeats its files' entries), and at least
+        one a live data file the tally counted (a plan without the walk's record), and each delete
+        file once."""
+        walked = sum(sum(m.spans.counts) for m in self.planned_manifests.values())
+        tally = self.tally or FileTally()
+        deletes = tally.position_delete_files + tally.equality_delete_files + tally.deletion_vectors
+        return max(walked, tally.data_files) + deletes
