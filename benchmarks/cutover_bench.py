@@ -37,6 +37,7 @@ from typing import Any
 from rich.console import Console
 
 from benchmarks.estimate_pairs import (
+    a_data_manifest,
     assessed_estimate,
     calibrated_throughput,
     embedded_throughput,
@@ -115,12 +116,6 @@ def _run(deployment: Any, lake: Any, run_id: str, mode: str) -> tuple[dict[str, 
     return outcome, seconds, list(calls)
 
 
-def _a_data_manifest(metadata_dir: str) -> Path:
-    """The largest data manifest of the built table (its entries time the model's manifest_entry_s)."""
-    manifests = [p for p in Path(metadata_dir).glob("*.avro") if not p.name.startswith("snap-")]
-    return max(manifests, key=lambda p: p.stat().st_size)
-
-
 def _entries_per_commit(lake: Any, metadata_location: str, commits: int) -> float | None:
     """The manifest entries the source's last `commits` commits wrote, as the assessment counts
     them (icelake/assess/commit_entries.py)."""
@@ -196,7 +191,7 @@ def run(files: int, file_size: int, work: Path, profile: Path | None = None) -> 
         lake = build_lake(work / "lake", orchestrator_resources=False)
         lake.publish(DATABASE, TABLE, built["current_metadata"], direct=True)  # seeded: not measured
         spark = local_spark({}, app_name="icelake-bench-cutover")  # the Glue job's session, started
-        MODEL.update(calibrated_throughput(manifest=_a_data_manifest(built["metadata_dir"])))
+        MODEL.update(calibrated_throughput(manifest=a_data_manifest(built["metadata_dir"])))
         # The assessment's estimate of the first migration, set beside what it measured (issue 45)
         estimate = assessed_estimate(deployment, lake, _request(lake, "assess-1", "assess"), "assess-1")
         estimate, started = with_measured_start(estimate, MODEL)

@@ -29,6 +29,12 @@ def embedded_throughput() -> dict[str, Any]:
     return shipped_throughput("embedded").model_dump(mode="json")
 
 
+def a_data_manifest(metadata_dir: str) -> Path:
+    """The largest data manifest of a built table (its entries time the model's manifest_entry_s)."""
+    manifests = [p for p in Path(metadata_dir).glob("*.avro") if not p.name.startswith("snap-")]
+    return max(manifests, key=lambda p: p.stat().st_size)
+
+
 def calibrated_throughput(requests: int = 100, manifest: Path | None = None) -> dict[str, Any]:
     """The embedded AWS's model measured now, in this process, under the load the run will meet
     (the machine is shared: its load stretches every latency): `benchmarks.throughput_probe` for
@@ -128,19 +134,54 @@ def assessed_estimate(deployment: Any, lake: Any, request: dict[str, Any], run_i
     }
 
 
+def plan_step_start(deployment: Any, lake: Any, model: dict[str, Any]) -> dict[str, Any]:
+    """A Lambda step's fixed work on this AWS under this load, measured on a step of the kind the
+    estimate times but of another table: the Plan step of the sample lake's `sales.orders`
+    (pyiceberg's, three commits; `publish_sample_tables`) in a dry run, run twice and the second
+    taken (warm, as the migration's steps are), less its S3 requests at `model`'s latencies. What
+    remains is what every Plan and Validate pays whatever the table: the two accounts' sessions
+    and clients, the target's Glue table read, the ledger's claim and records, the journal
+    written (about 7 calls besides the table's requests). The assessment run's Inventory, which
+    the start was before, makes fewer and cheaper ones (its 0.15 s against a Plan's 0.25 s)."""
+    from icelake.local.embedded import run_execution
+    from icelake.local.lake import publish_sample_tables
+    from icelake.workflow.client import read_report
+
+    publish_sample_tables(lake)
+    for attempt in ("start-cold", "start-warm"):
+        body = lake.request(
+            attempt,
+            selection={"tables": ["sales.orders"]},
+            options={"dry_run": True, "validation": "metadata", "throughput": model},
+        )
+        result = run_execution(deployment.state_machine_arn, body, timeout=600, name=attempt)
+        if result.status != "SUCCEEDED":
+            raise SystemExit(f"the dry run {attempt} ended {result.status}: {result.failure()}")
+    (outcome,) = read_report(result.output["report_uri"])["tables"]
+    requests = outcome["requests_by_phase"]["plan"]
+    latency = sum(n * model["latency_s"].get(kind, 0.0) for kind, n in requests.items())
+    seconds = float(outcome["duration_s"]["plan"])
+    return {
+        "plan_s": seconds,
+        "plan_requests": sum(requests.values()),
+        "requests_s": round(latency, 3),
+        "start_s": round(max(0.0, seconds - latency), 3),
+    }
+
+
 def with_measured_start(
-    assessed: dict[str, Any], model: dict[str, Any]
+    assessed: dict[str, Any], model: dict[str, Any], step_start: float | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The model with a step's start as the (warm) assessment run's Inventory took it, a run's
-    map_overhead_s as its Inventory and Report took them, and the estimate made again under it
-    (the estimate is of the same plan)."""
+    """The model with a step's start measured (`step_start`: `plan_step_start`'s; else the (warm)
+    assessment run's Inventory's), a run's map_overhead_s as its Inventory and Report took them,
+    and the estimate made again under it (the estimate is of the same plan)."""
     if assessed.get("inventory_s") is None:
         return assessed, model
-    start = assessed["inventory_s"]
+    start = assessed["inventory_s"] if step_start is None else step_start
     # A start outside its range widens the range by itself (ThroughputModel.bounds)
     started = {**model, "lambda_start_s": start, "glue_startup_s": start}
     if assessed.get("report_s") is not None:  # a run's own steps: its Inventory and Report
-        started["map_overhead_s"] = round(start + assessed["report_s"], 3)
+        started["map_overhead_s"] = round(assessed["inventory_s"] + assessed["report_s"], 3)
     return re_estimated(assessed, started), started
 
 

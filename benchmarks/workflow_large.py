@@ -42,11 +42,13 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.estimate_pairs import (
+    a_data_manifest,
     assessed_estimate,
     calibrated_throughput,
     embedded_throughput,
     misses,
     paired,
+    plan_step_start,
     print_pairs,
     with_measured_start,
 )
@@ -108,7 +110,9 @@ def run(files: int, file_size: int, work: Path, *, calibrate: bool = True) -> di
         publish_s = round(time.monotonic() - started, 1)
         console.print(f"  {publish_s} s")
         local_spark({}, app_name="icelake-bench-workflow-large")  # the Glue job's session, started
-        model = calibrated_throughput() if calibrate else embedded_throughput()
+        # 300 requests a kind: the probe's medians of 100 moved by a fifth between quiet runs
+        manifest = a_data_manifest(built["metadata_dir"])
+        model = calibrated_throughput(300, manifest) if calibrate else embedded_throughput()
         request = lake.request(
             "large-1",
             selection={"tables": ["bench.large"]},
@@ -116,8 +120,9 @@ def run(files: int, file_size: int, work: Path, *, calibrate: bool = True) -> di
         )
         console.print("assessing it (mode assess, the embedded AWS's throughput model) ...")
         estimate = assessed_estimate(deployment, lake, request, "large-assess")
-        if calibrate:
-            estimate, model = with_measured_start(estimate, model)
+        step_start = plan_step_start(deployment, lake, model) if calibrate else None
+        if step_start is not None:
+            estimate, model = with_measured_start(estimate, model, step_start["start_s"])
         console.print("running the migration state machine ...")
         with recording_invocations() as calls:
             started = time.monotonic()
@@ -180,6 +185,7 @@ def run(files: int, file_size: int, work: Path, *, calibrate: bool = True) -> di
         "estimate_engine": estimate["engine"],
         "estimate_model": model,
         "assessed": estimate,
+        "step_start": step_start,
         "estimate": paired(estimate, outcome),
     }
 

@@ -151,7 +151,7 @@ def full_copy_entries(entries: int, *, glue: bool, planned_by_glue: bool, prune:
         "copy": 1.5 + (check if glue else 0.0),
         "validate": (0.0 if glue else check) + (1.0 if prune else 0.0),
     }
-    return {phase: round(entries * n) for phase, n in passes.items() if n}
+    return {phase: round(entries * n) for phase, n in passes.items() if n and entries}
 
 
 def validated_reads(snapshots: int, model: ThroughputModel) -> float:

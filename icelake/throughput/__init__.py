@@ -74,7 +74,10 @@ class ThroughputModel(BaseModel):
     # so its Glue job's two executors copy one file at a time, as a Lambda's 16 threads do.
     endpoint_parallel: int | None = Field(default=None, ge=1)
     glue_startup_s: float = Field(default=60.0, ge=0)  # a job run's start (Glue 4/5: under a minute)
-    lambda_start_s: float = Field(default=1.0, ge=0)  # an invocation's start, each step
+    # A step's start and the work it does whatever the table: its invocation, the two accounts'
+    # sessions and clients, its catalog and ledger calls (benchmarks.estimate_pairs.plan_step_start
+    # measures it on embedded AWS as a warm Plan step of a small table, less its S3 requests).
+    lambda_start_s: float = Field(default=1.0, ge=0)
     # S3's request rates per prefix: 3,500 PUT/COPY/POST/DELETE and 5,500 GET/HEAD per second.
     prefix_write_per_s: float = Field(default=3500.0, gt=0)
     prefix_read_per_s: float = Field(default=5500.0, gt=0)

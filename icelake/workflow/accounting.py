@@ -7,7 +7,13 @@ from __future__ import annotations
 import os
 
 from icelake.assess.cost import SYNC_DAYS, Work, cost_usd, prices_for_region, regions_of
-from icelake.assess.estimate import PlannedWork, TableEstimate, ThroughputModel, estimate_table
+from icelake.assess.estimate import (
+    PlannedWork,
+    TableEstimate,
+    ThroughputModel,
+    estimate_table,
+    full_copy_entries,
+)
 from icelake.assess.expected import by_engine
 from icelake.assess.prices import PriceTable
 from icelake.aws.request_count import added
@@ -73,13 +79,21 @@ def plan_estimate(planned: PlanResult, prices: PriceTable, cross_region: bool) -
     if not expected:
         return None
     run_requests, validate_requests = by_engine(expected, planned.engine)
+    glue = planned.engine == "glue"
     work = PlannedWork(
         plan_requests=planned.requests,
         run_requests=run_requests,
         validate_requests=validate_requests,
         bytes_to_copy=planned.bytes_to_copy,
         files_to_copy=planned.files_to_copy,
-        engine="glue" if planned.engine == "glue" else "lambda",
+        engine="glue" if glue else "lambda",
+        entries_read=full_copy_entries(
+            planned.manifest_entries,
+            glue=glue,
+            planned_by_glue=False,
+            prune=planned.item.request.options.prune,
+        ),
+        validated_snapshots=planned.snapshots,
     )
     return estimate_table(
         work,

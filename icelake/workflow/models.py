@@ -61,6 +61,10 @@ class PlanResult(_Frozen):
     # What the plan predicts the copy and Validate will send ("copy", "validate" -> requests by
     # kind): with `requests`, the table's estimate in its outcome (empty when the Glue job plans).
     expected_requests: dict[str, dict[str, int]] = {}
+    # Of a full plan made in the Plan step: its manifests' entries and the snapshots Validate
+    # compares, which the run's estimate times (0: not known, as for a sync or a Glue-planned table).
+    manifest_entries: int = 0
+    snapshots: int = 0
     # Set when the table is left alone (engine "none"): its outcome and why.
     stopped: Literal["diverged", "source_dropped", "busy", "promoted", "stranded", "failed"] | None = None
     stop_reason: str | None = None

@@ -16,7 +16,7 @@ from icelake.assess.estate import assess_item, settings_for
 from icelake.assess.prices import load_prices
 from icelake.request.models import MigrationRequest, WorkItem
 from icelake.workflow import steps
-from icelake.workflow.inputs import InventoryInput, PlanInput
+from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput
 from icelake.workflow.models import PlanResult
 from tests.lake import Lake, add_source_table
 
@@ -59,3 +59,33 @@ def test_the_plan_phase_is_estimated_at_what_the_plan_step_sends(lake: Lake, thr
         assert assessed.engine_rule == PLANNED_BY_GLUE
         assert set(sent) == {"get"}  # the metadata.json, nothing listed
         assert by_phase["copy"]["list"] >= 1 and by_phase["copy"]["get"] > sent["get"]
+
+
+def test_the_run_s_own_estimate_times_the_manifest_entries_and_snapshots_the_assessment_does(
+    lake: Lake,
+) -> None:
+    # Given a table of three commits, which the Lambda plans and copies
+    add_source_table(lake, "orders", [[1], [2], [3]])
+    request = lake.request("run-1", options={"validation": "metadata"})
+
+    # When it is assessed, then migrated by the workflow's steps
+    item, planned = _item_and_plan(lake, request)
+    assessed = assess_item(
+        item, lake.deps, settings_for(MigrationRequest.model_validate(request), load_prices("us-east-1"))
+    )
+    state = PlannedInput.model_validate({"plan": planned.model_dump(mode="json")})
+    steps.copy(state, lake.deps)
+    steps.register(state, lake.deps)
+    outcome = steps.validate(state, lake.deps)
+
+    # Then the run's estimate (report.html's) decodes the same manifest entries in each phase as
+    # the assessment's: its plan's, its copy's plan and rewrite, Validate's file check and prune
+    assert assessed.estimate is not None and outcome.estimate is not None
+    entries = assessed.estimate.entries_by_phase
+    assert entries == {"plan": 3, "copy": round(3 * 1.5), "validate": 6}, entries
+    assert outcome.estimate.entries_by_phase == entries
+    # ... and Validate's pyiceberg reads of the three snapshots: the same Validate seconds for
+    # the same requests
+    assert planned.snapshots == 3
+    assert outcome.estimate.requests_by_phase["validate"] == assessed.estimate.requests_by_phase["validate"]
+    assert outcome.estimate.duration_by_phase["validate"] == assessed.estimate.duration_by_phase["validate"]

@@ -15,6 +15,9 @@ from icelake.assess.commit_entries import entries_per_commit
 from icelake.assess.sync_window import sync_entries
 from icelake.aws.fileio import LocalFileIO
 from icelake.migrate import metadata_json as mj
+from icelake.migrate.plan.build import build_plan
+from icelake.migrate.progress import NoProgress
+from icelake.migrate.settings import EngineSettings
 from tests.spark.corpus import current_metadata
 
 COMMITS = 5  # the 3rd and 5th merge the manifests before them
@@ -62,6 +65,40 @@ def test_a_merging_writer_s_commits_are_counted_by_the_entries_they_wrote(
 
     # ... and a table that committed more than 30 days ago has no recent commit to count
     assert entries_per_commit(meta, LocalFileIO(), datetime(2100, 1, 1, tzinfo=UTC)) is None
+
+
+def test_a_plan_counts_the_entries_of_every_manifest_it_read(
+    spark: Any, hadoop_catalog: Callable[[str], str], tmp_path: Path
+) -> None:
+    # Given a table Spark appended to one file at a time, merging its manifests once there are 3:
+    # the merged manifests repeat the entries of the files before them
+    ident = f"{hadoop_catalog('plan_entries')}.db.merged"
+    spark.sql(
+        f"CREATE TABLE {ident} (id BIGINT) USING iceberg "
+        "TBLPROPERTIES ('format-version'='2', 'commit.manifest.min-count-to-merge'='3')"
+    )
+    for i in range(COMMITS):
+        spark.sql(f"INSERT INTO {ident} VALUES ({i})")
+    metadata = current_metadata(spark, ident)
+    location = _metadata(metadata)["location"]
+
+    # When the table is planned (what each pass of a full copy over its manifests decodes)
+    plan = build_plan(
+        metadata,
+        str(tmp_path / "target"),
+        [(location, str(tmp_path / "target"))],
+        LocalFileIO(),
+        LocalFileIO(),
+        settings=EngineSettings(overwrite=False, workers=2, progress=NoProgress()),
+    )
+
+    # Then it counts the entries of every manifest any snapshot reaches, as Spark's metadata
+    # table does, which is more than the table's live files
+    (row,) = spark.sql(
+        "SELECT sum(n) FROM (SELECT DISTINCT path, added_data_files_count + existing_data_files_count "
+        f"+ deleted_data_files_count AS n FROM {ident}.all_manifests)"
+    ).collect()
+    assert plan.manifest_entries() == int(row[0]) > COMMITS
 
 
 def test_a_fast_append_writes_one_entry_a_file(tmp_path: Path) -> None:

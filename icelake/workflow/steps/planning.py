@@ -104,6 +104,8 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
         copy_result_uri=deps.artifacts.uri(Artifacts.key(item.run_id, item.name, "copy-result.json")),
         orphans=figures.orphans,
         expected_requests=figures.expected_requests or {},
+        manifest_entries=figures.manifest_entries,
+        snapshots=figures.snapshots,
     )
 
 
@@ -218,6 +220,11 @@ class Figures:
     # The requests the copy and Validate's file check will send (`assess.expected.expected_requests`)
     expected_requests: dict[str, dict[str, int]] | None = None
     busiest: float = 1.0  # the copies' busiest prefix's share of them (Copies.prefix_spread)
+    # Of a full plan made here, what the run's own estimate times besides the requests: the
+    # entries of the manifests it read (TablePlan.manifest_entries) and the snapshots Validate
+    # compares. An incremental plan's are left at 0 (the estimate then times its requests only).
+    manifest_entries: int = 0
+    snapshots: int = 0
 
 
 def _plan_here(
@@ -266,6 +273,8 @@ def _plan_here(
             prune=item.request.options.prune,
         ),
         table_plan.copies.prefix_spread()[1] if table_plan.copies else 1.0,
+        table_plan.manifest_entries() if table_plan.sync == "full" else 0,
+        len(source[0].get("snapshots") or []) if table_plan.sync == "full" else 0,
     )
 
 
