@@ -52,6 +52,7 @@ from benchmarks.estimate_pairs import (
     print_pairs,
     with_measured_start,
 )
+from benchmarks.results_md import with_row
 from benchmarks.synthetic_table import build_in_own_process
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -253,7 +254,7 @@ def record(res: dict[str, Any]) -> Path:
             "| date | commit | data files | workflow s | steps (s / timeout, MiB / memory) | over a limit |\n"
             "|---|---|---|---|---|---|\n"
         )
-    doc.write_text(text.rstrip("\n") + "\n" + row + "\n")
+    doc.write_text(with_row(text, header, row))
     return path
 
 
