@@ -4,8 +4,10 @@ send after it (`engine.migration_requests`, `copy.copy_requests`, `validate.file
 
 Time: each phase is its requests at a per-request latency, spread over the concurrency the step
 really has (the plan fetches 4 metadata files ahead; a copy Lambda runs 16 copies at once, the Glue
-job its workers' cores), plus the bytes of server-side copies at a per-copy speed, bounded below by
-S3's request rates per prefix, plus the step's start (a Lambda invocation, a Glue job run). Tables
+job its workers' cores; none more than the endpoint answers at once, `endpoint_parallel`), plus the
+bytes of server-side copies at a per-copy speed, bounded below by S3's request rates per prefix,
+plus the manifest entries each phase decodes (`full_copy_entries`), plus the step's start (a
+Lambda invocation and its fixed calls, a Glue job run). Tables
 run side by side in the Map's lanes (`options.concurrency`): the run lasts as long as its longest
 lane. Cost: the same work priced by icelake/assess/cost.py, as a run's own account is.
 Every figure here is a model parameter (`ThroughputModel`), written into assessment.json.

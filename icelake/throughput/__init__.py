@@ -9,8 +9,9 @@ hold runs on that AWS to. Below the request, the assessment and the workflow, wh
 What the model leaves out: latency varies with object size only through `copy_mib_per_s` and
 `list_key_s` (a GET of a large manifest costs its latency alone; its entries cost
 `manifest_entry_s` each, for every pass a phase makes over them: estimate.full_copy_entries,
-sync_window.ENTRY_PASSES); a listing is taken to return full
-pages of the objects it settles (the table's files), not the other objects under its prefixes;
+sync_window.ENTRY_PASSES); a listing is taken to return full pages of the objects it settles (the
+table's files), not the other objects under its prefixes; a step's catalog and ledger calls are
+part of its start, the same for every table;
 throttling (503 SlowDown) is modelled as the per-prefix rate bound, not as retries; the estimate's
 range (low, high) comes from the latencies' spread and the start-ups' ranges only, not from byte
 speed or the prefix rates."""
