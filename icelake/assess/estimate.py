@@ -140,17 +140,25 @@ def _at_once(model: ThroughputModel, parallel: int) -> int:
     return min(parallel, model.endpoint_parallel or parallel)
 
 
+# Reads of each manifest entry the copy step makes: its own plan reads them, and its rewrite
+# splices their paths where that read found them (a third to a half of a read: 0.35 by
+# benchmarks/throughput_probe.entry_seconds beside avro_files.rewrite_manifest on a 100,000-entry
+# manifest, 0.54 in bench-cutover's profile of its handlers, benchmarks/RESULTS.md). A full
+# copy's and a sync's alike (sync_window.ENTRY_PASSES).
+COPY_PASSES = 1.5
+
+
 def full_copy_entries(entries: int, *, glue: bool, planned_by_glue: bool, prune: bool) -> dict[str, int]:
     """The manifest entries each phase of a full copy decodes, `entries` being those of the
     manifests its plan reads: the Plan step's plan (none when the Glue job plans), the copy's own
-    plan and its rewrite (1.5 passes, as a sync's: sync_window.ENTRY_PASSES), the check of the
+    plan and its rewrite (`COPY_PASSES`), the check of the
     target's files (a pass, in the engine that runs it: expected.by_engine), and Validate's prune
     (a pass over the target's manifests, when `prune`). At 100,000 entries and 25 us each, a pass
     is 2.5 s: a third of Validate's time on embedded AWS (WORKFLOW_RESULTS.md)."""
     check = 1.0
     passes = {
         "plan": 0.0 if planned_by_glue else 1.0,
-        "copy": 1.5 + (check if glue else 0.0),
+        "copy": COPY_PASSES + (check if glue else 0.0),
         "validate": (0.0 if glue else check) + (1.0 if prune else 0.0),
     }
     return {phase: round(entries * n) for phase, n in passes.items() if n and entries}

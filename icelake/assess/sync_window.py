@@ -50,7 +50,7 @@ from pydantic import BaseModel, ConfigDict
 
 from icelake.assess.cost import COST_KEYS
 from icelake.assess.engine_choice import CopyWork, Thresholds, choose_engine
-from icelake.assess.estimate import PlannedWork, TableEstimate, estimate_table
+from icelake.assess.estimate import COPY_PASSES, PlannedWork, TableEstimate, estimate_table
 from icelake.assess.prices import PriceTable
 from icelake.aws.request_count import added
 from icelake.migrate.copy import copy_requests
@@ -73,12 +73,11 @@ PER_SYNC: dict[str, dict[str, tuple[int, int]]] = {
 }
 IDLE = {"plan": {"get": 7, "head": 1, "list": 1}}  # a sync that finds nothing new: Plan stops
 # How many reads of each entry of its commits' new manifests a sync makes, by phase: Plan reads
-# them; the Copy's plan reads them again and its rewrite splices their paths where that read found
-# them (a third to a half of a read: 0.35 by benchmarks/throughput_probe.entry_seconds beside
-# avro_files.rewrite_manifest on a 100,000-entry manifest, 0.54 in the profile below); Validate's
-# check of the new files reads them (icelake/migrate/validate_since.py). Seen in the profile of
-# bench-cutover's handlers at 100,000 files (benchmarks/RESULTS.md).
-ENTRY_PASSES = {"plan": 1.0, "copy": 1.5, "validate": 1.0}
+# them; the Copy's plan reads them again and its rewrite splices their paths
+# (estimate.COPY_PASSES); Validate's check of the new files reads them
+# (icelake/migrate/validate_since.py). Seen in the profile of bench-cutover's handlers at 100,000
+# files (benchmarks/RESULTS.md).
+ENTRY_PASSES = {"plan": 1.0, "copy": COPY_PASSES, "validate": 1.0}
 REGISTER_CALLS = 3  # Register: the target's Glue table read, written, the ledger row
 PROOF_CALLS = 2  # the cutover's proof: the source's Glue table read, the promotion written
 

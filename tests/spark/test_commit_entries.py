@@ -27,6 +27,19 @@ def _metadata(uri: str) -> mj.Metadata:
     return mj.parse_metadata(uri, LocalFileIO().read(uri))[0]
 
 
+def _merging_table(spark: Any, catalog: str) -> str:
+    """A table Spark appended `COMMITS` rows to, one file a commit, merging its manifests once
+    there are 3 (the 3rd and 5th commits merge); its identifier."""
+    ident = f"{catalog}.db.merged"
+    spark.sql(
+        f"CREATE TABLE {ident} (id BIGINT) USING iceberg "
+        "TBLPROPERTIES ('format-version'='2', 'commit.manifest.min-count-to-merge'='3')"
+    )
+    for i in range(COMMITS):
+        spark.sql(f"INSERT INTO {ident} VALUES ({i})")
+    return ident
+
+
 def _spark_entries(spark: Any, ident: str, snapshot_id: int) -> int:
     """The entries of the manifests `snapshot_id` added, as Spark's metadata table counts them."""
     (row,) = spark.sql(
@@ -41,13 +54,7 @@ def test_a_merging_writer_s_commits_are_counted_by_the_entries_they_wrote(
     spark: Any, hadoop_catalog: Callable[[str], str]
 ) -> None:
     # Given a table Spark appends to one file at a time, merging its manifests once there are 3
-    ident = f"{hadoop_catalog('commit_entries')}.db.merged"
-    spark.sql(
-        f"CREATE TABLE {ident} (id BIGINT) USING iceberg "
-        "TBLPROPERTIES ('format-version'='2', 'commit.manifest.min-count-to-merge'='3')"
-    )
-    for i in range(COMMITS):
-        spark.sql(f"INSERT INTO {ident} VALUES ({i})")
+    ident = _merging_table(spark, hadoop_catalog("commit_entries"))
     meta = _metadata(current_metadata(spark, ident))
     snapshots = sorted(meta["snapshots"], key=lambda s: s["timestamp-ms"])
 
@@ -72,13 +79,7 @@ def test_a_plan_counts_the_entries_of_every_manifest_it_read(
 ) -> None:
     # Given a table Spark appended to one file at a time, merging its manifests once there are 3:
     # the merged manifests repeat the entries of the files before them
-    ident = f"{hadoop_catalog('plan_entries')}.db.merged"
-    spark.sql(
-        f"CREATE TABLE {ident} (id BIGINT) USING iceberg "
-        "TBLPROPERTIES ('format-version'='2', 'commit.manifest.min-count-to-merge'='3')"
-    )
-    for i in range(COMMITS):
-        spark.sql(f"INSERT INTO {ident} VALUES ({i})")
+    ident = _merging_table(spark, hadoop_catalog("plan_entries"))
     metadata = current_metadata(spark, ident)
     location = _metadata(metadata)["location"]
 
