@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from cdk.app import build_app
-from cdk.config import ContextError
+from cdk.config_values import ContextError
 from cdk.lambda_deps import LayerBuildError
 
 

@@ -16,10 +16,11 @@ from constructs import Construct
 from cdk.buckets import AccessLogBucket
 from cdk.common import GlueDatabases, glue_catalog_arns, list_prefix_statement
 from cdk.component import IcelakeStack, arn_of
-from cdk.config import SOURCE_ROLE_NAME, TARGET_ROLE_NAME, BucketPrefix, Settings
+from cdk.config import SOURCE_ROLE_NAME, TARGET_ROLE_NAME, Settings
+from cdk.config_values import BucketPrefix
 
 # What the assessment reads of each bucket to compare the source's with the target's
-# (icelake/assess/buckets.py): settings only, never an object.
+# (icelake/assess/gather/buckets.py): settings only, never an object.
 BUCKET_SETTINGS_READ = (
     "s3:GetBucketVersioning",
     "s3:GetEncryptionConfiguration",

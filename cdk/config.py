@@ -12,17 +12,26 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from fnmatch import fnmatchcase
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from cdk.build import REPO
-from icelake.ingest.models import FetchConfig, MaintenanceConfig, Scd2Spec
-from icelake.request.models import MigrationRequest
+from cdk.config_values import (
+    SCHEDULE,
+    SECRET_ARN,
+    BucketPrefix,
+    ContextError,
+    IngestConfigError,
+    IngestSource,
+    parse_ingest_sources,
+    parse_maintenance,
+    parse_sync_request,
+    secret_covered,
+)
+from icelake.ingest.models import MaintenanceConfig
 
 if TYPE_CHECKING:
     from constructs import Node
@@ -42,12 +51,8 @@ CONFIG_ENV = "ICELAKE_CONFIG"
 # nothing deploys it unless named.
 EXAMPLE_CONFIG = REPO / "examples" / "context.json"
 
-_SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")  # rule name icelake-ingest-<name>, <= 64
-_SCHEDULE = re.compile(r"^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(\S+( \S+){5}\))$")
 _SPARK_CATALOG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SECRET_ARN = re.compile(r"^arn:aws[a-z-]*:secretsmanager:([a-z0-9-]+):(\d{12}):secret:.+$")
 _KMS_KEY_ARN = r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(key|alias)/.+$"
-_SOURCE_KEYS = {"name", "schedule", "fetch", "table", "enabled"}
 _OUR_KEY = re.compile(r"^[a-z][a-z0-9_]*$")  # CDK's own keys have ':' , '@' or '-' in them
 # Keys an earlier release read, and what replaced them.
 RETIRED_KEYS = dict.fromkeys(
@@ -55,14 +60,6 @@ RETIRED_KEYS = dict.fromkeys(
     "the dependencies layer is built from requirements-lambda.txt at synth (or set deps_layer_dir to a "
     "prebuilt one); remove the key",
 )
-
-
-class ContextError(ValueError):
-    """The configuration cannot be used: one line naming the key and the fix (printed by `app.py`)."""
-
-
-class IngestConfigError(ContextError):
-    """The ingestion settings are wrong; the message names the key, the source and the field."""
 
 
 # Where a deployment runs, reads and writes: never defaulted, because a default would be someone
@@ -76,127 +73,6 @@ REQUIRED_CONTEXT = (
     "source_databases",
     "target_bucket",
 )
-
-
-@dataclass(frozen=True)
-class BucketPrefix:
-    bucket: str
-    prefix: str = ""
-
-    @property
-    def object_pattern(self) -> str:
-        """Key pattern of the objects under the prefix (`prefix/*`, or `*` for a whole bucket)."""
-        p = self.prefix.strip("/")
-        return f"{p}/*" if p else "*"
-
-    @property
-    def list_prefix(self) -> str:
-        p = self.prefix.strip("/")
-        return f"{p}/*" if p else "*"
-
-
-@dataclass(frozen=True)
-class IngestSource:
-    """One scheduled API source of the ingestion workflow (an entry of `ingest_sources`)."""
-
-    name: str
-    schedule: str  # EventBridge: rate(...) or cron(...)
-    fetch: FetchConfig
-    table: Scd2Spec
-    enabled: bool = True
-
-    @property
-    def execution_input(self) -> dict[str, Any]:
-        """The state machine's input: {"fetch": FetchConfig, "table": Scd2Spec} as JSON values."""
-        return {
-            "fetch": self.fetch.model_dump(mode="json", exclude_unset=True),
-            "table": self.table.model_dump(mode="json", exclude_unset=True),
-        }
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def _problems(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(value)'}: {e['msg']}" for e in exc.errors())
-
-
-def _model(model: type[M], value: Any, where: str) -> M:
-    try:
-        return model.model_validate(value)
-    except ValidationError as exc:
-        raise IngestConfigError(f"{where}: {_problems(exc)}") from None
-
-
-def parse_ingest_sources(raw: Sequence[Any]) -> tuple[IngestSource, ...]:
-    """The `ingest_sources` context value, each entry validated by the workflow's own models."""
-    sources: list[IngestSource] = []
-    for i, entry in enumerate(raw):
-        label = f"ingest_sources[{i}]"
-        if not isinstance(entry, Mapping):
-            raise IngestConfigError(f"{label}: must be an object with name, schedule, fetch and table")
-        name = entry.get("name")
-        if not isinstance(name, str) or not _SOURCE_NAME.match(name):
-            raise IngestConfigError(
-                f"{label}: name {name!r} must be 1-48 letters, digits, '_', '-', '.' (it names the schedule)"
-            )
-        label = f"{label} ({name!r})"
-        unknown = sorted(set(entry) - _SOURCE_KEYS)
-        missing = sorted({"schedule", "fetch", "table"} - set(entry))
-        if unknown or missing:
-            raise IngestConfigError(f"{label}: unknown keys {unknown}, missing keys {missing}")
-        schedule = entry["schedule"]
-        if not isinstance(schedule, str) or not _SCHEDULE.match(schedule):
-            raise IngestConfigError(
-                f"{label}: schedule {schedule!r} must be an EventBridge rate(...) or cron(...) expression"
-            )
-        if name in {s.name for s in sources}:
-            raise IngestConfigError(f"{label}: another source has the same name")
-        sources.append(
-            IngestSource(
-                name=name,
-                schedule=schedule,
-                fetch=_model(FetchConfig, entry["fetch"], f"{label} fetch"),
-                table=_model(Scd2Spec, entry["table"], f"{label} table"),
-                enabled=bool(entry.get("enabled", True)),
-            )
-        )
-    return tuple(sources)
-
-
-def parse_maintenance(raw: Mapping[str, Any]) -> MaintenanceConfig:
-    return _model(MaintenanceConfig, dict(raw), "ingest_maintenance")
-
-
-def parse_sync_request(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """`sync_request` as the scheduled rule sends it (mode incremental), validated by the workflow's
-    MigrationRequest; each scheduled execution's name is its run id, so the request names none."""
-    if "run_id" in raw:
-        raise ValueError(
-            "a scheduled sync takes each execution's name as its run id: remove run_id from sync_request"
-        )
-    if raw.get("mode", "incremental") != "incremental":
-        raise ValueError(f"the scheduled sync is incremental: remove mode {raw['mode']!r} from sync_request")
-    request = {**raw, "mode": "incremental"}
-    try:
-        MigrationRequest.model_validate({"run_id": "scheduled-sync", **request})
-    except ValidationError as exc:
-        raise ValueError(
-            f"{_problems(exc)} (sync_request is a migration request without run_id, like "
-            "tests/events/migrate_request.json)"
-        ) from None
-    return request
-
-
-def secret_covered(secret_id: str, arns: Sequence[str]) -> bool:
-    """Whether GetSecretValue of `secret_id` (a name or an ARN) falls under one of the ARNs (which may
-    end with the `-??????` pattern of the random suffix Secrets Manager appends to names)."""
-    for arn in arns:
-        name = arn.split(":secret:", 1)[1]
-        base = re.sub(r"-(\?{6}|[A-Za-z0-9]{6})$", "", name)
-        if fnmatchcase(secret_id, arn) or secret_id in (name, base):
-            return True
-    return False
 
 
 Account = Annotated[str, Field(pattern=r"^\d{12}$")]
@@ -230,14 +106,14 @@ class Settings(BaseModel):
     lake_formation_enabled: bool = False
     lake_formation_admins: tuple[str, ...] = ()
     notification_emails: tuple[str, ...] = ()
-    sync_schedule: Annotated[str, Field(pattern=_SCHEDULE.pattern)] = "rate(1 day)"
+    sync_schedule: Annotated[str, Field(pattern=SCHEDULE.pattern)] = "rate(1 day)"
     # The scheduled incremental sync: its rule exists only with a sync_request, and runs when enabled
     # (default: enabled when a sync_request is given).
     sync_enabled: bool  # default: sync_request is given
     sync_request: dict[str, Any] | None = None
-    # The scheduled verify (mode verify, icelake/migrate/verify.py): sync_request's tables checked
+    # The scheduled verify (mode verify, icelake/migrate/check/verify.py): sync_request's tables checked
     # again, nothing written. Its rule exists with a sync_request and is deployed disabled.
-    verify_schedule: Annotated[str, Field(pattern=_SCHEDULE.pattern)] = "rate(1 day)"
+    verify_schedule: Annotated[str, Field(pattern=SCHEDULE.pattern)] = "rate(1 day)"
     verify_enabled: bool = False
     # The audit trail (cdk/audit.py): a CloudTrail trail with S3 data events on the artifacts bucket
     # and the target prefix, deployed by the orchestrator stack; or the ARN of an existing one.
@@ -305,7 +181,7 @@ class Settings(BaseModel):
     @classmethod
     def _secret_arns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for arn in value:
-            if not _SECRET_ARN.match(arn):
+            if not SECRET_ARN.match(arn):
                 raise ValueError(
                     f"{arn!r} is not a Secrets Manager secret ARN "
                     "(arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-??????)"
@@ -377,7 +253,7 @@ class Settings(BaseModel):
             )
         home = (self.orchestrator_region, self.orchestrator_account)
         for arn in self.ingest_secret_arns:
-            match = _SECRET_ARN.match(arn)
+            match = SECRET_ARN.match(arn)
             if match and match.groups() != home:
                 raise IngestConfigError(
                     f"context ingest_secret_arns: {arn!r} is in {match.group(1)}, account "

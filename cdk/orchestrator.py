@@ -1,6 +1,6 @@
 """Orchestrator account: the migration state machine, its Lambdas and Glue job, the ledger, the
 artifacts bucket, EventBridge rules, notifications, dashboard and alarms (components in
-cdk/migration.py and cdk/common.py; this stack only composes them)."""
+cdk/migration.py, cdk/monitoring.py and cdk/common.py; this stack only composes them)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,8 @@ from cdk.buckets import AccessLogBucket
 from cdk.common import AslStateMachine, NotificationTopic, ServiceKey
 from cdk.component import IcelakeStack
 from cdk.config import Settings
-from cdk.migration import (
-    MigrateGlueJob,
-    MigrationMonitoring,
-    MigrationRules,
-    MigrationStore,
-    StepLambdas,
-    grant_migration_state_machine,
-)
+from cdk.migration import MigrateGlueJob, MigrationStore, StepLambdas, grant_migration_state_machine
+from cdk.monitoring import MigrationMonitoring, MigrationRules
 from icelake.constants import MIGRATE_ASL, MIGRATE_STATE_MACHINE
 from icelake.workflow.wiring import migrate_substitutions
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from cdk.app import build_app
-from cdk.config import ContextError
+from cdk.config_values import ContextError
 from tests.infrastructure.conftest import Synth
 from tests.infrastructure.helpers import example_context, example_settings, resources_of
 

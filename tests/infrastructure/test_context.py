@@ -15,14 +15,8 @@ from aws_cdk.assertions import Match, Template
 
 from cdk.access import TargetAccessStack
 from cdk.app import build_app
-from cdk.config import (
-    EXAMPLE_CONFIG,
-    REQUIRED_CONTEXT,
-    BucketPrefix,
-    ContextError,
-    IngestConfigError,
-    Settings,
-)
+from cdk.config import EXAMPLE_CONFIG, REQUIRED_CONTEXT, Settings
+from cdk.config_values import BucketPrefix, ContextError, IngestConfigError
 from icelake.request.models import MigrationRequest
 from tests.infrastructure.conftest import run_app_py
 from tests.infrastructure.helpers import (

@@ -13,7 +13,8 @@ from aws_cdk import App, Environment
 from aws_cdk.assertions import Template
 
 from cdk.app import build_app
-from cdk.config import EXAMPLE_CONFIG, REQUIRED_CONTEXT, IngestConfigError, Settings, parse_ingest_sources
+from cdk.config import EXAMPLE_CONFIG, REQUIRED_CONTEXT, Settings
+from cdk.config_values import IngestConfigError, parse_ingest_sources
 from cdk.ingest import IngestStack
 from icelake.constants import INGEST_ASL, INGEST_STATE_MACHINE
 from icelake.ingest import resources
