@@ -100,7 +100,7 @@ def _open(page: Path) -> dict[str, Any]:
 
 
 def _pages(assessment: dict[str, Any], work: Path) -> dict[str, Any]:
-    from icelake.assess.pages import render_assessment
+    from icelake.assess.pages.render import render_assessment
 
     measured = {}
     for count in (len(assessment["tables"]), 1000, 5000):
@@ -152,7 +152,7 @@ def _outcomes(assessment: dict[str, Any], count: int) -> list[dict[str, Any]]:
 
 
 def _report_pages(assessment: dict[str, Any], work: Path) -> dict[str, Any]:
-    from icelake.assess.pages import render_report
+    from icelake.assess.pages.render import render_report
 
     measured = {}
     for count in (len(assessment["tables"]), 1000, 5000):

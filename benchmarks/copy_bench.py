@@ -18,7 +18,7 @@ the engine's concurrency (Lambda threads; local Spark cores x threads per task),
 prefix's admitted requests, less its bucket's initial burst, / its limit (writes: COPY per target
 prefix; reads: HEAD per source prefix). `efficiency` = ideal_s / measured_s.
 
-`estimated_s` is the estimator's (`icelake.assess.estimate.copy_seconds`, as the assessment and
+`estimated_s` is the estimator's (`icelake.assess.estimate.model.copy_seconds`, as the assessment and
 the Plan step's engine choice ask it) for the same copy, with the model of S3's own parameters as a
 `ThroughputModel` (`s3_throughput`: its mean latency for every request kind, its per-prefix limits
 and bandwidth, the engine's concurrency; no Lambda or Glue start, which local runs do not have)
@@ -27,7 +27,7 @@ share); `estimated_range_s` is the model's low and high (`ThroughputModel.bounds
 latency p10 and p90 over its median), and `estimate_ratio` = measured_s / estimated_s. Goal: within
 20 % for both engines.
 
-Costs come from `icelake.assess.prices` (us-east-1): the engine's S3 requests as the model counted
+Costs come from `icelake.assess.estimate.prices` (us-east-1): the engine's S3 requests as the model counted
 them, plus compute for measured_s (the copy Lambda's deployed memory; for Glue, the deployed job's
 price a second times the share of its executor cores that local Spark's cores are,
 `glue_billing`), per million objects; the floor is one CopyObject per object.
@@ -138,8 +138,8 @@ def run_lambda(source: str, target: str) -> tuple[Any, PhaseClock, int]:
 
 def run_glue(source: str, target: str, spark: Any) -> tuple[Any, PhaseClock, int]:
     """The Glue job's call (glue_jobs/migrate_table.py) on local Spark."""
-    from icelake.migrate.distributed import SparkRunner, executor_spec, size_copies
-    from icelake.migrate.engine import run_migration
+    from icelake.migrate.copy.distributed import SparkRunner, executor_spec, size_copies
+    from icelake.migrate.copy.engine import run_migration
     from icelake.migrate.settings import EngineSettings
 
     clock = PhaseClock()
@@ -164,7 +164,7 @@ def run_glue(source: str, target: str, spark: Any) -> tuple[Any, PhaseClock, int
 def engine_figures(
     result: Any, clock: PhaseClock, concurrency: int, stats: dict[str, Any], config: ModelConfig, prices: Any
 ) -> dict[str, Any]:
-    from icelake.migrate.copy import REQUESTS_PER_COPY
+    from icelake.migrate.copy.objects import REQUESTS_PER_COPY
 
     copies = int(result.files_copied)
     needed = copies * sum(REQUESTS_PER_COPY.values())
@@ -211,7 +211,7 @@ def planned_copy(source: str, target: str) -> dict[str, Any]:
     """What the estimator needs of the table's copy, from the plan a run makes (read only): the
     copy's requests after its plan, its bytes and its busiest prefix's share of the copies."""
     from icelake.aws.fileio import S3FileIO
-    from icelake.migrate.engine import migration_requests
+    from icelake.migrate.copy.engine import migration_requests
     from icelake.migrate.plan.build import build_plan
     from icelake.migrate.settings import EngineSettings
 
@@ -252,7 +252,7 @@ def s3_throughput(config: ModelConfig, engine: str, concurrency: int, local_core
 
 def estimated(planned: dict[str, Any], model: Any, engine: str) -> dict[str, Any]:
     """The estimator's copy seconds for `engine`, and its range."""
-    from icelake.assess.estimate import copy_seconds
+    from icelake.assess.estimate.model import copy_seconds
 
     def at(m: Any) -> float:
         glue = engine == "glue"
@@ -321,7 +321,7 @@ def cost_per_million(engine: str, fig: dict[str, Any], prices: Any, local_cores:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from icelake.assess.prices import load_prices
+    from icelake.assess.estimate.prices import load_prices
 
     prices = load_prices(REGION)
     work = Path(args.work)

@@ -118,10 +118,10 @@ def _run(deployment: Any, lake: Any, run_id: str, mode: str) -> tuple[dict[str, 
 
 def _entries_per_commit(lake: Any, metadata_location: str, commits: int) -> float | None:
     """The manifest entries the source's last `commits` commits wrote, as the assessment counts
-    them (icelake/assess/commit_entries.py)."""
+    them (icelake/assess/gather/commit_entries.py)."""
     from datetime import UTC, datetime
 
-    from icelake.assess.commit_entries import entries_per_commit
+    from icelake.assess.gather.commit_entries import entries_per_commit
     from icelake.aws.fileio import S3FileIO
     from icelake.migrate.plan.reads import read_metadata
 

@@ -236,8 +236,8 @@ def re_estimated(assessed: dict[str, Any], model: dict[str, Any]) -> dict[str, A
     """The estimate `assessed_estimate` returned, made again under another model from the same
     plan (its requests by phase, files and bytes to copy, engine): the estimate is a function of
     those and the model, so a model measured later can be set beside a run measured earlier."""
-    from icelake.assess.estimate import PlannedWork, estimate_table
-    from icelake.assess.prices import load_prices
+    from icelake.assess.estimate.model import PlannedWork, estimate_table
+    from icelake.assess.estimate.prices import load_prices
     from icelake.throughput import ThroughputModel
 
     phases = assessed["requests_by_phase"]
@@ -265,14 +265,14 @@ def re_estimated(assessed: dict[str, Any], model: dict[str, Any]) -> dict[str, A
 def freeze_estimate(
     model: dict[str, Any], commits: int, files: int, size: int, entries_per_commit: float | None = None
 ) -> dict[str, Any]:
-    """The assessment's cutover freeze (icelake/assess/sync_window.py) for a table whose last
+    """The assessment's cutover freeze (icelake/assess/estimate/sync_window.py) for a table whose last
     interval brought `commits` commits adding `files` files of `size` bytes in all, each commit
     writing `entries_per_commit` manifest entries (commit_entries.py), under `model`: the rates
     given to `sync_window` make one interval (a day) bring exactly those."""
-    from icelake.assess.engine_choice import Thresholds
-    from icelake.assess.estimate import TableEstimate
-    from icelake.assess.prices import load_prices
-    from icelake.assess.sync_window import SyncInputs, per_copy_requests, sync_window
+    from icelake.assess.estimate.engine_choice import Thresholds
+    from icelake.assess.estimate.model import TableEstimate
+    from icelake.assess.estimate.prices import load_prices
+    from icelake.assess.estimate.sync_window import SyncInputs, per_copy_requests, sync_window
     from icelake.throughput import ThroughputModel
 
     throughput = ThroughputModel.model_validate(model)

@@ -2,7 +2,7 @@
 
 `migrate_table` would copy the synthetic table's data files, which exist only as sparse files
 (their recorded size, no bytes). So this module does, with the same public
-functions `icelake.migrate.engine._execute` uses, exactly the work `rewrite_table_path` does:
+functions `icelake.migrate.copy.engine._execute` uses, exactly the work `rewrite_table_path` does:
 
 * rewrite every manifest (one at a time: read, map, write, remember its new length),
 * rewrite every manifest list (with the new manifest lengths),
@@ -34,15 +34,15 @@ from typing import Any, TextIO, TypeVar
 from icelake.aws.fileio import FileIO, ListedRange, LocalFileIO, ObjectInfo
 from icelake.errors import UnsafeTargetError
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.avro_files import (
+from icelake.migrate.avro.files import (
     POSITION_DELETES,
     ManifestRef,
     manifest_refs,
     rewrite_manifest,
 )
-from icelake.migrate.avro_patch import ListHeads, PlannedManifest
-from icelake.migrate.cpu_pool import LISTS_PER_JOB, CpuPools, phase_pool, rewrite_manifest_lists
-from icelake.migrate.engine import rewritten_metadata_files
+from icelake.migrate.avro.patch import ListHeads, PlannedManifest
+from icelake.migrate.copy.cpu_pool import LISTS_PER_JOB, CpuPools, phase_pool, rewrite_manifest_lists
+from icelake.migrate.copy.engine import rewritten_metadata_files
 from icelake.migrate.plan.build import build_plan
 from icelake.migrate.plan.model import TablePlan
 from icelake.migrate.plan.reads import fetch_metadata

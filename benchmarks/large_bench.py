@@ -63,7 +63,7 @@ def _worker(source: str, target: str, staging: str, latency_ms: float) -> None:
     """icelake's side in this process: plan, then rewrite; one JSON line on stdout. Memory is each
     process's own high-water mark (VmHWM): this process was forked from the bench's, whose size
     getrusage's ru_maxrss would report instead when that is larger."""
-    from icelake.migrate.cpu_pool import CpuPools
+    from icelake.migrate.copy.cpu_pool import CpuPools
 
     from benchmarks.icelake_side import plan_table, rewrite_table_metadata
 

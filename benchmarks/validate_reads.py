@@ -5,7 +5,7 @@
 A pyiceberg table of 100 appends is published to embedded AWS as it stood after 1, 25 and 100 of
 them; `validate_tables` (the metadata tier: each snapshot's lineage, summary and manifest-list
 counts, both sides) is timed on each, twice, against itself. Beside it: the estimate of those
-reads (icelake/assess/estimate.py `validated_reads`) under the embedded model calibrated now
+reads (icelake/assess/estimate/model.py `validated_reads`) under the embedded model calibrated now
 (`estimate_pairs.calibrated_throughput`). These reads are pyarrow's, outside the run's request
 counts; this is where their time is checked. Prints one JSON line; records nothing (the figures
 go into benchmarks/WORKFLOW_RESULTS.md by hand, with the load they were measured under).
@@ -42,12 +42,12 @@ def _published(root: Path, snapshots: list[int]) -> dict[int, str]:
 
 def measure(snapshots: list[int]) -> dict[str, Any]:
     import boto3
-    from icelake.assess.estimate import validated_reads
+    from icelake.assess.estimate.model import validated_reads
     from icelake.aws.fileio import LocalFileIO, S3FileIO
     from icelake.local.moto_server import embedded_aws
-    from icelake.migrate.engine import migrate_table
+    from icelake.migrate.check.validate import validate_tables
+    from icelake.migrate.copy.engine import migrate_table
     from icelake.migrate.settings import EngineSettings
-    from icelake.migrate.validate import validate_tables
     from icelake.throughput import ThroughputModel
 
     from benchmarks.estimate_pairs import calibrated_throughput

@@ -1,5 +1,5 @@
 """Peak memory of `rows` validation per byte of Parquet data: the figure behind
-`icelake.migrate.validate.ROWS_MAX_BYTES`. Run: `python -m benchmarks.validation_memory`.
+`icelake.migrate.check.validate.ROWS_MAX_BYTES`. Run: `python -m benchmarks.validation_memory`.
 
 One pyiceberg table (a realistic mix: ids, timestamps, decimals, strings) of `--rows` rows in one
 snapshot, copied by icelake, then validated with tier `rows` in a fresh process whose peak RSS
@@ -45,7 +45,7 @@ def build(root: Path, rows: int) -> tuple[str, int]:
 
 
 def measure(source: str, target: str) -> None:
-    from icelake.migrate.validate import validate_tables
+    from icelake.migrate.check.validate import validate_tables
 
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     report = validate_tables(source, target, tier="rows", rows_max_values=1 << 62)

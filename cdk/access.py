@@ -4,6 +4,7 @@ target account (with the target bucket, its KMS key, the Glue databases and Lake
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from aws_cdk import CfnOutput, CfnResource, Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
@@ -70,6 +71,30 @@ def orchestrator_principal(settings: Settings) -> iam.IPrincipal:
     return iam.AccountPrincipal(settings.orchestrator_account).with_conditions(conditions)
 
 
+def trust_operators(role: iam.Role, settings: Settings) -> None:
+    """Opt in (operator_principal_arns): the named principals may assume the role too, for an
+    operator's CLI to read or write directly. One statement per account, by account and
+    aws:PrincipalArn (ArnLike: an SSO role's path holds its region), so the principals need not
+    exist when the stack deploys; the external id applies to them as to the orchestrator."""
+    by_account: dict[str, list[str]] = {}
+    for arn in settings.operator_principal_arns:
+        by_account.setdefault(arn.split(":")[4], []).append(arn)
+    for i, (account, arns) in enumerate(sorted(by_account.items())):
+        conditions: dict[str, Any] = {"ArnLike": {"aws:PrincipalArn": arns}}
+        if settings.source_external_id:
+            conditions["StringEquals"] = {"sts:ExternalId": settings.source_external_id}
+        trust = role.assume_role_policy
+        assert trust is not None
+        trust.add_statements(
+            iam.PolicyStatement(
+                sid=f"Operators{i}",
+                actions=["sts:AssumeRole"],
+                principals=[iam.AccountPrincipal(account)],
+                conditions=conditions,
+            )
+        )
+
+
 def _bucket_location(sid: str, buckets: list[str]) -> iam.PolicyStatement:
     """GetBucketLocation: S3 requests go to each bucket's own region, asked once per bucket; and
     the bucket's settings, which the assessment compares."""
@@ -93,6 +118,58 @@ def _s3_read(locations: tuple[BucketPrefix, ...], sid: str) -> list[iam.PolicySt
     return statements
 
 
+def target_bucket_statements(settings: Settings) -> list[dict[str, Any]]:
+    """What the policy of an existing target bucket (target_bucket_existing) must allow the target
+    role, as the bucket the stack creates is used: its objects under the prefix, the listing of the
+    prefix, the bucket's region and the settings the assessment compares; and TLS only, as the
+    stack's own bucket. The role's identity policy grants the same: in the bucket's own account
+    these are needed only where the bucket policy denies what it does not name."""
+    loc = settings.target_location
+    bucket = f"arn:aws:s3:::{loc.bucket}"
+    role = {"AWS": settings.target_role_arn}
+    prefix = loc.prefix.strip("/")
+    listing: dict[str, Any] = {
+        "Sid": "IcelakeTargetRoleLists",
+        "Effect": "Allow",
+        "Principal": role,
+        "Action": "s3:ListBucket",
+        "Resource": bucket,
+    }
+    if prefix:
+        listing["Condition"] = {"StringLike": {"s3:prefix": [f"{prefix}/*", prefix]}}
+    return [
+        {
+            "Sid": "IcelakeTargetRoleObjects",
+            "Effect": "Allow",
+            "Principal": role,
+            "Action": [
+                "s3:GetObject",
+                "s3:PutObject",
+                "s3:DeleteObject",
+                "s3:AbortMultipartUpload",
+                "s3:ListMultipartUploadParts",
+            ],
+            "Resource": f"{bucket}/{loc.object_pattern}",
+        },
+        listing,
+        {
+            "Sid": "IcelakeTargetRoleBucketSettings",
+            "Effect": "Allow",
+            "Principal": role,
+            "Action": ["s3:GetBucketLocation", *BUCKET_SETTINGS_READ],
+            "Resource": bucket,
+        },
+        {
+            "Sid": "TlsOnly",
+            "Effect": "Deny",
+            "Principal": {"AWS": "*"},
+            "Action": "s3:*",
+            "Resource": [bucket, f"{bucket}/*"],
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+        },
+    ]
+
+
 class SourceAccessStack(IcelakeStack):
     """Deployed in the source account: what the orchestrator may read there, and nothing more."""
 
@@ -107,6 +184,7 @@ class SourceAccessStack(IcelakeStack):
             max_session_duration=Duration.hours(1),  # assumed by role sessions: chaining caps it at 1 h
             description="icelake: read-only access to the source Iceberg tables (S3, Glue, KMS)",
         )
+        trust_operators(self.role, s)
         statements = [
             *_s3_read(s.source_locations, "SourceData"),
             _bucket_location("SourceBucketRegions", [loc.bucket for loc in s.source_locations]),
@@ -189,29 +267,13 @@ class TargetAccessStack(IcelakeStack):
     def __init__(self, scope: Construct, cid: str, *, settings: Settings, **kw: object):
         super().__init__(scope, cid, **kw)  # type: ignore[arg-type]
         s = settings
-        self.key = kms.Key(
-            self,
-            "TargetKey",
-            alias="alias/icelake-target",
-            enable_key_rotation=True,
-            description="icelake: SSE-KMS of the migrated tables",
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        access_logs = AccessLogBucket(self, "AccessLogs").bucket
-        self.bucket = s3.Bucket(
-            self,
-            "TargetBucket",
-            bucket_name=s.target_bucket,
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=self.key,
-            bucket_key_enabled=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            versioned=True,
-            server_access_logs_bucket=access_logs,
-            server_access_logs_prefix="target/",
-            removal_policy=RemovalPolicy.RETAIN,
-        )
+        self.key: kms.IKey | None = None
+        if s.target_bucket_existing:  # someone else's: imported, never created nor deleted here
+            self.bucket: s3.IBucket = s3.Bucket.from_bucket_name(self, "TargetBucket", s.target_bucket)
+            key_arns = [s.target_kms_key_arn] if s.target_kms_key_arn else []
+        else:
+            self.key, self.bucket = self._bucket_and_key(s)
+            key_arns = [self.key.key_arn]
         location = s.target_location
         prefix = location.prefix.strip("/")
         self.databases = GlueDatabases(
@@ -220,6 +282,7 @@ class TargetAccessStack(IcelakeStack):
             databases=s.target_databases,
             location=f"s3://{s.target_bucket}" + (f"/{prefix}" if prefix else ""),
             description="icelake migration target",
+            existing=s.target_databases_existing,
         ).databases
         self.role = iam.Role(
             self,
@@ -229,6 +292,7 @@ class TargetAccessStack(IcelakeStack):
             max_session_duration=Duration.hours(1),  # assumed by role sessions: chaining caps it at 1 h
             description="icelake: writes only under the target prefix and to the target Glue databases",
         )
+        trust_operators(self.role, s)
         objects = self.bucket.arn_for_objects(location.object_pattern)
         statements = [
             iam.PolicyStatement(
@@ -250,10 +314,16 @@ class TargetAccessStack(IcelakeStack):
             ),
             # Server-side copies are signed by this role: it reads the source prefixes (read only).
             *_s3_read(s.source_locations, "SourceCopy"),
-            iam.PolicyStatement(
-                sid="TargetKey",
-                actions=["kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
-                resources=[self.key.key_arn],
+            *(
+                [
+                    iam.PolicyStatement(
+                        sid="TargetKey",
+                        actions=["kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
+                        resources=key_arns,
+                    )
+                ]
+                if key_arns
+                else []
             ),
             iam.PolicyStatement(
                 sid="Catalog",
@@ -286,8 +356,9 @@ class TargetAccessStack(IcelakeStack):
                 )
             )
         self.policy = iam.Policy(self, "Write", roles=[self.role], statements=statements)
+        bucket_arn = f"arn:aws:s3:::{s.target_bucket}" if s.target_bucket_existing else arn_of(self.bucket)
         applies_to: list[object] = [
-            f"Resource::{arn_of(self.bucket)}/{location.object_pattern}",
+            f"Resource::{bucket_arn}/{location.object_pattern}",
             *(f"Resource::arn:aws:s3:::{loc.bucket}/{loc.object_pattern}" for loc in s.source_locations),
             *(
                 f"Resource::arn:<AWS::Partition>:glue:{s.target_region}:{s.target_account}:table/{db}/*"
@@ -313,7 +384,42 @@ class TargetAccessStack(IcelakeStack):
         if s.lake_formation_enabled:
             self._lake_formation(s, prefix)
         CfnOutput(self, "TargetRoleArn", value=self.role.role_arn)
-        CfnOutput(self, "TargetKeyArn", value=self.key.key_arn)
+        if self.key is not None:
+            CfnOutput(self, "TargetKeyArn", value=self.key.key_arn)
+        else:
+            CfnOutput(
+                self,
+                "TargetBucketPolicyStatement",
+                description=f"{s.target_bucket} is not this stack's: see docs/deploy.md, 'An existing lake'",
+                value=json.dumps(target_bucket_statements(s)),
+            )
+
+    def _bucket_and_key(self, s: Settings) -> tuple[kms.Key, s3.Bucket]:
+        """The target bucket the stack owns (kept when the stack goes) and its rotated key."""
+        key = kms.Key(
+            self,
+            "TargetKey",
+            alias="alias/icelake-target",
+            enable_key_rotation=True,
+            description="icelake: SSE-KMS of the migrated tables",
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        access_logs = AccessLogBucket(self, "AccessLogs").bucket
+        bucket = s3.Bucket(
+            self,
+            "TargetBucket",
+            bucket_name=s.target_bucket,
+            encryption=s3.BucketEncryption.KMS,
+            encryption_key=key,
+            bucket_key_enabled=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,
+            server_access_logs_bucket=access_logs,
+            server_access_logs_prefix="target/",
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        return key, bucket
 
     def _lake_formation(self, s: Settings, prefix: str) -> None:
         """The target prefix registered, and what the target role holds in Lake Formation: CREATE_TABLE

@@ -446,11 +446,22 @@ def glue_catalog_arns(stack: Stack, databases: Sequence[str]) -> list[str]:
 
 
 class GlueDatabases(Component):
-    """One Glue database per name, located at `location`/<name> (`location` without a trailing /).
-    With the id `Database`, they are `Database0`, `Database1`, ..."""
+    """One Glue database per name, located at `location`/<name> (`location` without a trailing /),
+    but those named in `existing`, which are someone else's. With the id `Database`, they are
+    `Database0`, `Database1`, ... by their place in `databases`, so naming one existing never
+    renames another. Each is retained by CloudFormation (DeletionPolicy and UpdateReplacePolicy
+    Retain): deleting a database deletes every table in it, promoted tables too, so neither a
+    `cdk destroy` nor a name removed from the configuration may do it."""
 
     def __init__(
-        self, scope: Construct, cid: str, *, databases: Sequence[str], location: str, description: str
+        self,
+        scope: Construct,
+        cid: str,
+        *,
+        databases: Sequence[str],
+        location: str,
+        description: str,
+        existing: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, cid)
         account = Stack.of(self).account
@@ -464,7 +475,10 @@ class GlueDatabases(Component):
                 ),
             )
             for i, db in enumerate(databases)
+            if db not in existing
         ]
+        for database in self.databases:
+            database.apply_removal_policy(RemovalPolicy.RETAIN)
 
 
 def list_prefix_statement(sid: str, bucket_arn: str, prefix: str, *more: str) -> iam.PolicyStatement:

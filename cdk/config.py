@@ -53,6 +53,9 @@ EXAMPLE_CONFIG = REPO / "examples" / "context.json"
 
 _SPARK_CATALOG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _KMS_KEY_ARN = r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:(key|alias)/.+$"
+# Who may be trusted besides the orchestrator's roles (operator_principal_arns): IAM roles or users,
+# by ARN; a role's path may hold wildcards (SSO's roles live under aws-reserved/sso.amazonaws.com/).
+_OPERATOR_ARN = r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/*?-]+$"
 _OUR_KEY = re.compile(r"^[a-z][a-z0-9_]*$")  # CDK's own keys have ':' , '@' or '-' in them
 # Keys an earlier release read, and what replaced them.
 RETIRED_KEYS = dict.fromkeys(
@@ -103,6 +106,15 @@ class Settings(BaseModel):
     target_bucket: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")]
     target_prefix: str = "warehouse"
     target_databases: Names  # default: source_databases
+    # An existing lake as the target: the bucket (target_bucket) and these of target_databases are
+    # imported, not created (the stack never owns nor deletes them); the role is granted them alike.
+    target_bucket_existing: bool = False
+    target_databases_existing: tuple[str, ...] = ()
+    # The default SSE-KMS key of an existing target bucket, granted to the target role.
+    target_kms_key_arn: Annotated[str, Field(pattern=f"^$|{_KMS_KEY_ARN}")] = ""
+    # Opt in: these IAM principals may also assume the source and target roles (an operator's
+    # `icelake assess --direct` reads with them); by default only the orchestrator's roles may.
+    operator_principal_arns: tuple[Annotated[str, Field(pattern=_OPERATOR_ARN)], ...] = ()
     lake_formation_enabled: bool = False
     lake_formation_admins: tuple[str, ...] = ()
     notification_emails: tuple[str, ...] = ()
@@ -207,6 +219,7 @@ class Settings(BaseModel):
             )
         if self.sync_request is not None:
             self._check_sync_request(self.sync_request)
+        self._check_existing_target()
         if self.ingest_enabled:
             self.check_ingest()  # before any stack is built: a bad source fails synthesis at once
 
@@ -235,6 +248,21 @@ class Settings(BaseModel):
             raise ContextError(
                 f"context sync_request: {'; '.join(wrong)}: the deployed roles grant only the "
                 "configured accounts, bucket and databases, so make the two agree"
+            )
+
+    def _check_existing_target(self) -> None:
+        """Existing target databases are target databases; a key of an existing bucket needs one."""
+        stray = sorted(set(self.target_databases_existing) - set(self.target_databases))
+        if stray:
+            raise ContextError(
+                f"context target_databases_existing names {stray}, which are not in target_databases "
+                f"{list(self.target_databases)}: list the databases the role writes in target_databases "
+                "and those that exist already in target_databases_existing too"
+            )
+        if self.target_kms_key_arn and not self.target_bucket_existing:
+            raise ContextError(
+                "context target_kms_key_arn is the key of an existing target bucket "
+                "(target_bucket_existing: true); the bucket the stack creates has its own key"
             )
 
     @property

@@ -1,5 +1,5 @@
 """Glue entry point of the migration workflow for large tables: copy and rewrite one table with the
-work spread over Spark executors (`icelake.migrate.distributed`). Arguments resolve through
+work spread over Spark executors (`icelake.migrate.copy.distributed`). Arguments resolve through
 awsglue when present, else argparse (same names), so the same script runs in AWS Glue and locally.
 
   --source-metadata URI      the source table's current metadata.json (pinned by the plan step)
@@ -18,7 +18,7 @@ awsglue when present, else argparse (same names), so the same script runs in AWS
                              this job's plan will create are added to it before anything is written
   --local-warehouse DIR      (local runs only) a warehouse for the local session's catalog `local`
   --validation TIER          `rows`: also compare every snapshot's rows here, spread over the
-                             executors (icelake.migrate.row_digest); other tiers are done by the
+                             executors (icelake.migrate.check.row_digest); other tiers are done by the
                              Validate Lambda from metadata (default: the work item's, else metadata)
   --history live|all         what the target keeps of older logged metadata versions (live)
   --work-item JSON           the workflow's WorkItem (statemachines/migrate_tables.asl.json passes
@@ -40,16 +40,16 @@ from icelake.aws.fileio.spec import OPENED_REQUESTS
 from icelake.aws.request_count import added, subtracted
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, AssumedRole, check_session_duration, pyiceberg_props
 from icelake.glue_args import in_glue, resolve_options
-from icelake.migrate.distributed import SparkRunner, executor_spec, size_copies
-from icelake.migrate.engine import Runner, run_migration
+from icelake.migrate.check.row_digest import compare_rows
+from icelake.migrate.check.validate import checked_target_files
+from icelake.migrate.copy.distributed import SparkRunner, executor_spec, size_copies
+from icelake.migrate.copy.engine import Runner, run_migration
 from icelake.migrate.history import HISTORIES, History, dangling_versions, to_source_map
 from icelake.migrate.journal import new_target_keys, read_journal, write_journal
 from icelake.migrate.models import FilesCheck, MigrationResult, RowsValidation
 from icelake.migrate.plan.model import TablePlan
 from icelake.migrate.plan.since import FULL, Since
-from icelake.migrate.row_digest import compare_rows
 from icelake.migrate.settings import EngineSettings
-from icelake.migrate.validate import checked_target_files
 from icelake.uris import parse_map_option, source_prefixes
 
 OPTIONS = (

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from icelake.migrate import cpu_pool
+from icelake.migrate.copy import cpu_pool
 
 
 def count_pool_starts(monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -17,11 +17,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from icelake.assess.assessment import Settings, assemble, assess_table
-from icelake.assess.cost import DEFAULT_REGION, SYNC_DAYS, regions_of
-from icelake.assess.estate import assess_request, default_concurrency, settings_for
-from icelake.assess.pages import render_assessment
-from icelake.assess.prices import load_prices
+from icelake.assess.estimate.cost import DEFAULT_REGION, SYNC_DAYS, regions_of
+from icelake.assess.estimate.prices import load_prices
+from icelake.assess.gather.assessment import Settings, assemble, assess_table
+from icelake.assess.gather.estate import assess_request, default_concurrency, settings_for
+from icelake.assess.pages.render import render_assessment
 from icelake.assess.schema import Assessment, TableAssessment
 from icelake.aws.fileio import io_for
 from icelake.aws.session import assume_role_session
@@ -264,7 +264,7 @@ FULL_TABLE = 50  # tables listed one a row in the terminal
 
 
 def assessment_table(assessment: Assessment) -> Table:
-    from icelake.assess.html import duration, size, usd
+    from icelake.assess.pages.html import duration, size, usd
 
     table = Table(
         title=f"Assessment: {assessment.totals.tables} table(s), {assessment.totals.blocked_tables} blocked"

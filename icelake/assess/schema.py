@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from icelake.assess.estimate import Lane, TableEstimate
-from icelake.assess.kinds import KindSummary
-from icelake.assess.sync_window import CutoverFreeze, SyncWindow
+from icelake.assess.estimate.model import Lane, TableEstimate
+from icelake.assess.estimate.sync_window import CutoverFreeze, SyncWindow
+from icelake.assess.pages.kinds import KindSummary
 
 SCHEMA_VERSION = 1
 
@@ -65,7 +65,7 @@ class TableAssessment(BaseModel):
     files_added_per_day: dict[str, float] = {}  # data and delete files
     daily_commits: list[int] = []  # the last 30 days, oldest first
     engine: Literal["lambda", "glue"] = "lambda"
-    engine_rule: str | None = None  # which rule chose it (icelake/assess/engine_choice.py)
+    engine_rule: str | None = None  # which rule chose it (icelake/assess/estimate/engine_choice.py)
     blockers: list[Finding] = []
     warnings: list[Finding] = []
     estimate: TableEstimate | None = None

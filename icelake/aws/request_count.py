@@ -2,7 +2,7 @@
 
 Each HTTP attempt is one request (botocore's `before-send` event fires once per attempt, so a
 retried request counts again, as it is billed again). The kinds are those an estimate predicts and
-the price table prices (`icelake.assess.prices.REQUEST_KINDS`).
+the price table prices (`icelake.assess.estimate.prices.REQUEST_KINDS`).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from icelake.aws.fileio import FileIO
 from icelake.errors import DamagedSourceFileError, UnsupportedFileError
-from icelake.migrate.avro_files import DeleteRewrite, read_avro, write_avro
+from icelake.migrate.avro.files import DeleteRewrite, read_avro, write_avro
 
 PUFFIN_MAGIC = b"PFA1"
 _FOOTER_COMPRESSED_FLAG = 0x1

@@ -25,13 +25,13 @@ from typing import Literal
 
 from icelake.aws.fileio import FileIO, ObjectInfo, is_absent
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.avro_entries import EntryFields
-from icelake.migrate.avro_files import DELETED, ManifestRef, manifest_refs
-from icelake.migrate.avro_patch import PlannedManifest
+from icelake.migrate.avro.entries import EntryFields
+from icelake.migrate.avro.files import DELETED, ManifestRef, manifest_refs
+from icelake.migrate.avro.patch import PlannedManifest
+from icelake.migrate.check.reachable import Entries
 from icelake.migrate.inventory import stat_by_listing
 from icelake.migrate.models import Orphans, PrefixMapping
 from icelake.migrate.plan_scan import entry_fields, fetched_ahead
-from icelake.migrate.reachable import Entries
 from icelake.uris import PrefixMap, canonical
 
 History = Literal["live", "all"]

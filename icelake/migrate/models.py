@@ -17,7 +17,7 @@ class PrefixMapping(BaseModel):
 
 class RowsValidation(BaseModel):
     """The `rows` tier done where the copy ran (the Glue job): every snapshot's row count and row
-    digest, source against target (`icelake.migrate.row_digest`)."""
+    digest, source against target (`icelake.migrate.check.row_digest`)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -32,7 +32,7 @@ class RowsValidation(BaseModel):
 
 class FilesCheck(BaseModel):
     """The target's files checked where the copy ran (the Glue job), so that Validate does not read
-    every manifest of a large table again in a Lambda (`icelake.migrate.validate.check_target_files`:
+    every manifest of a large table again in a Lambda (`icelake.migrate.check.validate.check_target_files`:
     every file exists with its recorded size, none is under a source prefix)."""
 
     model_config = ConfigDict(frozen=True)

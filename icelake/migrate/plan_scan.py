@@ -20,9 +20,9 @@ from typing import TypeVar
 import fastavro
 
 from icelake.errors import NotPatchable
-from icelake.migrate.avro_entries import EntryFields, PathSpans, read_entry_fields
-from icelake.migrate.avro_files import is_rewritable_delete, manifest_entries
-from icelake.migrate.avro_patch import PlannedManifest, manifest_digest
+from icelake.migrate.avro.entries import EntryFields, PathSpans, read_entry_fields
+from icelake.migrate.avro.files import is_rewritable_delete, manifest_entries
+from icelake.migrate.avro.patch import PlannedManifest, manifest_digest
 
 T = TypeVar("T")
 R = TypeVar("R")

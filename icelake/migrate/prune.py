@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from icelake.aws.fileio import FileIO
+from icelake.migrate.check.reachable import reachable_files
 from icelake.migrate.history import reached_by_history
 from icelake.migrate.inventory import stat_by_listing
 from icelake.migrate.journal import read_journal
-from icelake.migrate.reachable import reachable_files
 from icelake.uris import canonical, is_under
 
 

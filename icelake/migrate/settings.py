@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from icelake.migrate.copy import CopySettings
+from icelake.migrate.copy.objects import CopySettings
 from icelake.migrate.history import History
 from icelake.migrate.plan.reads import FAST_READS, PlanReads
 from icelake.migrate.plan.since import FULL, Since

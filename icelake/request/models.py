@@ -314,7 +314,7 @@ class Selection(_Frozen):
 
 class Options(_Frozen):
     concurrency: int = Field(default=4, ge=1, le=1000)
-    # metadata | sample | rows: what Validate checks (migrate/validate.py; docs/migration.md)
+    # metadata | sample | rows: what Validate checks (migrate/check/validate.py; docs/migration.md)
     validation: Literal["metadata", "sample", "rows"] = "metadata"
     # live | all: what the target keeps of the older logged metadata versions
     # (icelake/migrate/history.py; README "History")
@@ -339,7 +339,7 @@ class Options(_Frozen):
     sync_days: float = Field(default=30, ge=0, le=3650)
     # mode "assess": how often the syncs run until cutover (a schedule expression, as the deployment's
     # sync_schedule: "rate(1 hour)", "cron(0 2 * * ? *)"); the assessment prices the sync window and
-    # the cutover's freeze from it (icelake/assess/sync_window.py). None: rate(1 day), the default.
+    # the cutover's freeze from it (icelake/assess/estimate/sync_window.py). None: rate(1 day), the default.
     sync_interval: str | None = None
     # modes incremental and cutover: "incremental" plans only what the source committed since the
     # target's last validated sync (the ledger's), when the target and the source's history allow
@@ -385,7 +385,7 @@ class MigrationRequest(_Frozen):
     # assess: Inventory, an Assess step per table, then Report writes runs/<run_id>/assessment.json
     # and assessment.html (icelake/assess); no target is touched.
     # verify: each migrated or promoted target checked again, nothing written to any table
-    # (icelake/migrate/verify.py; docs/runbook.md "Day 2").
+    # (icelake/migrate/check/verify.py; docs/runbook.md "Day 2").
     # carry_over: a promoted table's stranded appends carried onto its target
     # (icelake/workflow/steps/carrying.py; docs/runbook.md "Cutover").
     mode: Literal["full", "incremental", "cutover", "assess", "verify", "carry_over"] = "full"

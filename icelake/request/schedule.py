@@ -1,6 +1,6 @@
 """How often a sync runs: an EventBridge schedule expression (the deployment's `sync_schedule`, or
 a request's `options.sync_interval` for an assessment) as the seconds between two syncs, which
-the assessment prices the sync window and the cutover's freeze from (icelake/assess/sync_window.py).
+the assessment prices the sync window and the cutover's freeze from (icelake/assess/estimate/sync_window.py).
 
 `rate(N unit)` is exact. A `cron(...)` expression is read as its firings over a week: its minutes
 and hours fields enumerated (`*`, `a`, `a,b`, `a-b`, `*/n`, `a-b/n`), its day-of-week field (a

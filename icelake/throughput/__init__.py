@@ -1,5 +1,5 @@
 """The throughput model: how fast S3, Lambda and Glue do a migration's work, the parameters of
-every time estimate (icelake/assess/estimate.py). Its defaults are S3's published request rates and
+every time estimate (icelake/assess/estimate/model.py). Its defaults are S3's published request rates and
 typical same-region latencies; an operator who measured their own accounts passes their figures as
 a JSON file (`icelake assess --throughput FILE`, a request's `options.throughput`), each parameter
 explained, with how to measure it, in docs/assessment.md. `embedded.json` beside this module is the
@@ -58,7 +58,8 @@ class ThroughputModel(BaseModel):
     list_key_s: float = Field(default=0.0002, ge=0)
     copy_mib_per_s: float = Field(default=100.0, gt=0)  # one server-side copy's speed past its latency
     # Seconds a step spends on each manifest entry it reads (decoded, its path taken, classified),
-    # on one core: what a sync pays for the entries its commits wrote (icelake/assess/sync_window.py).
+    # on one core: what a sync pays for the entries its commits wrote
+    # (icelake/assess/estimate/sync_window.py).
     # Measured by benchmarks/throughput_probe.py --manifest on a manifest of the table's own writer
     # (wide column statistics make an entry dearer). The default: 17 us on one core of a 2-core
     # x86 machine (2026-11-29, a 100,000-entry manifest of Iceberg's Java writer, 10 columns'

@@ -1,21 +1,21 @@
 """Every run accounts for itself: a table's outcome gets the S3 requests its steps' clients sent
 (by kind), each phase's seconds, and what that work costs by the target region's price table,
-priced as an estimate is (icelake/assess/cost.py), so report.html sets one beside the other."""
+priced as an estimate is (icelake/assess/estimate/cost.py), so report.html sets one beside the other."""
 
 from __future__ import annotations
 
 import os
 
-from icelake.assess.cost import SYNC_DAYS, Work, cost_usd, prices_for_region, regions_of
-from icelake.assess.estimate import (
+from icelake.assess.estimate.cost import SYNC_DAYS, Work, cost_usd, prices_for_region, regions_of
+from icelake.assess.estimate.expected import by_engine
+from icelake.assess.estimate.model import (
     PlannedWork,
     TableEstimate,
     ThroughputModel,
     estimate_table,
     full_copy_entries,
 )
-from icelake.assess.expected import by_engine
-from icelake.assess.prices import PriceTable
+from icelake.assess.estimate.prices import PriceTable
 from icelake.aws.request_count import added
 from icelake.migrate.models import MigrationResult
 from icelake.request.models import MigrationRequest

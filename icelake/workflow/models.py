@@ -7,10 +7,10 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from icelake.assess.estimate import TableEstimate
-from icelake.assess.kinds import KindSummary
+from icelake.assess.estimate.model import TableEstimate
+from icelake.assess.pages.kinds import KindSummary
+from icelake.migrate.cutover.stranded import StrandedCommit
 from icelake.migrate.models import Orphans
-from icelake.migrate.stranded import StrandedCommit
 from icelake.request.models import WorkItem
 from icelake.workflow.failures import TableError, coerced
 
@@ -40,7 +40,7 @@ class AssessResult(_Frozen):
 class PlanResult(_Frozen):
     item: WorkItem
     engine: Literal["lambda", "glue", "none"]  # none: already in sync (incremental) or dry run
-    # Which rule chose the engine, with its figures (icelake/assess/engine_choice.py); None: "none".
+    # Which rule chose the engine, with its figures (icelake/assess/estimate/engine_choice.py); None: "none".
     engine_rule: str | None = None
     files_planned: int
     bytes_planned: int
@@ -125,7 +125,9 @@ class TableOutcome(_Frozen):
     # Where each phase ran: plan, copy ("lambda" or "glue") and validate ("glue" when the Glue job
     # compared the rows, else "lambda").
     engines: dict[str, str] = {}
-    engine_rule: str | None = None  # which rule chose the copy's engine (icelake/assess/engine_choice.py)
+    engine_rule: str | None = (
+        None  # which rule chose the copy's engine (icelake/assess/estimate/engine_choice.py)
+    )
     files_pruned: int = 0  # objects of snapshots the source expired, deleted from the target
     # Files only older logged metadata versions reach, present at the source: copied under
     # options.history "all", else not; `history_note` says which and what to do about them.
@@ -150,12 +152,12 @@ class TableOutcome(_Frozen):
     seconds: float = 0.0
     # The table's own account: S3 requests by kind (copy, list, head, get, put, delete) that the
     # steps' clients sent, each phase's seconds (plan, copy, validate, rollback), and what those
-    # cost by the target region's price table (icelake/assess/cost.py; empty where none ships).
+    # cost by the target region's price table (icelake/assess/estimate/cost.py; empty where none ships).
     requests: dict[str, int] = {}
     requests_by_phase: dict[str, dict[str, int]] = {}  # the same requests, by the phase that sent them
     duration_s: dict[str, float] = {}
     cost_usd: dict[str, float] = {}
-    # The estimate model applied to this run's own plan (icelake/assess/estimate.py): what
+    # The estimate model applied to this run's own plan (icelake/assess/estimate/model.py): what
     # report.html sets beside the account above. None when the Glue job planned the table.
     estimate: TableEstimate | None = None
 
@@ -176,8 +178,8 @@ class RunReport(_Frozen):
     tables: list[TableOutcome]
     report_uri: str
     report_html_uri: str = ""  # report.html beside it: the same run for people to read
-    # Why tables were not migrated and what the run warned of, grouped by kind (icelake/assess/kinds.py):
-    # {kind: {count, tables, message, hint}}.
+    # Why tables were not migrated and what the run warned of, grouped by kind
+    # (icelake/assess/pages/kinds.py): {kind: {count, tables, message, hint}}.
     warnings_by_kind: dict[str, KindSummary] = {}
     blockers_by_kind: dict[str, KindSummary] = {}
 

@@ -86,7 +86,7 @@ def test_a_glue_copy_sends_what_the_assessment_estimated_phase_by_phase(
     # reading what the job found (and pruning)
     validate_sent, validate_expected = sum(measured["validate"].values()), sum(estimated["validate"].values())
     assert abs(validate_sent - validate_expected) <= 2, (measured["validate"], estimated["validate"])
-    # ... and the copy's as estimated but for what the model leaves out (icelake/assess/expected.py):
+    # ... and the copy's as estimated but for what the model leaves out (icelake/assess/estimate/expected.py):
     # the job's journal checks each rewritten file again (a HEAD each), and each of its processes
     # asks each bucket's region (GetBucketLocation, a GET: the driver and the 2 local executors')
     for kind in ("copy", "list", "put"):

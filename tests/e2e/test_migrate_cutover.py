@@ -14,7 +14,7 @@ from pyiceberg.table import StaticTable
 from icelake.aws import catalog
 from icelake.aws.fileio import S3FileIO
 from icelake.local.deploy import LocalDeployment
-from icelake.migrate.reachable import reachable_files
+from icelake.migrate.check.reachable import reachable_files
 from tests.e2e.conftest import run_workflow
 from tests.lake import (
     SOURCE_BUCKET,

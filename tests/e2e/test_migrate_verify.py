@@ -17,7 +17,7 @@ from icelake.aws.fileio import S3FileIO
 from icelake.cli import app
 from icelake.local.deploy import LocalDeployment
 from icelake.local.embedded import run_execution
-from icelake.migrate.reachable import reachable_files
+from icelake.migrate.check.reachable import reachable_files
 from icelake.workflow.client import read_report
 from icelake.workflow.models import OUTCOME_METRICS, RunSummary
 from tests.e2e.conftest import run_workflow

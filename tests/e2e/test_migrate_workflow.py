@@ -217,7 +217,7 @@ def _contents(lake: Lake) -> dict[str, str]:
 def test_a_run_killed_mid_copy_is_resumed_by_running_it_again(
     world: tuple[Lake, LocalDeployment], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from icelake.migrate import engine
+    from icelake.migrate.copy import engine
     from icelake.workflow import steps
     from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput
 

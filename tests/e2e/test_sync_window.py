@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 import pytest
 
-from icelake.assess.html import duration
+from icelake.assess.pages.html import duration
 from icelake.local.deploy import LocalDeployment
 from icelake.local.embedded import run_execution
 from icelake.workflow.client import read_report

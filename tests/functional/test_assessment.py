@@ -11,9 +11,9 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from icelake.assess.assessment import Settings, assemble, assess_table
 from icelake.assess.cli import write_assessment
-from icelake.assess.prices import load_prices
+from icelake.assess.estimate.prices import load_prices
+from icelake.assess.gather.assessment import Settings, assemble, assess_table
 from icelake.aws.fileio import S3FileIO
 from icelake.migrate import migrate_table
 from tests.browser import assert_readable, load

@@ -17,7 +17,7 @@ from icelake.aws.fileio import FileIOSpec, S3FileIO
 from icelake.aws.session import AssumedRole, assume_role_session
 from icelake.errors import InvalidRequestError, SessionDurationError
 from icelake.local.lake import TARGET_ROLE
-from icelake.migrate.distributed import executor_spec
+from icelake.migrate.copy.distributed import executor_spec
 from icelake.workflow import steps
 from icelake.workflow.inputs import InventoryInput
 from icelake.workflow.steps import Sessions

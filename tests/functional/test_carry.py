@@ -17,9 +17,9 @@ from pyiceberg.types import StringType
 
 from icelake.aws.fileio import LocalFileIO
 from icelake.errors import CarryRefusedError
-from icelake.migrate.carry import plan_carry, refusals, write_carry
-from icelake.migrate.engine import migrate_table
-from icelake.migrate.stranded import CARRIED_FROM, carried_ids, commits_after
+from icelake.migrate.copy.engine import migrate_table
+from icelake.migrate.cutover.carry import plan_carry, refusals, write_carry
+from icelake.migrate.cutover.stranded import CARRIED_FROM, carried_ids, commits_after
 from icelake.uris import PrefixMap
 
 IO = LocalFileIO()

@@ -28,7 +28,7 @@ from icelake.aws.clients import new_session
 from icelake.aws.fileio import LocalFileIO, S3FileIO
 from icelake.errors import CopyVerificationError
 from icelake.migrate import migrate_table
-from icelake.migrate.copy import CopySettings, copy_file
+from icelake.migrate.copy.objects import CopySettings, copy_file
 from icelake.migrate.settings import EngineSettings
 
 SOURCE, TARGET = "model-source", "model-target"

@@ -13,7 +13,7 @@ import time
 PARENT = textwrap.dedent(
     """
     import os, sys, time
-    from icelake.migrate.cpu_pool import cpu_pool
+    from icelake.migrate.copy.cpu_pool import cpu_pool
 
     with cpu_pool(2) as pool:
         futures = [pool.submit(time.sleep, 60) for _ in range(2)]

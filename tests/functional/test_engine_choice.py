@@ -1,4 +1,4 @@
-"""The engine chosen by the estimate (icelake/assess/engine_choice.py), through the workflow's own
+"""The engine chosen by the estimate (icelake/assess/estimate/engine_choice.py), through the workflow's own
 steps on the embedded AWS: a table under the Glue thresholds whose Lambda copy the estimate puts past
 60 % of the Lambda's timeout is sent to Glue, saying why (3 files under a very slow model; 19,999,
 one under the file threshold, under a slow cross-region pair's); a threshold the request sets wins over the
@@ -14,7 +14,7 @@ import boto3
 import pytest
 
 from benchmarks.synthetic_table import build_in_own_process
-from icelake.assess.engine_choice import CopyWork, Thresholds, choose_engine
+from icelake.assess.estimate.engine_choice import CopyWork, Thresholds, choose_engine
 from icelake.aws.ledger import Ledger
 from icelake.request.models import Options
 from icelake.throughput import ThroughputModel

@@ -11,9 +11,9 @@ from typing import Any
 import boto3
 import pytest
 
-from icelake.assess.engine_choice import PLANNED_BY_GLUE
-from icelake.assess.estate import assess_item, settings_for
-from icelake.assess.prices import load_prices
+from icelake.assess.estimate.engine_choice import PLANNED_BY_GLUE
+from icelake.assess.estimate.prices import load_prices
+from icelake.assess.gather.estate import assess_item, settings_for
 from icelake.request.models import MigrationRequest, WorkItem
 from icelake.workflow import steps
 from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput

@@ -17,10 +17,10 @@ from icelake.aws.fileio import LocalFileIO
 from icelake.errors import NotAMetadataFileError, UnsupportedFileError
 from icelake.migrate import metadata_json as mj
 from icelake.migrate import migrate_table
-from icelake.migrate.avro_files import manifest_refs
-from icelake.migrate.avro_patch import ListHeads
-from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool, rewrite_manifest_lists
-from icelake.migrate.engine import rewritten_metadata_files
+from icelake.migrate.avro.files import manifest_refs
+from icelake.migrate.avro.patch import ListHeads
+from icelake.migrate.copy.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES, cpu_pool, rewrite_manifest_lists
+from icelake.migrate.copy.engine import rewritten_metadata_files
 from icelake.migrate.plan.build import build_plan
 from icelake.migrate.plan.model import TablePlan
 from icelake.migrate.plan.reads import read_metadata

@@ -13,7 +13,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 from icelake.aws.fileio import LocalFileIO
 from icelake.migrate import metadata_json as mj
 from icelake.migrate import migrate_table
-from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES
+from icelake.migrate.copy.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES
 from icelake.migrate.settings import EngineSettings
 from icelake.uris import PrefixMap, local_path
 from tests.verify import assert_same_table

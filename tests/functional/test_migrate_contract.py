@@ -23,7 +23,8 @@ from icelake.errors import (
     UnsafeTargetError,
     UnsupportedFileError,
 )
-from icelake.migrate import cpu_pool, migrate_table
+from icelake.migrate import migrate_table
+from icelake.migrate.copy import cpu_pool
 from icelake.migrate.settings import EngineSettings
 from tests.pool_starts import count_pool_starts
 from tests.verify import assert_same_table
@@ -320,7 +321,7 @@ def test_manifests_rewritten_in_worker_processes_match_in_process_rewrites(
 def test_target_file_check_finds_wrong_sizes_missing_files_and_source_paths(
     source: tuple[SqlCatalog, str], tmp_path: Path
 ) -> None:
-    from icelake.migrate.validate import check_target_files
+    from icelake.migrate.check.validate import check_target_files
 
     # Given a correctly migrated table
     catalog, meta = source
@@ -345,7 +346,7 @@ def test_the_glue_job_checks_the_target_files_next_to_the_copy(
     source: tuple[SqlCatalog, str], tmp_path: Path
 ) -> None:
     from glue_jobs import migrate_table as glue_job
-    from icelake.migrate.distributed import executor_spec
+    from icelake.migrate.copy.distributed import executor_spec
 
     # Given a migrated table
     _catalog, meta = source
@@ -367,8 +368,8 @@ def test_the_glue_job_checks_the_target_files_next_to_the_copy(
 
 def test_target_file_check_reads_what_a_full_decode_reads(source: tuple[SqlCatalog, str]) -> None:
     from icelake.migrate import metadata_json as mj
-    from icelake.migrate.avro_files import manifest_entries, manifest_refs
-    from icelake.migrate.reachable import referenced_files
+    from icelake.migrate.avro.files import manifest_entries, manifest_refs
+    from icelake.migrate.check.reachable import referenced_files
 
     # Given a table whose deleted manifest entries name files no live entry names (an overwrite
     # replaced its files, and the snapshots before it expired)

@@ -11,7 +11,7 @@ import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
 from icelake.aws.fileio import LocalFileIO, ObjectInfo
-from icelake.migrate.engine import Outcome, migrate_table
+from icelake.migrate.copy.engine import Outcome, migrate_table
 from icelake.migrate.plan.build import build_plan
 from icelake.migrate.plan.copies import Copies, CopyTask
 from icelake.migrate.progress import NoProgress

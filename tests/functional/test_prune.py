@@ -15,9 +15,9 @@ from pyiceberg.catalog.sql import SqlCatalog
 
 from icelake.aws.fileio import LocalFileIO, ObjectInfo
 from icelake.migrate import migrate_table
+from icelake.migrate.check.reachable import reachable_files
 from icelake.migrate.journal import write_journal
 from icelake.migrate.prune import prune_target
-from icelake.migrate.reachable import reachable_files
 from icelake.uris import canonical
 from tests.verify import assert_same_table
 

@@ -10,7 +10,7 @@ import pytest
 
 from icelake.aws.clients import new_session
 from icelake.aws.fileio import S3FileIO
-from icelake.migrate.copy import CopySettings, copy_file
+from icelake.migrate.copy.objects import CopySettings, copy_file
 from icelake.request.deps import Sessions
 from icelake.request.models import MigrationRequest
 

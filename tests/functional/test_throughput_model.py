@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from icelake.assess.html import duration_range
+from icelake.assess.pages.html import duration_range
 from icelake.cli import app
 from icelake.throughput import ThroughputModel, shipped_throughput
 from tests.lake import Lake, add_source_table

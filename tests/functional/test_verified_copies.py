@@ -20,7 +20,7 @@ from awscrt import checksums
 from icelake.aws.fileio import S3FileIO
 from icelake.errors import CopyVerificationError
 from icelake.migrate import migrate_table
-from icelake.migrate.copy import CopySettings, copy_file
+from icelake.migrate.copy.objects import CopySettings, copy_file
 from tests.lake import SOURCE_BUCKET, TARGET_BUCKET, Lake, add_source_table, bucket_state
 from tests.moto_keys import damage_bytes, damage_recorded_checksum, give_etag_no_md5
 

@@ -142,7 +142,7 @@ OPERATIONS: dict[tuple[str, str], Callable[[dict[str, Any], str], list[Need]]] =
     ("s3", "ListMultipartUploads"): _bucket("s3:ListBucketMultipartUploads"),
     ("s3", "HeadBucket"): _bucket("s3:ListBucket"),
     ("s3", "GetBucketLocation"): _bucket("s3:GetBucketLocation"),
-    # the assessment's bucket comparison (icelake/assess/buckets.py)
+    # the assessment's bucket comparison (icelake/assess/gather/buckets.py)
     ("s3", "GetBucketVersioning"): _bucket("s3:GetBucketVersioning"),
     ("s3", "GetBucketEncryption"): _bucket("s3:GetEncryptionConfiguration"),
     ("s3", "GetBucketLifecycleConfiguration"): _bucket("s3:GetLifecycleConfiguration"),

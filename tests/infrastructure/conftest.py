@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,32 +90,54 @@ def run_app_py(
     return _synth([sys.executable, "app.py", *args], tmp, outdir, env)
 
 
-def run_make_synth(tmp: Path, outdir: Path) -> subprocess.CompletedProcess[str]:
-    """`make synth` as a newcomer runs it (the example configuration); `-o` keeps make from
-    reinstalling the venv this run already uses."""
-    return _synth(["make", "--no-print-directory", "-o", ".venv/.installed", "synth"], tmp, outdir)
+def run_make_synth(tmp: Path, outdir: Path, config: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`make synth` as a newcomer runs it (the example configuration, or ICELAKE_CONFIG=`config`);
+    `-o` keeps make from reinstalling the venv this run already uses."""
+    env = {"ICELAKE_CONFIG": config} if config else None
+    return _synth(["make", "--no-print-directory", "-o", ".venv/.installed", "synth"], tmp, outdir, env)
 
 
-@pytest.fixture(scope="session")
-def synth(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Iterator[Synth]:
-    """Given the example configuration, when `make synth` runs it on a machine with no AWS
-    credentials or config (one synthesis per test run: it takes ~15-25 s). Under pytest-xdist the
-    first worker to ask makes it, in the run's shared temp directory, and the others wait for it and
-    read it (the tests only read the cloud assembly, and what make printed, in make-synth.out)."""
+# The example (examples/context.json, what `make synth` synthesizes) deploys three stacks; the ingest
+# example (examples/context-ingest.json) is the same deployment with the ingestion workflow, all four.
+EXAMPLE = "examples/context.json"
+INGEST_EXAMPLE = "examples/context-ingest.json"
+
+
+def _session_synth(
+    tmp_path_factory: pytest.TempPathFactory, worker_id: str, name: str, config: str | None
+) -> Synth:
+    """One `make synth` of `config` per test run, with no AWS credentials or config (it takes ~15-25
+    s). Under pytest-xdist the first worker to ask makes it, in the run's shared temp directory, and
+    the others wait for it and read it (the tests only read the cloud assembly, and what make
+    printed, in make-synth.out)."""
     if worker_id == "master":  # one process: a directory of its own
-        tmp = tmp_path_factory.mktemp("cdk")
+        tmp = tmp_path_factory.mktemp(name)
     else:
-        tmp = tmp_path_factory.getbasetemp().parent / "cdk-shared"
+        tmp = tmp_path_factory.getbasetemp().parent / f"{name}-shared"
     outdir = tmp / "cdk.out"
-    with (tmp.parent / "cdk-shared.lock").open("w") as lock:
+    with (tmp.parent / f"{name}-shared.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (outdir / "manifest.json").is_file():
             tmp.mkdir(exist_ok=True)
-            proc = run_make_synth(tmp, outdir)
+            proc = run_make_synth(tmp, outdir, config)
             assert proc.returncode == 0, proc.stdout[-1500:] + proc.stderr[-3000:]
             (tmp / "make-synth.out").write_text(proc.stdout)
     manifest = json.loads((outdir / "manifest.json").read_text())
     stacks = [k for k, v in manifest["artifacts"].items() if v["type"] == "aws:cloudformation:stack"]
     templates = {sid: json.loads((outdir / f"{sid}.template.json").read_text()) for sid in stacks}
     said = (tmp / "make-synth.out").read_text()
-    yield Synth(outdir=outdir, manifest=manifest, templates=templates, said=said)
+    return Synth(outdir=outdir, manifest=manifest, templates=templates, said=said)
+
+
+@pytest.fixture(scope="session")
+def synth(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Synth:
+    """Given the ingest example (every stack: the example's three and the ingestion stack), when
+    `ICELAKE_CONFIG=examples/context-ingest.json make synth` runs it on a machine with no AWS
+    credentials or config."""
+    return _session_synth(tmp_path_factory, worker_id, "cdk", INGEST_EXAMPLE)
+
+
+@pytest.fixture(scope="session")
+def synth_example(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Synth:
+    """Given the example configuration, when `make synth` runs it as a newcomer does."""
+    return _session_synth(tmp_path_factory, worker_id, "cdk-example", None)

@@ -20,6 +20,20 @@ def example_settings(**overrides: Any) -> Settings:
     return Settings.from_mapping(example_context() | overrides)
 
 
+# The example with the ingestion workflow: examples/context.json and one scheduled API source.
+INGEST_EXAMPLE = EXAMPLE_CONFIG.with_name("context-ingest.json")
+
+
+def ingest_example_context() -> dict[str, Any]:
+    """The keys of examples/context-ingest.json (the session's synthesis of every stack)."""
+    return load_config_file(INGEST_EXAMPLE)
+
+
+def ingest_example_settings(**overrides: Any) -> Settings:
+    """The ingest example with `overrides`, checked as synth checks it."""
+    return Settings.from_mapping(ingest_example_context() | overrides)
+
+
 def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 

@@ -24,6 +24,8 @@ from tests.infrastructure.helpers import (
     example_context,
     example_settings,
     identity_statements,
+    ingest_example_context,
+    ingest_example_settings,
     role_logical_id,
 )
 
@@ -235,7 +237,7 @@ def _one_line(done: subprocess.CompletedProcess[str], out: Path) -> str:
         ),
         # A secret the fetch Lambda could never read: another account and region
         (
-            ["-c", f"ingest_secret_arns=[{json.dumps(FOREIGN_SECRET)}]"],
+            ["-c", "ingest_enabled=true", "-c", f"ingest_secret_arns=[{json.dumps(FOREIGN_SECRET)}]"],
             f"context ingest_secret_arns: {FOREIGN_SECRET!r} is in eu-west-1, account 999999999999; the "
             "fetch Lambda reads secrets of the orchestrator's region and account (us-east-1, 123456789012)",
         ),
@@ -332,10 +334,10 @@ def test_the_example_sync_request_is_sent_as_an_incremental_request() -> None:
 
 def test_a_secret_outside_the_orchestrators_account_or_region_is_refused() -> None:
     arn = "arn:aws:secretsmanager:{}:{}:secret:icelake/crm/api-token-??????"
-    example_settings(ingest_secret_arns=[arn.format("us-east-1", "123456789012")])
+    ingest_example_settings(ingest_secret_arns=[arn.format("us-east-1", "123456789012")])
     for region, account in (("us-east-1", "999999999999"), ("eu-west-1", "123456789012")):
         with pytest.raises(IngestConfigError, match=f"is in {region}, account {account}; the fetch Lambda"):
-            example_settings(ingest_secret_arns=[arn.format(region, account)])
+            ingest_example_settings(ingest_secret_arns=[arn.format(region, account)])
 
 
 def test_the_ingestion_stack_and_the_scheduled_sync_deploy_only_when_configured(tmp_path: Path) -> None:
@@ -367,8 +369,11 @@ def test_the_deploy_docs_list_every_key_the_model_reads_and_which_are_required()
     keys = _doc_keys()
     assert set(keys) == {*Settings.model_fields, "config"}, set(keys) ^ {*Settings.model_fields, "config"}
     assert {k for k, default in keys.items() if default == "required"} == set(REQUIRED_CONTEXT)
-    # and the example shows every key a deployment may set, but the file's own
-    assert set(example_context()) | {"config", "deps_layer_dir", "source_external_id"} >= set(keys) - {
+    # and the examples show every key a deployment may set, but the file's own (the ingest keys in
+    # the ingest example: examples/context.json deploys no ingestion)
+    shown = set(example_context()) | set(ingest_example_context())
+    assert example_context()["ingest_enabled"] is False
+    assert shown | {"config", "deps_layer_dir", "source_external_id"} >= set(keys) - {
         "ingest_create_databases",
         "ingest_warehouse_bucket",
         "ingest_warehouse_kms_key_arn",

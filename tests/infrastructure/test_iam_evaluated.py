@@ -2,7 +2,7 @@
 the migration's steps call is allowed, and what must never happen is denied.
 
 The calls below are the ones Plan, Copy, Register, Validate and Rollback make with each role
-(icelake/workflow/steps/, icelake/aws/catalog.py, icelake/migrate/copy.py), with the IAM action
+(icelake/workflow/steps/, icelake/aws/catalog.py, icelake/migrate/copy/objects.py), with the IAM action
 and resource ARNs AWS checks for them (e.g. Glue checks the catalog, the database and the table)."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def _calls(
 
 
 ORCHESTRATOR_ACCOUNT = "123456789012"
-# the example's secret (examples/context.json)
+# the example's secret (examples/context-ingest.json)
 SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:icelake/crm/api-token-AbCdEf"
 OTHER_SECRET = "arn:aws:secretsmanager:us-east-1:123456789012:secret:payroll/db-password-AbCdEf"
 

@@ -13,7 +13,7 @@ from aws_cdk import App, Environment
 from aws_cdk.assertions import Template
 
 from cdk.app import build_app
-from cdk.config import EXAMPLE_CONFIG, REQUIRED_CONTEXT, Settings
+from cdk.config import REQUIRED_CONTEXT, Settings
 from cdk.config_values import IngestConfigError, parse_ingest_sources
 from cdk.ingest import IngestStack
 from icelake.constants import INGEST_ASL, INGEST_STATE_MACHINE
@@ -21,12 +21,13 @@ from icelake.ingest import resources
 from icelake.ingest.models import FetchConfig, MaintenanceConfig, Scd2Spec
 from tests.infrastructure.conftest import Synth, run_app_py
 from tests.infrastructure.helpers import (
+    INGEST_EXAMPLE,
     actions,
     as_list,
-    example_context,
-    example_settings,
     flat,
     identity_statements,
+    ingest_example_context,
+    ingest_example_settings,
     reachable_states,
     rendered_definition,
     resources_of,
@@ -36,8 +37,8 @@ from tests.infrastructure.helpers import (
 
 REPO = Path(__file__).resolve().parents[2]
 INGEST = "IcelakeIngest"
-CONTEXT: dict[str, Any] = example_context()
-(SOURCE,) = CONTEXT["ingest_sources"]  # the example source of examples/context.json
+CONTEXT: dict[str, Any] = ingest_example_context()
+(SOURCE,) = CONTEXT["ingest_sources"]  # the example source of examples/context-ingest.json
 WHERE = r"ingest_sources\[0\] \('crm-customers'\)"  # how errors name the example source
 ROLES = {
     "fetch": "icelake-ingest-fetch",
@@ -426,7 +427,7 @@ def test_a_bad_source_fails_synthesis_naming_the_source_and_the_field(
     override: dict[str, Any], message: str, tmp_path: Path
 ) -> None:
     with pytest.raises(IngestConfigError, match=message):
-        build_app(context=override, outdir=tmp_path, config=EXAMPLE_CONFIG)
+        build_app(context=override, outdir=tmp_path, config=INGEST_EXAMPLE)
 
 
 def test_a_bad_source_fails_app_py_as_the_cdk_cli_runs_it(tmp_path: Path) -> None:
@@ -465,14 +466,14 @@ def _ingest_context() -> dict[str, Any]:
 
 
 def test_no_ingest_stack_when_disabled(tmp_path: Path) -> None:
-    app = build_app(context={"ingest_enabled": False}, outdir=tmp_path, config=EXAMPLE_CONFIG)
+    app = build_app(context={"ingest_enabled": False}, outdir=tmp_path, config=INGEST_EXAMPLE)
     assert INGEST not in {c.node.id for c in app.node.children}
     assert "IcelakeOrchestrator" in {c.node.id for c in app.node.children}
 
 
 def test_an_existing_warehouse_bucket_and_key_are_used_as_configured(tmp_path: Path) -> None:
     # Given an existing warehouse bucket with its own key, and no database creation
-    settings = example_settings(
+    settings = ingest_example_settings(
         ingest_enabled=True,
         ingest_sources=[SOURCE],
         ingest_secret_arns=tuple(CONTEXT["ingest_secret_arns"]),

@@ -11,29 +11,36 @@ import pytest
 
 from cdk.config import EXAMPLE_CONFIG
 from tests.infrastructure.conftest import Synth
+from tests.infrastructure.template_snapshot import normalized
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_make_synth_synthesizes_the_example_configuration_and_says_so_first(synth: Synth) -> None:
-    # (the `synth` fixture ran `make synth` with no AWS credentials)
-    first = synth.said.splitlines()[0]
+def test_make_synth_synthesizes_the_example_configuration_and_says_so_first(
+    synth_example: Synth, synth: Synth
+) -> None:
+    # (the `synth_example` fixture ran `make synth` with no AWS credentials)
+    first = synth_example.said.splitlines()[0]
     assert first.startswith(
         "make synth: synthesizing examples/context.json (the example configuration: the embedded AWS's "
         "accounts and buckets; ICELAKE_CONFIG=PATH names yours)"
-    ), synth.said
-    # the example's three accounts, and the ingestion stack its sources configure
+    ), synth_example.said
+    # the example's three accounts, and no ingestion (ingest_enabled: false, safe to copy)
     envs = {
         k: v["environment"]
-        for k, v in synth.manifest["artifacts"].items()
+        for k, v in synth_example.manifest["artifacts"].items()
         if v["type"] == "aws:cloudformation:stack"
     }
     assert envs == {
         "IcelakeOrchestrator": "aws://123456789012/us-east-1",
         "IcelakeSourceAccess": "aws://111111111111/us-east-1",
         "IcelakeTargetAccess": "aws://222222222222/us-east-1",
-        "IcelakeIngest": "aws://123456789012/us-east-1",  # the ingestion workflow (ingest_enabled)
     }
+    # the ingest example (`synth`) is that deployment and the ingestion stack its source configures
+    assert synth.said.splitlines()[0].startswith("make synth: synthesizing examples/context-ingest.json")
+    assert set(synth.templates) == {*envs, "IcelakeIngest"}
+    for stack in envs:
+        assert normalized(synth.templates[stack]) == normalized(synth_example.templates[stack]), stack
 
 
 def test_the_glue_package_is_the_icelake_package(synth: Synth) -> None:

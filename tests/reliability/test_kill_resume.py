@@ -23,7 +23,7 @@ from pyiceberg.table import StaticTable
 
 from icelake.aws.fileio import LocalFileIO
 from icelake.migrate import migrate_table
-from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES
+from icelake.migrate.copy.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES
 
 IO = LocalFileIO()
 COMMITS = max(60, MIN_MANIFESTS_FOR_PROCESSES + 4)  # enough manifests for the worker processes

@@ -9,7 +9,7 @@ import pytest
 
 from icelake.aws.fileio import LocalFileIO
 from icelake.errors import NotPatchable
-from icelake.migrate.avro_files import (
+from icelake.migrate.avro.files import (
     POSITION_DELETES,
     DeleteRewrite,
     manifest_refs_fastavro,
@@ -17,7 +17,7 @@ from icelake.migrate.avro_files import (
     rewrite_manifest_fastavro,
     rewrite_manifest_list_fastavro,
 )
-from icelake.migrate.avro_patch import (
+from icelake.migrate.avro.patch import (
     ListHeads,
     patch_manifest,
     patch_manifest_list,

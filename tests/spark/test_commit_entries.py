@@ -1,4 +1,4 @@
-"""The manifest entries a commit writes (icelake/assess/commit_entries.py), against what Spark's
+"""The manifest entries a commit writes (icelake/assess/gather/commit_entries.py), against what Spark's
 own `manifests` metadata table says of the same table: Iceberg's Java merge append folds the
 table's manifests into the one it writes, so its commits carry many more entries than files."""
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from icelake.assess.commit_entries import entries_per_commit
-from icelake.assess.sync_window import sync_entries
+from icelake.assess.estimate.sync_window import sync_entries
+from icelake.assess.gather.commit_entries import entries_per_commit
 from icelake.aws.fileio import LocalFileIO
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.plan.build import build_plan

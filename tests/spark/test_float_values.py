@@ -13,7 +13,7 @@ from pyiceberg.table import StaticTable
 
 from icelake.aws.fileio import LocalFileIO
 from icelake.migrate import migrate_table
-from icelake.migrate.validate import validate_tables
+from icelake.migrate.check.validate import validate_tables
 from tests.spark.corpus import SourceTable
 
 pytestmark = [pytest.mark.spark]

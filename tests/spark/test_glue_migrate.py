@@ -16,7 +16,7 @@ import pytest
 from glue_jobs import migrate_table as glue_job
 from icelake.aws.fileio import FileIO, FileIOSpec, LocalFileIO, S3FileIO
 from icelake.migrate import MigrationResult, migrate_table
-from icelake.migrate.engine import FileJobs
+from icelake.migrate.copy.engine import FileJobs
 from icelake.migrate.journal import read_journal, write_journal
 from icelake.uris import PrefixMap, canonical
 from tests.spark.corpus import PYICEBERG_CASES, SourceTable

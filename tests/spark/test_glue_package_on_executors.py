@@ -35,7 +35,7 @@ PROBE = textwrap.dedent(
 
     def where(_rows):
         try:
-            import icelake.migrate.engine as engine
+            import icelake.migrate.copy.engine as engine
             return [engine.__file__]
         except ImportError as exc:
             return ["ImportError: " + str(exc)]
@@ -79,4 +79,6 @@ def test_only_the_zip_reaches_the_executors(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert all(f.startswith("ImportError") for f in found["whl"]), found  # what Glue did before
-    assert found["zip"] and all(f"{package.name}/icelake/migrate/engine.py" in f for f in found["zip"]), found
+    assert found["zip"] and all(
+        f"{package.name}/icelake/migrate/copy/engine.py" in f for f in found["zip"]
+    ), found

@@ -20,10 +20,10 @@ from typer.testing import CliRunner
 from icelake.aws.fileio import LocalFileIO
 from icelake.cli import app
 from icelake.migrate import migrate_table
+from icelake.migrate.check.reachable import reachable_files
 from icelake.migrate.history import dangling_versions, reached_by_history, to_source_map
 from icelake.migrate.journal import write_journal
 from icelake.migrate.prune import prune_target
-from icelake.migrate.reachable import reachable_files
 from icelake.migrate.settings import EngineSettings
 from icelake.uris import canonical, local_path
 from tests.spark import corpus

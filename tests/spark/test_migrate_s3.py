@@ -13,7 +13,7 @@ from icelake.aws.fileio import LocalFileIO, S3FileIO
 from icelake.aws.session import assume_role_session
 from icelake.local.moto_server import embedded_aws
 from icelake.migrate import migrate_table
-from icelake.migrate.copy import CopySettings, copy_file, is_same_copy
+from icelake.migrate.copy.objects import CopySettings, copy_file, is_same_copy
 from icelake.uris import local_path
 from tests.spark.corpus import PYICEBERG_CASES, SourceTable
 from tests.verify import assert_no_source_paths, assert_same_table, assert_sizes_match

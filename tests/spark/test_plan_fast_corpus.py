@@ -14,13 +14,13 @@ from pyiceberg.table import StaticTable
 from icelake.aws.fileio import LocalFileIO
 from icelake.errors import NotPatchable, TargetConflictError
 from icelake.migrate import migrate_table
-from icelake.migrate.avro_entries import read_entry_fields
+from icelake.migrate.avro.entries import read_entry_fields
+from icelake.migrate.check.reachable import reachable_files
 from icelake.migrate.plan.build import build_plan
 from icelake.migrate.plan.model import TablePlan
 from icelake.migrate.plan.reads import FAST_READS
 from icelake.migrate.plan_scan import entry_fields, entry_fields_fastavro
 from icelake.migrate.progress import NoProgress
-from icelake.migrate.reachable import reachable_files
 from icelake.migrate.settings import EngineSettings
 from icelake.uris import canonical
 from tests.reference_plan import REFERENCE_READS

@@ -15,8 +15,8 @@ import pytest
 from benchmarks.synthetic_table import build_synthetic_table
 from icelake.aws.fileio import LocalFileIO, ObjectInfo
 from icelake.migrate import inventory
-from icelake.migrate.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES
-from icelake.migrate.engine import migrate_table
+from icelake.migrate.copy.cpu_pool import MIN_MANIFESTS_FOR_PROCESSES
+from icelake.migrate.copy.engine import migrate_table
 from icelake.migrate.plan import source as plan_source
 from icelake.migrate.plan.build import build_plan
 from icelake.migrate.plan.model import TablePlan

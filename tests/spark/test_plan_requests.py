@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks.synthetic_table import build_synthetic_table
 from icelake.aws.fileio import LocalFileIO, S3FileIO
-from icelake.migrate.engine import migrate_table
+from icelake.migrate.copy.engine import migrate_table
 from icelake.migrate.plan.build import build_plan
 from icelake.migrate.plan.reads import FAST_READS
 from icelake.migrate.progress import NoProgress

@@ -1,4 +1,4 @@
-"""The `rows` tier of the Glue job (icelake.migrate.row_digest), on tables written by Spark's
+"""The `rows` tier of the Glue job (icelake.migrate.check.row_digest), on tables written by Spark's
 Iceberg writer and by pyiceberg: its per-task digests add up to what pyiceberg's own scan of each
 snapshot reads (position deletes applied), a faithful copy compares equal, a damaged one does not,
 each distinct task is read once, and the work runs on Spark executors."""
@@ -14,10 +14,10 @@ from pyiceberg.table import StaticTable
 
 from icelake.aws.fileio import FileIOSpec, LocalFileIO
 from icelake.migrate import migrate_table
-from icelake.migrate.distributed import SparkRunner
-from icelake.migrate.engine import ThreadRunner
+from icelake.migrate.check.row_digest import compare_rows, digest_rows, snapshot_digests, snapshot_units
+from icelake.migrate.copy.distributed import SparkRunner
+from icelake.migrate.copy.engine import ThreadRunner
 from icelake.migrate.progress import NoProgress
-from icelake.migrate.row_digest import compare_rows, digest_rows, snapshot_digests, snapshot_units
 from tests.spark.corpus import SourceTable
 
 pytestmark = [pytest.mark.spark]

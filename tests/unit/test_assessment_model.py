@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from icelake.assess.cost import TABLE_TRANSITIONS, Work, cost_usd
-from icelake.assess.estimate import PlannedWork, ThroughputModel, estimate_table, lay_out
-from icelake.assess.prices import load_prices
+from icelake.assess.estimate.cost import TABLE_TRANSITIONS, Work, cost_usd
+from icelake.assess.estimate.model import PlannedWork, ThroughputModel, estimate_table, lay_out
+from icelake.assess.estimate.prices import load_prices
 from icelake.aws.request_count import kind_of
-from icelake.migrate.copy import CopySettings, copy_requests
+from icelake.migrate.copy.objects import CopySettings, copy_requests
 
 REPO = Path(__file__).resolve().parents[2]
 GiB = 1024**3
@@ -143,7 +143,7 @@ def test_an_estimate_carries_its_range_from_the_latency_spread_and_the_start_ups
 
 @pytest.mark.parametrize("module", ["icelake.cli", "icelake.assess.cli", "icelake.workflow.steps"])
 def test_each_entry_point_imports_first_in_a_fresh_interpreter(module: str) -> None:
-    # Any of them may be the first imported (the workflow's Assess step imports icelake.assess.estate)
+    # Any of them may be the first imported (the workflow's Assess step imports icelake.assess.gather.estate)
     done = subprocess.run(
         [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, check=False
     )

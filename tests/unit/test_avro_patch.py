@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from icelake.errors import NotPatchable, UnsupportedFileError
-from icelake.migrate import avro_binary, avro_container
-from icelake.migrate.avro_binary import entry_compiler
-from icelake.migrate.avro_files import (
+from icelake.migrate.avro import binary as avro_binary
+from icelake.migrate.avro import container as avro_container
+from icelake.migrate.avro.binary import entry_compiler
+from icelake.migrate.avro.files import (
     DELETE_FILE_PATH_FIELD_ID,
     DeleteRewrite,
     manifest_refs,
@@ -25,7 +26,7 @@ from icelake.migrate.avro_files import (
     rewrite_manifest_list,
     rewrite_manifest_list_fastavro,
 )
-from icelake.migrate.avro_patch import (
+from icelake.migrate.avro.patch import (
     ListHeads,
     ListLayout,
     ListWalker,
@@ -36,7 +37,7 @@ from icelake.migrate.avro_patch import (
     read_manifest_refs,
     splice_manifest,
 )
-from icelake.migrate.avro_primitives import (
+from icelake.migrate.avro.primitives import (
     _skip_varints_slowly,
     read_long,
     skip_varints,

@@ -9,7 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from icelake.migrate.avro_binary import compiled_schema
+from icelake.migrate.avro.binary import compiled_schema
 
 
 def test_threads_meeting_a_new_schema_at_once_compile_it_once() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from icelake.aws import pacing
 from icelake.aws.pacing import CUT, GROWTH, MIN_RATE, Pacer, lane_of
-from icelake.migrate.copy_schedule import copy_concurrency, hot_share, spread_by_prefix
+from icelake.migrate.copy.schedule import copy_concurrency, hot_share, spread_by_prefix
 
 
 def _paths(counts: dict[str, int]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any, cast
 
-from icelake.migrate.distributed import (
+from icelake.migrate.copy.distributed import (
     MAX_COPY_THREADS_PER_TASK,
     MIN_COPY_THREADS_PER_TASK,
     SparkRunner,

@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from icelake.assess.kinds import KINDS
+from icelake.assess.pages.kinds import KINDS
 from icelake.request.models import MigrationRequest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +30,7 @@ def test_the_verify_examples_of_readme_and_runbook_are_valid_verify_requests() -
 
 
 def test_every_bucket_finding_is_described_in_the_assessment_docs() -> None:
-    source = (REPO / "icelake" / "assess" / "buckets.py").read_text()
+    source = (REPO / "icelake" / "assess" / "gather" / "buckets.py").read_text()
     kinds = set(re.findall(r'kind="([a-z_]+)"', source))
     assert len(kinds) == 8, kinds
     docs = (REPO / "docs" / "assessment.md").read_text()

@@ -1,4 +1,4 @@
-"""The estimate model's parallelism and its manifest entries (icelake/assess/estimate.py): what S3
+"""The estimate model's parallelism and its manifest entries (icelake/assess/estimate/model.py): what S3
 answers at once caps every engine's concurrency, and a full copy's passes over its manifests are
 timed in the phases that make them."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from icelake.assess.estimate import PlannedWork, copy_seconds, estimate_table, full_copy_entries
-from icelake.assess.prices import load_prices
+from icelake.assess.estimate.model import PlannedWork, copy_seconds, estimate_table, full_copy_entries
+from icelake.assess.estimate.prices import load_prices
 from icelake.throughput import ThroughputModel
 
 PRICES = load_prices("us-east-1")

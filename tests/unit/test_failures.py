@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from icelake.assess.commits import CommitHistory, commit_rate_warning, count
-from icelake.assess.pages import render_report
+from icelake.assess.gather.commits import CommitHistory, commit_rate_warning, count
+from icelake.assess.pages.render import render_report
 from icelake.workflow.failures import table_error
 from icelake.workflow.models import TableOutcome
 

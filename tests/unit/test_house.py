@@ -14,6 +14,7 @@ from radon.complexity import cc_rank, cc_visit
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "icelake"
 MAX_MODULE_LINES = 500
+MAX_MODULES_PER_FOLDER = 15  # a room a newcomer can read by its names (issue 56)
 MAX_PARAMETERS = 8
 WORST_RANK = "C"  # radon: A-C are fine; D (21+) and worse must be split along their decisions
 
@@ -45,6 +46,18 @@ def test_no_module_of_the_core_is_over_500_lines() -> None:
         if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
     }
     assert not long, f"split these along their concerns (at most {MAX_MODULE_LINES} lines): {long}"
+
+
+def test_no_folder_of_the_core_holds_more_than_15_modules() -> None:
+    crowded = {
+        str(folder.relative_to(ROOT)): n
+        for folder in [CORE, *sorted(p for p in CORE.rglob("*") if p.is_dir())]
+        if (n := len(list(folder.glob("*.py")))) > MAX_MODULES_PER_FOLDER
+    }
+    assert not crowded, (
+        f"group these folders' modules into subpackages named for what they do (at most "
+        f"{MAX_MODULES_PER_FOLDER} each): {crowded}"
+    )
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:

@@ -12,7 +12,7 @@ import pytest
 
 from icelake.aws.fileio import LocalFileIO, ObjectInfo
 from icelake.migrate import inventory
-from icelake.migrate.cpu_pool import cpu_pool
+from icelake.migrate.copy.cpu_pool import cpu_pool
 from icelake.migrate.inventory import (
     KEYS_PER_PAGE,
     LIST_BUDGET,

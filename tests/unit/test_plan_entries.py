@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from icelake.migrate.avro_entries import EntryFields
+from icelake.migrate.avro.entries import EntryFields
 from icelake.migrate.plan.entries import add_entries, manifest_files
 
 DELETED, POSITION_DELETES, EQUALITY_DELETES = 2, 1, 2

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from icelake.errors import NotPatchable
-from icelake.migrate.avro_entries import read_entry_fields
+from icelake.migrate.avro.entries import read_entry_fields
 from icelake.migrate.plan_scan import (
     entry_fields,
     entry_fields_fastavro,

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from icelake.assess import prices
-from icelake.assess.prices import load_prices, shipped_regions
+from icelake.assess.estimate import prices
+from icelake.assess.estimate.prices import load_prices, shipped_regions
 from icelake.errors import PriceTableError
 
 ROOT = Path(__file__).resolve().parents[2]
-TABLES = ROOT / "icelake" / "assess" / "price_tables"
+TABLES = ROOT / "icelake" / "assess" / "estimate" / "price_tables"
 PAGES = (
     "https://aws.amazon.com/s3/pricing/",
     "https://aws.amazon.com/lambda/pricing/",

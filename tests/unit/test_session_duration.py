@@ -19,7 +19,7 @@ from icelake.aws.session import (
 )
 from icelake.cli import app
 from icelake.errors import SessionDurationError
-from icelake.migrate.distributed import executor_spec
+from icelake.migrate.copy.distributed import executor_spec
 from icelake.request.models import MigrationRequest, Options, WorkItem
 from icelake.workflow.steps import Sessions
 

@@ -1,4 +1,4 @@
-"""The sync window's price and the cutover's freeze (icelake/assess/sync_window.py), from a commit
+"""The sync window's price and the cutover's freeze (icelake/assess/estimate/sync_window.py), from a commit
 rate and a schedule expression (icelake/request/schedule.py)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import dataclasses
 import pytest
 from pydantic import ValidationError
 
-from icelake.assess.engine_choice import Thresholds
-from icelake.assess.estimate import PlannedWork, TableEstimate, estimate_table
-from icelake.assess.prices import load_prices
-from icelake.assess.sync_window import (
+from icelake.assess.estimate.engine_choice import Thresholds
+from icelake.assess.estimate.model import PlannedWork, TableEstimate, estimate_table
+from icelake.assess.estimate.prices import load_prices
+from icelake.assess.estimate.sync_window import (
     SyncInputs,
     per_copy_requests,
     sync_entries,

@@ -9,7 +9,7 @@ from decimal import Decimal
 from hypothesis import given
 from hypothesis import strategies as st
 
-from icelake.migrate.values import compare_rows, row_key, value_key
+from icelake.migrate.check.values import compare_rows, row_key, value_key
 
 NAN = float("nan")
 

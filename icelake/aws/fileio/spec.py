@@ -125,5 +125,5 @@ def _session_kwargs(session: boto3.Session) -> dict[str, str] | None:
 _OPENED: dict[FileIOSpec, FileIO] = {}
 _OPENED_LOCK = threading.Lock()
 # The S3 requests of every FileIO the specs open in this process: a Spark task adds what its slice
-# sent to its job's count (icelake.migrate.distributed), as a Lambda's sessions count their own.
+# sent to its job's count (icelake.migrate.copy.distributed), as a Lambda's sessions count their own.
 OPENED_REQUESTS = RequestCount()

@@ -15,8 +15,8 @@ from typing import TypedDict
 from icelake.aws.fileio import FileIO, ObjectInfo
 from icelake.errors import NoBase
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.avro_files import ManifestRef
-from icelake.migrate.cpu_pool import CpuPools
+from icelake.migrate.avro.files import ManifestRef
+from icelake.migrate.copy.cpu_pool import CpuPools
 from icelake.migrate.plan.copies import decide_copies
 from icelake.migrate.plan.incremental import increment, near_reads
 from icelake.migrate.plan.model import DeleteFileTask, TablePlan

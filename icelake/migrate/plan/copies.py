@@ -12,8 +12,8 @@ from icelake.aws.fileio import ObjectInfo
 from icelake.errors import (
     TargetConflictError,
 )
-from icelake.migrate.copy import is_same_copy
-from icelake.migrate.copy_schedule import hot_share, spread_by_prefix
+from icelake.migrate.copy.objects import is_same_copy
+from icelake.migrate.copy.schedule import hot_share, spread_by_prefix
 from icelake.migrate.inventory import whole_listing
 from icelake.migrate.plan.reads import (
     PlanContext,

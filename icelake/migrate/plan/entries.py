@@ -7,13 +7,13 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass
 
-from icelake.migrate.avro_files import (
+from icelake.migrate.avro.files import (
     ADDED,
     DELETED,
     EQUALITY_DELETES,
     POSITION_DELETES,
 )
-from icelake.migrate.avro_patch import PlannedManifest
+from icelake.migrate.avro.patch import PlannedManifest
 from icelake.migrate.plan.reads import (
     Entries,
 )

@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 
 from icelake.errors import NoBase
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.avro_files import ManifestRef, manifest_refs
-from icelake.migrate.avro_patch import PlannedManifest
+from icelake.migrate.avro.files import ManifestRef, manifest_refs
+from icelake.migrate.avro.patch import PlannedManifest
 from icelake.migrate.inventory_near import stat_near
 from icelake.migrate.plan.entries import recorded
 from icelake.migrate.plan.reach import path_directories, read_manifest_lists, read_manifests

@@ -7,10 +7,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.avro_files import (
+from icelake.migrate.avro.files import (
     ManifestRef,
 )
-from icelake.migrate.avro_patch import PlannedManifest
+from icelake.migrate.avro.patch import PlannedManifest
 from icelake.migrate.history import History
 from icelake.migrate.models import Orphans
 from icelake.migrate.plan.copies import Copies

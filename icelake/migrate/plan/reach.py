@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 from icelake.aws.fileio import FileIO, ObjectInfo
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.avro_files import (
+from icelake.migrate.avro.files import (
     ManifestRef,
     new_manifest_refs,
 )
-from icelake.migrate.avro_patch import PlannedManifest, refs_walker
+from icelake.migrate.avro.patch import PlannedManifest, refs_walker
 from icelake.migrate.history import History, LoggedPaths, OlderHistory
 from icelake.migrate.plan.entries import (
     Parsed,

@@ -15,9 +15,9 @@ from icelake.errors import (
     NotAMetadataFileError,
 )
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.avro_entries import EntryFields
-from icelake.migrate.avro_patch import PlannedManifest
-from icelake.migrate.cpu_pool import CpuPools
+from icelake.migrate.avro.entries import EntryFields
+from icelake.migrate.avro.patch import PlannedManifest
+from icelake.migrate.copy.cpu_pool import CpuPools
 from icelake.migrate.inventory import stat_by_listing
 from icelake.migrate.plan_scan import map_in_chunks, planned_entries
 from icelake.migrate.progress import Phase, ProgressSink

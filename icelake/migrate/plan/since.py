@@ -16,7 +16,7 @@ from typing import Literal
 from icelake.aws.fileio import FileIO, is_absent
 from icelake.errors import NoBase
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.avro_files import manifest_refs
+from icelake.migrate.avro.files import manifest_refs
 from icelake.migrate.plan.reads import read_metadata
 from icelake.uris import PrefixMap, canonical, parent
 

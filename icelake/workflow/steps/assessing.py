@@ -1,17 +1,17 @@
 """Assess (mode "assess"): one table's assessment, by the code `icelake assess --request` runs
-(`icelake.assess.estate.assess_item`), kept in the artifacts bucket for the Report step, which
+(`icelake.assess.gather.estate.assess_item`), kept in the artifacts bucket for the Report step, which
 writes the run's assessment.json and assessment.html. Nothing is written to any target."""
 
 from __future__ import annotations
 
 import os
 
-from icelake.assess.assessment import Settings, assemble
-from icelake.assess.buckets import BucketReads
-from icelake.assess.cost import DEFAULT_REGION, regions_of
-from icelake.assess.estate import assess_item, scope_of, settings_for
-from icelake.assess.pages import render_assessment
-from icelake.assess.prices import load_prices
+from icelake.assess.estimate.cost import DEFAULT_REGION, regions_of
+from icelake.assess.estimate.prices import load_prices
+from icelake.assess.gather.assessment import Settings, assemble
+from icelake.assess.gather.buckets import BucketReads
+from icelake.assess.gather.estate import assess_item, scope_of, settings_for
+from icelake.assess.pages.render import render_assessment
 from icelake.assess.schema import Finding, TableAssessment
 from icelake.aws.warm import kept
 from icelake.request.deps import Artifacts, Deps

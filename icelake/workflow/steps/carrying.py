@@ -16,12 +16,12 @@ from icelake.aws import catalog
 from icelake.aws.fileio import FileIO
 from icelake.aws.session import pyiceberg_props
 from icelake.errors import CarryRefusedError, ValidationFailedError
-from icelake.migrate.carry import CarryPlan, carry_names, plan_carry, refusals, write_carry
+from icelake.migrate.cutover.carry import CarryPlan, carry_names, plan_carry, refusals, write_carry
+from icelake.migrate.cutover.stranded import StrandedCommit, carried_ids, commits_after, stranded_message
 from icelake.migrate.journal import JOURNAL_NAME, read_journal, write_journal
 from icelake.migrate.metadata_json import parse_metadata
 from icelake.migrate.models import MigrationResult
 from icelake.migrate.plan.target import table_prefix_map
-from icelake.migrate.stranded import StrandedCommit, carried_ids, commits_after, stranded_message
 from icelake.request.deps import Artifacts, Deps, Sessions
 from icelake.request.models import WorkItem
 from icelake.request.target import prefix_maps

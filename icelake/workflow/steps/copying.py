@@ -4,7 +4,7 @@ same plan. The result goes to the artifacts bucket for Validate."""
 from __future__ import annotations
 
 from icelake.aws.fileio import io_for
-from icelake.migrate.engine import migrate_table
+from icelake.migrate.copy.engine import migrate_table
 from icelake.migrate.models import MigrationResult
 from icelake.migrate.settings import EngineSettings
 from icelake.request.deps import Deps

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from icelake.assess.engine_choice import PLANNED_BY_GLUE, CopyWork, Thresholds, choose_engine
-from icelake.assess.expected import expected_requests
+from icelake.assess.estimate.engine_choice import PLANNED_BY_GLUE, CopyWork, Thresholds, choose_engine
+from icelake.assess.estimate.expected import expected_requests
 from icelake.aws import catalog
 from icelake.aws.fileio import FileIO
 from icelake.aws.request_count import RequestCount, subtracted

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from icelake.assess.pages import render_report
-from icelake.assess.report_summary import outcome_kinds
+from icelake.assess.pages.render import render_report
+from icelake.assess.pages.report_summary import outcome_kinds
 from icelake.constants import EVENT_SOURCE
 from icelake.request.deps import Artifacts, Deps
 from icelake.workflow.failures import MAX_MESSAGE, TableError, table_error

@@ -1,4 +1,4 @@
-"""What Validate checks after an incremental sync (icelake.migrate.validate_since): the new
+"""What Validate checks after an incremental sync (icelake.migrate.check.since): the new
 snapshots at the request's tier, the older ones proven untouched, and the files the sync added.
 None when the copy was full, or the request asks for every snapshot
 (`options.validation_scope: "all"`)."""
@@ -8,13 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.models import FilesCheck, MigrationResult
-from icelake.migrate.validate_since import (
+from icelake.migrate.check.since import (
     checked_new_files,
     new_snapshots,
     removed_since,
     untouched_problems,
 )
+from icelake.migrate.models import FilesCheck, MigrationResult
 from icelake.request.deps import Deps, Sessions
 from icelake.workflow.models import PlanResult
 from icelake.workflow.steps.shared import source_prefixes

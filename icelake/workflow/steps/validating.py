@@ -11,10 +11,10 @@ from icelake.aws import catalog
 from icelake.aws.fileio import io_for
 from icelake.aws.session import pyiceberg_props
 from icelake.errors import ValidationFailedError
+from icelake.migrate.check.validate import Tier, check_target_files, validate_tables
 from icelake.migrate.history import dangling_versions, orphans_note, to_source_map
 from icelake.migrate.models import MigrationResult, RowsValidation
 from icelake.migrate.prune import prune_target
-from icelake.migrate.validate import Tier, check_target_files, validate_tables
 from icelake.request.deps import Deps, Sessions
 from icelake.workflow.accounting import accounted
 from icelake.workflow.failures import TableError, stopped_error

@@ -1,5 +1,5 @@
 """Verify (mode "verify"): a migrated or promoted target, checked again on day 2 at the request's
-validation tier (icelake/migrate/verify.py), with nothing written to any table: no Glue table, no
+validation tier (icelake/migrate/check/verify.py), with nothing written to any table: no Glue table, no
 object, no lock taken; only the run's outcome is recorded in the ledger, as every run's is.
 
 Outcomes: `verified`, or `damaged` with the missing or changed files named (a failed status: the
@@ -14,7 +14,7 @@ from typing import Any
 
 from icelake.aws import catalog
 from icelake.aws.session import pyiceberg_props
-from icelake.migrate.verify import VerifyReport, verify_alone, verify_synced
+from icelake.migrate.check.verify import VerifyReport, verify_alone, verify_synced
 from icelake.request.deps import Deps, Sessions
 from icelake.request.models import WorkItem
 from icelake.request.target import foreign_commit

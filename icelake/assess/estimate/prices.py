@@ -1,0 +1,177 @@
+"""AWS list prices an estimate and a run's own accounting are priced with.
+
+One dated JSON table per region ships beside this module (``price_tables/<region>.json``); each
+price names the AWS pricing page and line it comes from. ``load_prices(region)`` reads the shipped
+table, ``load_prices(region, override=path)`` a table of the same schema (negotiated or newer
+prices: ``--prices FILE``). The public API is ``load_prices``, ``PriceTable`` and its cost methods,
+``REQUEST_KINDS`` and ``shipped_regions``; it is kept stable for every caller that prices work.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import date
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from icelake.aws.request_count import REQUEST_KINDS
+from icelake.errors import PriceTableError
+
+__all__ = ["REQUEST_KINDS", "PriceTable", "load_prices", "shipped_regions"]
+
+# The price class S3 bills each request kind icelake counts (`REQUEST_KINDS`, a run's outcome and an
+# estimate alike) in: COPY (CopyObject, UploadPartCopy), PUT/POST and LIST are tier 1; GET and HEAD
+# tier 2; DELETE (DeleteObject, DeleteObjects) is free.
+_TIER: dict[str, Literal["tier1", "tier2", "delete"]] = {
+    "copy": "tier1",
+    "list": "tier1",
+    "put": "tier1",
+    "head": "tier2",
+    "get": "tier2",
+    "delete": "delete",
+}
+_GIB = 1024**3
+_PACKAGE_DIR = "price_tables"
+
+
+class Price(BaseModel):
+    """A price in USD and where it comes from (the AWS pricing page and the line on it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    usd: float = Field(ge=0)
+    source: str = Field(min_length=1)
+
+
+class Prices(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    s3_request_tier1_per_1000: Price
+    s3_request_tier2_per_1000: Price
+    s3_request_delete_per_1000: Price
+    s3_storage_gb_month: Price
+    lambda_gb_second: Price
+    lambda_request: Price
+    glue_dpu_hour: Price
+    step_functions_transition: Price
+    transfer_inter_region_gb: Price
+
+
+class MinimumRule(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    value: float = Field(ge=0)
+    source: str = Field(min_length=1)
+
+
+class WorkerDpuRule(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    value: dict[str, float]
+    source: str = Field(min_length=1)
+
+
+class Billing(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    glue_min_billed_s: MinimumRule
+    glue_dpu_per_worker: WorkerDpuRule
+
+
+class PriceTable(BaseModel):
+    """One region's prices, dated, with the cost of each kind of work icelake does."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    schema_version: Literal[1]
+    region: str
+    currency: Literal["USD"]
+    as_of: date
+    note: str
+    prices: Prices
+    billing: Billing
+
+    def s3_requests_usd(self, requests: Mapping[str, int]) -> float:
+        """What S3 bills for these requests, keyed by ``REQUEST_KINDS``."""
+        per_1000 = {
+            "tier1": self.prices.s3_request_tier1_per_1000.usd,
+            "tier2": self.prices.s3_request_tier2_per_1000.usd,
+            "delete": self.prices.s3_request_delete_per_1000.usd,
+        }
+        unknown = set(requests) - set(_TIER)
+        if unknown:
+            raise ValueError(f"unknown S3 request kind(s) {sorted(unknown)}; expected {REQUEST_KINDS}")
+        return sum(count * per_1000[_TIER[kind]] / 1000 for kind, count in requests.items())
+
+    def lambda_usd(self, memory_mb: int, seconds: float, invocations: int) -> float:
+        """Duration (GB-seconds at the function's memory) plus requests."""
+        gb_seconds = memory_mb / 1024 * seconds
+        return gb_seconds * self.prices.lambda_gb_second.usd + invocations * self.prices.lambda_request.usd
+
+    def glue_usd(self, workers: int, worker_type: str, seconds: float) -> float:
+        """A Glue Spark job run: its DPUs for its duration, at least the minimum billed time."""
+        dpu_per_worker = self.billing.glue_dpu_per_worker.value
+        if worker_type not in dpu_per_worker:
+            raise PriceTableError(
+                f"the price table for {self.region} has no DPU figure for Glue worker type "
+                f"{worker_type!r} (it knows {sorted(dpu_per_worker)}); add it to a --prices table"
+            )
+        billed_s = max(seconds, self.billing.glue_min_billed_s.value)
+        return workers * dpu_per_worker[worker_type] * billed_s / 3600 * self.prices.glue_dpu_hour.usd
+
+    def step_functions_usd(self, transitions: int) -> float:
+        return transitions * self.prices.step_functions_transition.usd
+
+    def transfer_usd(self, bytes_moved: int) -> float:
+        """Inter-region transfer of these bytes (priced at this table's rate out to other regions)."""
+        return bytes_moved / _GIB * self.prices.transfer_inter_region_gb.usd
+
+    def storage_usd(self, bytes_stored: int, days: float) -> float:
+        """S3 Standard storage of these bytes for this many days (a month of 30 days)."""
+        return bytes_stored / _GIB * days / 30 * self.prices.s3_storage_gb_month.usd
+
+
+def shipped_regions() -> list[str]:
+    """The regions a price table ships for."""
+    folder = resources.files(__package__).joinpath(_PACKAGE_DIR)
+    return sorted(p.name.removesuffix(".json") for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def load_prices(region: str, override: Path | None = None) -> PriceTable:
+    """The price table of ``region``: the shipped one, or ``override`` (which must be for ``region``)."""
+    if override is None:
+        if region not in shipped_regions():
+            raise PriceTableError(
+                f"no price table ships for region {region!r} (there are: {', '.join(shipped_regions())}); "
+                "pass --prices FILE with one of the same schema (copy icelake/assess/estimate/price_tables/"
+                "us-east-1.json and set its prices)"
+            )
+        text = resources.files(__package__).joinpath(_PACKAGE_DIR, f"{region}.json").read_text()
+        where = f"the shipped price table for {region}"
+    else:
+        try:
+            text = override.read_text()
+        except OSError as err:
+            raise PriceTableError(
+                f"cannot read the price table {override} ({err.strerror or err}); pass a readable JSON file"
+            ) from err
+        where = str(override)
+    table = _parse(text, where)
+    if table.region != region:
+        raise PriceTableError(
+            f"{where} is for region {table.region!r}, but the work it would price runs in {region!r}; "
+            f"pass a price table whose 'region' is {region!r}"
+        )
+    return table
+
+
+def _parse(text: str, where: str) -> PriceTable:
+    try:
+        return PriceTable.model_validate(json.loads(text))
+    except json.JSONDecodeError as err:
+        raise PriceTableError(f"{where} is not JSON ({err}); pass a price table file") from err
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise PriceTableError(
+            f"{where} is not a price table: {field}: {first['msg']} ({err.error_count()} problem(s)); "
+            "see icelake/assess/estimate/price_tables/us-east-1.json for the schema"
+        ) from err

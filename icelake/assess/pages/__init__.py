@@ -1,0 +1,1 @@
+"""The pages people read: assessment.html and report.html, their sections and shared HTML."""

@@ -1,0 +1,1 @@
+"""After promotion: stranded commits and their carry-over."""
