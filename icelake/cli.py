@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from dataclasses import dataclass
 from typing import Annotated
 
 import typer
@@ -72,119 +73,75 @@ VerboseOption = Annotated[
 ]
 
 
-@migrate_app.command("start")
-def migrate_start(
+@dataclass(frozen=True)
+class RunOptions:
+    """What every command that starts a run takes (`migrate start`, `cutover`, `verify`, ...)."""
+
     request: Annotated[
-        typer.FileText, typer.Option("--request", help="Migration request JSON (see README).")
-    ],
-    run_id: RunIdOption = None,
-    state_machine_arn: StateMachineOption = None,
-    no_follow: NoFollowOption = False,
-    verbose: VerboseOption = False,
-    as_json: JsonReportOption = False,
+        typer.FileText,
+        typer.Option(
+            "--request",
+            help="Migration request JSON (see README); cutover, verify and carry-over set its mode.",
+        ),
+    ]
+    run_id: RunIdOption = None
+    state_machine_arn: StateMachineOption = None
+    no_follow: NoFollowOption = False
+    verbose: VerboseOption = False
+    as_json: JsonReportOption = False
+
+
+@dataclass(frozen=True)
+class StartOptions(RunOptions):
     allow_empty: Annotated[
         bool, typer.Option("--allow-empty", help="A selection that matches no table is not an error.")
-    ] = False,
-) -> None:
+    ] = False
+
+
+@migrate_app.command("start")
+@options_command(StartOptions)
+def migrate_start(options: StartOptions) -> None:
     """Start a migration through the Step Functions workflow and follow it until it ends.
 
     Exit code 0 when every table succeeded, 1 when any did not, 2 when the request is refused
     (checked here, then by the Inventory against the catalogs; nothing runs)."""
-    _start(request, run_id, state_machine_arn, no_follow, as_json, allow_empty, verbose=verbose)
+    _start(options, allow_empty=options.allow_empty)
 
 
 @migrate_app.command("cutover")
-def migrate_cutover(
-    request: Annotated[
-        typer.FileText, typer.Option("--request", help="Migration request JSON; its mode becomes cutover.")
-    ],
-    run_id: RunIdOption = None,
-    state_machine_arn: StateMachineOption = None,
-    no_follow: NoFollowOption = False,
-    verbose: VerboseOption = False,
-    as_json: JsonReportOption = False,
-) -> None:
+@options_command(RunOptions)
+def migrate_cutover(options: RunOptions) -> None:
     """The last sync: catch up with the source, prove it did not move, promote the target.
 
     Stop the source's writers first. A promoted table is the target's from then on: every later
     run reports it `promoted` and writes nothing (docs/runbook.md "Cutover")."""
-    _start(
-        request,
-        run_id,
-        state_machine_arn,
-        no_follow,
-        as_json,
-        allow_empty=False,
-        mode="cutover",
-        verbose=verbose,
-    )
+    _start(options, mode="cutover")
 
 
 @migrate_app.command("verify")
-def migrate_verify(
-    request: Annotated[
-        typer.FileText, typer.Option("--request", help="Migration request JSON; its mode becomes verify.")
-    ],
-    run_id: RunIdOption = None,
-    state_machine_arn: StateMachineOption = None,
-    no_follow: NoFollowOption = False,
-    verbose: VerboseOption = False,
-    as_json: JsonReportOption = False,
-) -> None:
+@options_command(RunOptions)
+def migrate_verify(options: RunOptions) -> None:
     """Check each selected target again, migrated or promoted, writing nothing to any table.
 
     Each table ends verified, or damaged naming its missing or changed files (exit code 1;
     docs/runbook.md "Day 2")."""
-    _start(
-        request,
-        run_id,
-        state_machine_arn,
-        no_follow,
-        as_json,
-        allow_empty=False,
-        mode="verify",
-        verbose=verbose,
-    )
+    _start(options, mode="verify")
 
 
 @migrate_app.command("carry-over")
-def migrate_carry_over(
-    request: Annotated[
-        typer.FileText, typer.Option("--request", help="Migration request JSON; its mode becomes carry_over.")
-    ],
-    run_id: RunIdOption = None,
-    state_machine_arn: StateMachineOption = None,
-    no_follow: NoFollowOption = False,
-    verbose: VerboseOption = False,
-    as_json: JsonReportOption = False,
-) -> None:
+@options_command(RunOptions)
+def migrate_carry_over(options: RunOptions) -> None:
     """Bring commits made to a promoted table's source after its cutover (stranded) onto the target.
 
     Appends only, as one new snapshot on the target's current state (its writers' commits stay);
     anything else is refused per table, naming the commits (exit code 1). The source is only read
     (docs/runbook.md "Cutover")."""
-    _start(
-        request,
-        run_id,
-        state_machine_arn,
-        no_follow,
-        as_json,
-        allow_empty=False,
-        mode="carry_over",
-        verbose=verbose,
-    )
+    _start(options, mode="carry_over")
 
 
-def _start(
-    request: typer.FileText,
-    run_id: str | None,
-    state_machine_arn: str | None,
-    no_follow: bool,
-    as_json: bool,
-    allow_empty: bool,
-    mode: str | None = None,
-    verbose: bool = False,
-) -> None:
+def _start(options: RunOptions, *, allow_empty: bool = False, mode: str | None = None) -> None:
+    """The one runner of the commands above: the request checked, the run started and followed."""
+    request, run_id = options.request, options.run_id
     with one_line_errors():
         try:
             body = json.loads(request.read())
@@ -194,12 +151,12 @@ def _start(
             body["mode"] = mode
         if isinstance(body, dict):  # refused here, with exit code 2, before anything starts
             parse_request({"run_id": "unnamed", **body} if run_id is None else {**body, "run_id": run_id})
-        execution_arn, rid = start_migration(body, state_machine_arn, run_id)
+        execution_arn, rid = start_migration(body, options.state_machine_arn, run_id)
         err.print(f"started {execution_arn}", highlight=False, markup=False)
-        if no_follow:
+        if options.no_follow:
             return
-        status = _follow(execution_arn, rid, verbose)
-    _print_outcome(status, as_json)
+        status = _follow(execution_arn, rid, options.verbose)
+    _print_outcome(status, options.as_json)
     if status.output and status.output.get("tables") == 0 and not allow_empty:
         err.print(
             f"icelake: warning: run {rid} matched no Iceberg table, nothing was migrated: check the "
