@@ -40,6 +40,7 @@ from icelake.aws.fileio.spec import OPENED_REQUESTS
 from icelake.aws.request_count import added, subtracted
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, AssumedRole, check_session_duration, pyiceberg_props
 from icelake.glue_args import in_glue, resolve_options
+from icelake.migrate.check.record import RECORD_NAME, RecordBuilder, write_record
 from icelake.migrate.check.row_digest import compare_rows
 from icelake.migrate.check.validate import checked_target_files
 from icelake.migrate.copy.distributed import SparkRunner, executor_spec, size_copies
@@ -195,6 +196,7 @@ def main(argv: list[str] | None = None) -> MigrationResult:
             if args.sync_full_reason
             else FULL  # as the in-process engine says it, so both results compare equal
         ),
+        record=RecordBuilder(),
     )
     result = run_migration(
         args.source_metadata,
@@ -206,6 +208,7 @@ def main(argv: list[str] | None = None) -> MigrationResult:
         runner=runner,
         on_planned=partial(on_planned, runner, args.journal_uri, dst),
     )
+    write_copy_record(args.journal_uri, settings.record)
     if args.validation == "rows":
         rows = rows_validation(args.source_metadata, result.target_metadata_location, src, dst, runner)
         result = result.model_copy(update={"rows_validation": rows})
@@ -225,6 +228,14 @@ def on_planned(runner: SparkRunner, journal_uri: str | None, dst: FileIOSpec, pl
     size_copies(runner, plan)
     if journal_uri:
         journal_plan(journal_uri, dst, plan)
+
+
+def write_copy_record(journal_uri: str | None, record: RecordBuilder | None) -> None:
+    """The proof of every object this run wrote, beside the run's journal (verify and repair
+    read it): the executors sent each copy's back with its outcome."""
+    if journal_uri and record is not None and len(record):
+        uri = journal_uri.rsplit("/", 1)[0] + "/" + RECORD_NAME
+        write_record(io_for(uri), uri, record.table())
 
 
 def journal_plan(journal_uri: str, dst: FileIOSpec, plan: TablePlan) -> None:

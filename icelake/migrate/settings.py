@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from icelake.migrate.check.record import RecordBuilder
 from icelake.migrate.copy.objects import CopySettings
 from icelake.migrate.history import History
 from icelake.migrate.plan.reads import FAST_READS, PlanReads
@@ -33,6 +34,8 @@ class EngineSettings:
     tally: bool = False  # count the table's files by kind (`FileTally`, what an assessment reports)
     # Where a sync may start (`plan.since`): a full plan unless told the last synced version.
     since: Since = FULL
+    # Where the proof of each object written goes (the copy record, `check/record.py`), if kept.
+    record: RecordBuilder | None = None
 
     def migration_processes(self) -> int:
         """Worker processes of a whole migration: every CPU unless told."""

@@ -237,15 +237,15 @@ def test_a_run_killed_mid_copy_is_resumed_by_running_it_again(
         lake.source.client("s3").get_object(Bucket=inv.worklist_bucket, Key=inv.worklist_key)["Body"].read()
     )[0]
     planned = steps.plan(PlanInput.model_validate({"item": item}), lake.deps).model_dump(mode="json")
-    real_copy, calls = engine.copy_file, []
+    real_copy, calls = engine.copy_file_proved, []
 
-    def dies_on_third(*args: Any) -> bool:
+    def dies_on_third(*args: Any) -> Any:
         calls.append(args)
         if len(calls) == 3:
             raise KeyboardInterrupt("killed")
         return real_copy(*args)  # its verdict too: the engine adds it up as each copy ends
 
-    monkeypatch.setattr(engine, "copy_file", dies_on_third)
+    monkeypatch.setattr(engine, "copy_file_proved", dies_on_third)
     with pytest.raises(KeyboardInterrupt):
         steps.copy(PlannedInput.model_validate({"plan": planned}), lake.deps)
     monkeypatch.undo()

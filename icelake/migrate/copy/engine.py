@@ -30,6 +30,7 @@ from icelake.errors import TargetConflictError, UnsafeTargetError
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro.files import DATA, DeleteRewrite, ManifestRef
 from icelake.migrate.avro.patch import ListHeads, PlannedManifest
+from icelake.migrate.check.record import COPY, Proof, RecordBuilder, checksum_text
 from icelake.migrate.collisions import target_lock
 from icelake.migrate.copy.cpu_pool import (
     LISTS_PER_JOB,
@@ -38,7 +39,7 @@ from icelake.migrate.copy.cpu_pool import (
     rewrite_manifest_job,
     rewrite_manifest_lists,
 )
-from icelake.migrate.copy.objects import CopySettings, copy_file, copy_requests, etag_verifies
+from icelake.migrate.copy.objects import CopySettings, copy_file_proved, copy_requests, etag_verifies
 from icelake.migrate.delete_files import rewrite_delete_file
 from icelake.migrate.models import MigrationResult, PrefixMapping
 from icelake.migrate.plan.build import build_plan
@@ -70,6 +71,7 @@ class Outcome:
     status: Literal["copied", "written", "skipped", "conflict"]
     size: int  # bytes copied, or bytes of the rewritten file (whether written or not)
     verified: bool = False  # a copy whose bytes S3 checksummed equal to the source's
+    proof: Proof | None = None  # what the copy record keeps of it (`check/record.py`)
 
 
 # A manifest to rewrite, and where the plan found its paths when it is a data manifest it read.
@@ -95,32 +97,47 @@ class FileJobs:
         if self.prefix_map.under_any_source(uri):
             raise UnsafeTargetError(f"refusing to write {uri}: it is under a source prefix")
 
-    def put(self, uri: str, data: bytes) -> Outcome:
-        """Write rewritten bytes unless the target already holds exactly them."""
+    def put(self, uri: str, data: bytes, source: str = "", kind: str = "metadata") -> Outcome:
+        """Write rewritten bytes unless the target already holds exactly them. `source`: the file
+        they were rewritten from, and `kind` what it is, for the copy record (S3 checks the SHA-256
+        the write sends on arrival, and keeps it)."""
         self.guard(uri)
         dst_io = open_io(self.dst)
         existing = dst_io.stat(uri)
+        proof = Proof(uri, kind, len(data), None, f"SHA256:{sha256_b64(data)}", source)
         if existing is not None:
             if _same_bytes(dst_io, uri, existing, data):
-                return Outcome(uri, "skipped", len(data))
+                return Outcome(uri, "skipped", len(data), proof=proof)
             if not self.overwrite:
                 return Outcome(uri, "conflict", len(data))
         dst_io.write(uri, data)
-        return Outcome(uri, "written", len(data))
+        return Outcome(uri, "written", len(data), proof=proof)
 
     def copy(self, task: CopyTask) -> Outcome:
         """An unchanged file, server-side where possible."""
         self.guard(task.target)
-        verified = copy_file(
-            open_io(self.src), task.source, task.info, open_io(self.dst), task.target, self.settings
+        info = task.info
+        copied = copy_file_proved(
+            open_io(self.src), task.source, info, open_io(self.dst), task.target, self.settings
         )
-        return Outcome(task.target, "copied", task.info.size, verified)
+        proof = Proof(
+            task.target,
+            COPY,
+            info.size,
+            copied.etag,
+            checksum_text(copied.checksum),
+            task.source,
+            info.size,
+            info.etag,
+            checksum_text(info.checksum),
+        )
+        return Outcome(task.target, "copied", info.size, copied.verified, proof)
 
     def rewrite_delete(self, task: DeleteFileTask) -> tuple[Outcome, DeleteRewrite]:
         """A delete file that names data files; what changed goes back into its manifest entries."""
         raw = open_io(self.src).read(task.source)
         data, result = rewrite_delete_file(task.source, raw, task.file_format, self.prefix_map.require)
-        return self.put(task.target, data), result
+        return self.put(task.target, data, task.source, "delete file"), result
 
     def rewrite_manifest(self, delete_rewrites: dict[str, DeleteRewrite], task: ManifestTask) -> Outcome:
         ref, planned = task
@@ -133,7 +150,8 @@ class FileJobs:
             if self.cpu is None
             else self.cpu.submit(rewrite_manifest_job, *args).result()
         )
-        return self.put(self.prefix_map.require(ref.path), data)
+        kind = "data manifest" if ref.content == DATA else "delete manifest"
+        return self.put(self.prefix_map.require(ref.path), data, ref.path, kind)
 
     def rewrite_manifest_lists(self, heads: ListHeads, uris: Sequence[str]) -> list[Outcome]:
         """A batch of manifest lists (LISTS_PER_JOB), rewritten in one job of `cpu` when given."""
@@ -141,7 +159,8 @@ class FileJobs:
         lists = [(uri, src_io.read(uri)) for uri in uris]
         rewritten = rewrite_manifest_lists(lists, self.prefix_map, heads, self.cpu)
         return [
-            self.put(self.prefix_map.require(uri), data) for uri, data in zip(uris, rewritten, strict=True)
+            self.put(self.prefix_map.require(uri), data, uri, "manifest list")
+            for uri, data in zip(uris, rewritten, strict=True)
         ]
 
 
@@ -248,7 +267,7 @@ def run_migration(
             source_metadata, target_location, maps, open_io(src), open_io(dst), settings=settings, cpus=cpus
         )
         outcomes: list[Outcome] = []
-        copied = CopyTotals()
+        copied = CopyTotals(record=settings.record)
         if not settings.dry_run:
             if on_planned is not None:
                 on_planned(plan)
@@ -256,6 +275,7 @@ def run_migration(
             outcomes = _write(
                 plan, jobs, runner or driver, driver, copied, target_location, settings.lock_target
             )
+            copied.record_all(outcomes)
     return _result(plan, settings.dry_run, outcomes, copied, time.monotonic() - started)
 
 
@@ -367,6 +387,7 @@ class CopyTotals:
     files: int = 0
     bytes: int = 0
     verified: int = 0
+    record: RecordBuilder | None = None  # where each written object's proof goes, if kept
 
     def add_all(self, outcomes: Iterable[Outcome]) -> None:
         for outcome in outcomes:
@@ -374,6 +395,13 @@ class CopyTotals:
             self.files += 1
             self.bytes += outcome.size
             self.verified += outcome.verified
+            self.record_all((outcome,))
+
+    def record_all(self, outcomes: Iterable[Outcome]) -> None:
+        if self.record is not None:
+            for outcome in outcomes:
+                if outcome.proof is not None:
+                    self.record.add(outcome.proof)
 
 
 def _execute(
@@ -415,12 +443,12 @@ def _execute(
         progress = driver.progress
         progress.start("rewrite metadata.json", len(plan.metadata_files))
         for uri, data in rewritten_metadata_files(logged, open_io(jobs.src), plan.prefix_map, kept_logs, cpu):
-            outcomes.append(jobs.put(plan.map_path(uri), data))
+            outcomes.append(jobs.put(plan.map_path(uri), data, uri))
             progress.advance("rewrite metadata.json")
     # Rewritten from its bytes, as the logged ones are (the plan kept only their parse).
     raw = fetch_metadata(open_io(jobs.src), plan.source_metadata)
     current = mj.rewrite_metadata_bytes(plan.source_metadata, raw, plan.map_path, kept_logs.__contains__)
-    outcomes.append(jobs.put(plan.target_metadata, current))
+    outcomes.append(jobs.put(plan.target_metadata, current, plan.source_metadata))
     progress.advance("rewrite metadata.json")
     _refuse_conflicts(outcomes)
     return outcomes

@@ -15,6 +15,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from botocore.exceptions import ClientError
 
@@ -84,11 +85,27 @@ DEFAULT_CHECKSUM = "CRC64NVME"  # S3's default for new objects: what a copy of a
 CRC_ALGORITHMS = ("CRC64NVME", "CRC32C", "CRC32")  # the ones S3 can combine into a full-object checksum
 
 
+class Copied(NamedTuple):
+    """What one copy proved: whether its bytes were verified end to end, and the copy's ETag and
+    full-object checksum as S3 answered them (what the copy record keeps, `check/record.py`)."""
+
+    verified: bool
+    etag: str | None = None
+    checksum: tuple[str, str] | None = None
+
+
 def copy_file(
     src_io: FileIO, src: str, src_info: ObjectInfo, dst_io: FileIO, dst: str, settings: CopySettings
 ) -> bool:
     """Copy one unchanged file; True when its bytes were verified end to end (S3 to S3: by the
     source's checksum, or by MD5 ETags), False when only its size was checked."""
+    return copy_file_proved(src_io, src, src_info, dst_io, dst, settings).verified
+
+
+def copy_file_proved(
+    src_io: FileIO, src: str, src_info: ObjectInfo, dst_io: FileIO, dst: str, settings: CopySettings
+) -> Copied:
+    """`copy_file`, with the copy's ETag and checksum as S3 reported them."""
     if isinstance(src_io, S3FileIO) and isinstance(dst_io, S3FileIO):
         if src_info.size > settings.multipart_threshold:
             if src_info.checksum is None:
@@ -102,7 +119,7 @@ def copy_file(
     else:
         # Mixed local/S3 (seeding a bucket from a laptop, or the reverse): small scale, via memory.
         dst_io.write(dst, src_io.read(src))
-    return False
+    return Copied(False)
 
 
 def is_same_copy(
@@ -158,7 +175,7 @@ def _etags_may_verify(src: str, src_info: ObjectInfo, dst_io: S3FileIO, dst: str
     return split_s3(src)[0] not in dst_io.head_first and split_s3(dst)[0] not in dst_io.head_first
 
 
-def _s3_copy(src_io: S3FileIO, src: str, src_info: ObjectInfo, dst_io: S3FileIO, dst: str) -> bool:
+def _s3_copy(src_io: S3FileIO, src: str, src_info: ObjectInfo, dst_io: S3FileIO, dst: str) -> Copied:
     """CopyObject of the planned object (CopySourceIfMatch: its ETag), with S3 computing the
     copy's checksum in the source's algorithm. Verified end to end (True) when that checksum is
     the source's recorded one or, for a source planned from a listing, when the copy's ETag (an
@@ -186,20 +203,22 @@ def _s3_copy(src_io: S3FileIO, src: str, src_info: ObjectInfo, dst_io: S3FileIO,
         raise
     result = out.get("CopyObjectResult", {})
     copied = result.get(f"Checksum{algorithm}")
+    etag = result.get("ETag", "").strip('"') or None
+    proof = (algorithm, copied) if copied else None
     if src_info.checksum is not None:
-        return _verified(src, src_info, dst, copied)
+        return Copied(_verified(src, src_info, dst, copied), etag, proof)
     kms_target = out.get("ServerSideEncryption", "AES256") != "AES256"
-    if not kms_target and result.get("ETag", "").strip('"') == src_info.etag:
-        return True  # both MD5s of the bytes: the copy is the source's bytes
+    if not kms_target and etag == src_info.etag:
+        return Copied(True, etag, proof)  # both MD5s of the bytes: the copy is the source's bytes
     # An SSE-KMS or SSE-C source (its ETag is no MD5, which a listing does not show), or a target
     # its bucket encrypts with a KMS key: this bucket's next copies HEAD the source first.
     dst_io.head_first.add(db if kms_target else sb)
     src_info = _with_checksum(src_io, src, src_info)
     if src_info.checksum is None:
-        return False  # no checksum to compare: the copy is checked by size only
+        return Copied(False, etag, proof)  # no checksum to compare: the copy is checked by size only
     if src_info.checksum[0] != algorithm:  # once per bucket (head_first): copy again in its algorithm
         return _s3_copy(src_io, src, src_info, dst_io, dst)
-    return _verified(src, src_info, dst, copied)
+    return Copied(_verified(src, src_info, dst, copied), etag, proof)
 
 
 def _as_planned(planned: ObjectInfo) -> dict[str, str]:
@@ -230,7 +249,7 @@ def _verified(src: str, src_info: ObjectInfo, dst: str, copied: str | None) -> b
 
 def _s3_multipart_copy(
     src: str, src_info: ObjectInfo, dst_io: S3FileIO, dst: str, settings: CopySettings
-) -> bool:
+) -> Copied:
     """UploadPartCopy in parts. With a CRC algorithm S3 computes the whole object's checksum from
     the parts' (FULL_OBJECT), which verifies the copy like CopyObject's; SHA checksums of a
     multipart object are only composite, so such a source is checked by size."""
@@ -282,4 +301,5 @@ def _s3_multipart_copy(
     if size != src_info.size:
         raise CopyVerificationError(f"multipart copy of {src} has {size} bytes, expected {src_info.size}")
     copied = written.checksum if written and written.checksum else None
-    return _verified(src, src_info, dst, copied[1] if copied and copied[0] == source_algorithm else None)
+    verified = _verified(src, src_info, dst, copied[1] if copied and copied[0] == source_algorithm else None)
+    return Copied(verified, written.etag if written else None, copied)

@@ -4,10 +4,11 @@ same plan. The result goes to the artifacts bucket for Validate."""
 from __future__ import annotations
 
 from icelake.aws.fileio import io_for
+from icelake.migrate.check.record import RECORD_NAME, RecordBuilder, write_record
 from icelake.migrate.copy.engine import migrate_table
 from icelake.migrate.models import MigrationResult
 from icelake.migrate.settings import EngineSettings
-from icelake.request.deps import Deps
+from icelake.request.deps import Artifacts, Deps
 from icelake.request.sync import since_of
 from icelake.request.target import prefix_maps
 from icelake.workflow.inputs import PlannedInput
@@ -25,6 +26,7 @@ def copy(given: PlannedInput, deps: Deps) -> MigrationResult:
         )
         return result
     deps.ledger.record_table(item.run_id, item.name, "COPYING")
+    record = RecordBuilder()
     result = migrate_table(
         item.source_metadata_location,
         item.target_location,
@@ -32,9 +34,16 @@ def copy(given: PlannedInput, deps: Deps) -> MigrationResult:
         src_io=sessions.source_io(),
         dst_io=sessions.target_io(),
         settings=EngineSettings(
-            processes=1, lock_target=False, history=item.request.options.history, since=since_of(item)
+            processes=1,
+            lock_target=False,
+            history=item.request.options.history,
+            since=since_of(item),
+            record=record,
         ),
     ).model_copy(update={"requests": sessions.requests.counts()})
+    if len(record):  # what this run wrote, and the proof of each (verify and repair read it)
+        record_uri = deps.artifacts.uri(Artifacts.key(item.run_id, item.name, RECORD_NAME))
+        write_record(deps.artifacts.io, record_uri, record.table())
     io_for(planned.copy_result_uri, deps.orchestrator).write(
         planned.copy_result_uri, result.model_dump_json().encode()
     )
