@@ -8,31 +8,32 @@ Two checks, both read-only, at the request's validation tier:
   gone: it is checked alone, for availability: the metadata chain, every file it references at
   its recorded size, and a sample of its data files read (every row of the current snapshot
   counted against its summary under `rows`).
-Files are checked first: a missing file would only make the reads fail less clearly.
+Files are checked first, at every tier, by one HEAD each against the copy record
+(`check/proved.py`): a damaged file is named with what differs, and the reads are left (they
+would only fail less clearly). A file a reader then cannot parse is named with its complaint.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict
 from pyiceberg.table import StaticTable
 
 from icelake.aws.fileio import FileIO
-from icelake.migrate import metadata_json as mj
-from icelake.migrate.avro.files import manifest_refs
-from icelake.migrate.check.validate import SAMPLE_FILES, Tier, checked_target_files, validate_tables
-from icelake.uris import canonical
+from icelake.migrate.check.proved import Damage, ProofCheck, proved_files
+from icelake.migrate.check.record import Record
+from icelake.migrate.check.validate import SAMPLE_FILES, Tier, validate_tables
 
 
-class VerifyReport(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+@dataclass(frozen=True)
+class VerifyReport:
     problems: list[str]  # each names the missing or changed file, or what reads differently
     files_checked: int
     done: str  # what was checked, for the outcome's `validation`
+    damaged: list[Damage] = field(default_factory=list)  # the files among the problems
 
 
 def verify_synced(
@@ -42,95 +43,104 @@ def verify_synced(
     props: tuple[dict[str, str], dict[str, str]],
     tier: Tier,
     source_prefixes: Iterable[str],
+    record: Record,
 ) -> VerifyReport:
     """`synced`: (source metadata, target metadata) of the last sync; `props`: pyiceberg
-    properties of the source and target sessions."""
+    properties of the source and target sessions; `record`: what the runs wrote."""
     source_metadata, target_metadata = synced
-    chain = chain_problems(target_io, target_metadata)
-    if chain:
-        return VerifyReport(problems=chain, files_checked=0, done="metadata chain")
-    files = checked_target_files(target_io, target_metadata, source_prefixes)
+    files = proved_files(target_io, target_metadata, record, source_prefixes)
     if files.problems:
-        return VerifyReport(problems=files.problems, files_checked=files.files, done="files")
+        return VerifyReport(files.problems, files.files, _files_done(files), files.damaged)
     if source_io.stat(source_metadata) is None:
         # The source has since deleted the version it was synced from: the target can only be
         # checked alone, and the outcome says so.
-        alone = _read_alone(target_metadata, props[1], tier)
+        problems, alone = _read_alone(target_metadata, props[1], tier)
         note = f"target alone: the source version synced from, {source_metadata}, is gone"
-        return VerifyReport(problems=alone, files_checked=files.files, done=f"{tier}; {note}")
-    report = validate_tables(
-        source_metadata, target_metadata, source_props=props[0], target_props=props[1], tier=tier
-    )
+        return VerifyReport(problems, files.files, f"{tier}; {note}", alone)
+    try:
+        report = validate_tables(
+            source_metadata, target_metadata, source_props=props[0], target_props=props[1], tier=tier
+        )
+    except Exception as exc:  # a reader's complaint: the files it could not parse are named
+        unreadable = unreadable_files(target_metadata, props[1], exc)
+        return VerifyReport([str(d) for d in unreadable], files.files, f"{tier}; files read", unreadable)
     done = "; ".join([f"{report.tier} against the source version synced from", *report.notes[:3]])
-    return VerifyReport(problems=report.problems, files_checked=files.files, done=done)
+    return VerifyReport(report.problems, files.files, f"{_files_done(files)}; {done}")
 
 
 def verify_alone(
-    target_io: FileIO, target_metadata: str, props: dict[str, str], tier: Tier, source_prefixes: Iterable[str]
+    target_io: FileIO,
+    target_metadata: str,
+    props: dict[str, str],
+    tier: Tier,
+    source_prefixes: Iterable[str],
+    record: Record,
 ) -> VerifyReport:
-    chain = chain_problems(target_io, target_metadata)
-    if chain:
-        return VerifyReport(problems=chain, files_checked=0, done="metadata chain")
-    files = checked_target_files(target_io, target_metadata, source_prefixes)
+    files = proved_files(target_io, target_metadata, record, source_prefixes)
     if files.problems:
-        return VerifyReport(problems=files.problems, files_checked=files.files, done="files")
-    problems = _read_alone(target_metadata, props, tier)
-    return VerifyReport(problems=problems, files_checked=files.files, done=f"{tier}; target alone")
+        return VerifyReport(files.problems, files.files, _files_done(files), files.damaged)
+    problems, alone = _read_alone(target_metadata, props, tier)
+    return VerifyReport(problems, files.files, f"{_files_done(files)}; {tier}; target alone", alone)
 
 
-def chain_problems(io: FileIO, metadata: str) -> list[str]:
-    """The metadata chain down to the manifests, tolerant of what is gone (the file check that
-    follows reads every manifest list and manifest, and stops at the first one missing): each
-    missing, unreadable or resized link is named."""
-    if io.stat(metadata) is None:
-        return [f"metadata file {metadata} is missing at the target"]
-    meta, _gz = mj.parse_metadata(metadata, io.read(metadata))
-    listed = {canonical(uri): info.size for uri, info in io.list(meta["location"])}
-
-    def size(path: str) -> int | None:
-        info = None if canonical(path) in listed else io.stat(path)
-        return listed.get(canonical(path), info.size if info else None)
-
-    problems: list[str] = []
-    manifests: dict[str, int | None] = dict.fromkeys(mj.inline_manifests(meta))
-    for path in dict.fromkeys(mj.manifest_lists(meta)):
-        if size(path) is None:
-            problems.append(f"manifest list {path} is missing at the target")
-            continue
-        try:
-            manifests.update((ref.path, ref.length) for ref in manifest_refs(path, io.read(path)))
-        except Exception as exc:  # overwritten with something else: damaged, whatever the complaint
-            problems.append(f"manifest list {path} cannot be read: {' '.join(str(exc).split())[:200]}")
-    for path, length in manifests.items():
-        found = size(path)
-        if found is None:
-            problems.append(f"manifest {path} is missing at the target")
-        elif length is not None and found != length:
-            problems.append(f"manifest {path}: its manifest list says {length} bytes, the file has {found}")
-    return problems
+def _files_done(files: ProofCheck) -> str:
+    unrecorded = files.unrecorded
+    if not unrecorded:
+        return "every file's size and checksum as recorded"
+    return f"{unrecorded} files not on the copy record checked by size only"
 
 
-def _read_alone(target_metadata: str, props: dict[str, str], tier: Tier) -> list[str]:
+def unreadable_files(target_metadata: str, props: dict[str, str], exc: Exception) -> list[Damage]:
+    """The data and delete files of the current snapshot a reader cannot parse, each with its
+    complaint; when every one parses, the reader's own complaint is raised again (it is not a
+    damaged file, and the outcome says `failed`)."""
+    table = StaticTable.from_metadata(target_metadata, properties=props)
+    snapshot = table.current_snapshot()
+    damaged: list[Damage] = []
+    if snapshot is not None:
+        files: dict[str, str] = {}
+        for task in table.scan(snapshot_id=snapshot.snapshot_id).plan_files():
+            files[task.file.file_path] = "data file"
+            files.update((d.file_path, "delete file") for d in task.delete_files)
+        for path, what in files.items():
+            complaint = _complaint(table, path)
+            if complaint is not None:
+                damaged.append(Damage(path, what, f"cannot be read: {complaint}", (snapshot.snapshot_id,)))
+    if not damaged:
+        raise exc
+    return damaged
+
+
+def _complaint(table: StaticTable, path: str) -> str | None:
+    try:
+        with table.io.new_input(path).open() as f:
+            pq.read_table(f)
+    except Exception as exc:  # unreadable is damaged, whatever the reader's complaint
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+    return None
+
+
+def _read_alone(target_metadata: str, props: dict[str, str], tier: Tier) -> tuple[list[str], list[Damage]]:
     """A sample of the current snapshot's data files read whole (every row under `rows`, counted
     against the snapshot's summary)."""
     table = StaticTable.from_metadata(target_metadata, properties=props)
     snapshot = table.current_snapshot()
     if snapshot is None:
-        return []
+        return [], []
     scan = table.scan(snapshot_id=snapshot.snapshot_id)
     paths = sorted(task.file.file_path for task in scan.plan_files())
-    problems = []
+    damaged = []
     for path in random.Random(snapshot.snapshot_id).sample(paths, min(SAMPLE_FILES, len(paths))):
-        try:
-            with table.io.new_input(path).open() as f:
-                pq.read_table(f)
-        except Exception as exc:  # unreadable is damaged, whatever the reader's complaint
-            problems.append(f"data file {path} cannot be read: {' '.join(str(exc).split())[:300]}")
+        complaint = _complaint(table, path)
+        if complaint is not None:
+            damaged.append(Damage(path, "data file", f"cannot be read: {complaint}", (snapshot.snapshot_id,)))
     recorded = (snapshot.summary.additional_properties if snapshot.summary else {}).get("total-records")
-    if tier == "rows" and not problems and recorded is not None:
-        rows = scan.to_arrow().num_rows
-        if rows != int(recorded):
-            problems.append(
-                f"snapshot {snapshot.snapshot_id}: {rows} rows read, its summary records {recorded}"
-            )
-    return problems
+    if tier == "rows" and not damaged and recorded is not None:
+        try:
+            rows = scan.to_arrow().num_rows
+        except Exception as exc:  # a delete file, or a data file not sampled, that does not parse
+            unreadable = unreadable_files(target_metadata, props, exc)
+            return [str(d) for d in unreadable], unreadable
+        if rows != int(recorded):  # not one file's damage: no file to name or repair
+            return [f"snapshot {snapshot.snapshot_id}: {rows} rows read, its summary records {recorded}"], []
+    return [str(d) for d in damaged], damaged

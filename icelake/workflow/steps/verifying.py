@@ -14,6 +14,7 @@ from typing import Any
 
 from icelake.aws import catalog
 from icelake.aws.session import pyiceberg_props
+from icelake.migrate.check.record import RECORD_NAME, Record, read_record
 from icelake.migrate.check.verify import VerifyReport, verify_alone, verify_synced
 from icelake.request.deps import Deps, Sessions
 from icelake.request.models import WorkItem
@@ -63,31 +64,51 @@ def _verified(item: WorkItem, deps: Deps, sessions: Sessions) -> TableOutcome:
         return TableOutcome(status="failed", error=error, target_metadata_location=current, **facts)
     if item.source_dropped:  # a decommissioned source: its prefixes are the version synced from
         item = item.model_copy(update={"source_metadata_location": str(synced["source_metadata"])})
-    tier = item.request.options.validation
-    target_io = sessions.target_io()
-    if synced.get("promoted_at"):
-        # The table's home: others commit to it now, so its current metadata is what is checked.
-        report = verify_alone(
-            target_io, current, pyiceberg_props(sessions.target), tier, source_prefixes(item)
-        )
-    else:
-        diverged = foreign_commit(target_io, synced, current)
-        if diverged:
-            error = stopped_error("diverged", diverged, "Verify")
-            return TableOutcome(status="diverged", error=error, target_metadata_location=current, **facts)
-        report = verify_synced(
-            target_io,
-            sessions.source_io(),
-            (str(synced["source_metadata"]), current),
-            (pyiceberg_props(sessions.source), pyiceberg_props(sessions.target)),
-            tier,
-            source_prefixes(item),
-        )
+    report = verified_report(item, deps, sessions, synced, current)
+    if isinstance(report, TableOutcome):
+        return report
     return _outcome(report, current, facts)
 
 
+def verified_report(
+    item: WorkItem, deps: Deps, sessions: Sessions, synced: dict[str, Any], current: str
+) -> VerifyReport | TableOutcome:
+    """The target checked at the request's tier against the copy record; a diverged target's
+    outcome instead (someone else committed to it before its promotion)."""
+    facts: dict[str, Any] = {"run_id": item.run_id, "table": item.name, **item_facts(item)}
+    tier = item.request.options.validation
+    target_io = sessions.target_io()
+    record = copy_record(deps, synced)
+    if synced.get("promoted_at"):
+        # The table's home: others commit to it now, so its current metadata is what is checked.
+        return verify_alone(
+            target_io, current, pyiceberg_props(sessions.target), tier, source_prefixes(item), record
+        )
+    diverged = foreign_commit(target_io, synced, current)
+    if diverged:
+        error = stopped_error("diverged", diverged, "Verify")
+        return TableOutcome(status="diverged", error=error, target_metadata_location=current, **facts)
+    return verify_synced(
+        target_io,
+        sessions.source_io(),
+        (str(synced["source_metadata"]), current),
+        (pyiceberg_props(sessions.source), pyiceberg_props(sessions.target)),
+        tier,
+        source_prefixes(item),
+        record,
+    )
+
+
+def copy_record(deps: Deps, synced: dict[str, Any]) -> Record:
+    """What every run that wrote this target wrote (the ledger lists their journals; each run's
+    record lies beside its journal), in one pass, the later run's row winning."""
+    keys = [str(k) for k in synced.get("journals") or []]
+    uris = [deps.artifacts.uri(f"{k.rsplit('/', 1)[0]}/{RECORD_NAME}") for k in keys]
+    return read_record(deps.artifacts.io, uris)[0]
+
+
 def _outcome(report: VerifyReport, current: str, facts: dict[str, Any]) -> TableOutcome:
-    done = f"verify: {report.files_checked} files at their recorded sizes; {report.done}"
+    done = f"verify: {report.files_checked} files; {report.done}"
     if not report.problems:
         return TableOutcome(status="verified", validation=done, target_metadata_location=current, **facts)
     shown = report.problems[:20]
