@@ -44,7 +44,9 @@ versions rather than misbehave):
    stores them in the state output as they are and then fails DescribeExecution with HTTP 500
    ("Object of type datetime is not JSON serializable") as soon as they reach the execution output.
    They become epoch milliseconds, which is how Step Functions shows them.
-6. Not a patch: moto's process-wide config `stepfunctions.execute_state_machine=True` (POSTed to
+6. Operations moto lacks, added from botocore's model: Lake Formation data cells filters
+   (`data_filters`), Athena's BatchGetNamedQuery and ListPreparedStatements (`athena_saved`).
+7. Not a patch: moto's process-wide config `stepfunctions.execute_state_machine=True` (POSTed to
    /moto-api/config); without it executions stay RUNNING with canned output. Restored on exit.
 
 Limits of this runtime (see the runtime modules): Lambda handlers run one at a time (os.environ is
@@ -65,7 +67,7 @@ from typing import Any
 
 from icelake.aws import warm
 from icelake.constants import ORCHESTRATOR_ACCOUNT_LOCAL, REGION_LOCAL
-from icelake.local import data_filters, glue_runtime, lambda_runtime
+from icelake.local import athena_saved, data_filters, glue_runtime, lambda_runtime
 from icelake.local.lambda_runtime import register_handler
 from icelake.local.moto_server import embedded_aws
 from icelake.local.resources import (
@@ -196,6 +198,7 @@ def _apply_patches() -> None:
     _replace(FakeJob, "start_job_run", start_job_run)
     _replace(FakeJobRun, "as_dict", as_dict)
     data_filters.install(_replace)  # Lake Formation data cells filters, which moto lacks
+    athena_saved.install(_replace)  # BatchGetNamedQuery, ListPreparedStatements
 
     patterns: set[Any] = sfn_glue._SUPPORTED_INTEGRATION_PATTERNS  # the set every Glue task shares
     if ResourceCondition.WaitForTaskToken not in patterns:

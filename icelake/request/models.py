@@ -22,6 +22,7 @@ from pydantic import (
 
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, check_session_duration
 from icelake.errors import IcelakeError
+from icelake.request.consumers import ConsumersSpec
 from icelake.request.names import Naming, split_name, template_fields
 from icelake.request.schedule import interval_seconds
 from icelake.throughput import ThroughputModel
@@ -390,6 +391,8 @@ class MigrationRequest(_Frozen):
     # (icelake/workflow/steps/carrying.py; docs/runbook.md "Cutover").
     mode: Literal["full", "incremental", "cutover", "assess", "verify", "carry_over"] = "full"
     options: Options = Field(default_factory=Options)
+    # What an assessment looks for besides the tables: the consumers that read them (rewire.json).
+    consumers: ConsumersSpec = Field(default_factory=ConsumersSpec)
 
     @field_validator("run_id")
     @classmethod

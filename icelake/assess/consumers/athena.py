@@ -1,0 +1,95 @@
+"""Athena's saved SQL in every workgroup: named queries (BatchGetNamedQuery, 50 at a time) and
+prepared statements, each scanned line by line."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from icelake.assess.consumers.context import ScanContext
+from icelake.assess.consumers.model import Consumer, Unread
+
+BATCH = 50  # BatchGetNamedQuery's most ids a call
+
+
+def scan_workgroups(ctx: ScanContext) -> None:
+    athena = ctx.client("athena")
+    pages = ctx.attempt(
+        Consumer(kind="athena_named_query", name="*"),
+        "the workgroups",
+        "athena:ListWorkGroups",
+        lambda: list(athena.get_paginator("list_work_groups").paginate()),
+    )
+    names = [w["Name"] for page in pages or [] for w in page.get("WorkGroups", [])]
+    ctx.each(names, lambda name: _workgroup(ctx, name))
+
+
+def _workgroup(ctx: ScanContext, workgroup: str) -> None:
+    athena = ctx.client("athena")
+    arn = ctx.arn("athena", f"workgroup/{workgroup}")
+    queries = Consumer(kind="athena_named_query", name="*", arn=arn, workgroup=workgroup)
+    pages = ctx.attempt(
+        queries,
+        f"the named queries of workgroup {workgroup}",
+        f"athena:ListNamedQueries on {arn}",
+        lambda: list(athena.get_paginator("list_named_queries").paginate(WorkGroup=workgroup)),
+    )
+    ids = [i for page in pages or [] for i in page.get("NamedQueryIds", [])]
+    for start in range(0, len(ids), BATCH):
+        batch = ids[start : start + BATCH]
+        got = ctx.attempt(
+            queries,
+            f"named queries {', '.join(batch[:3])}{' ...' if len(batch) > 3 else ''} of {workgroup}",
+            f"athena:BatchGetNamedQuery on {arn}",
+            partial(athena.batch_get_named_query, NamedQueryIds=batch),
+        )
+        for query in (got or {}).get("NamedQueries", []):
+            _named_query(ctx, workgroup, query)
+        for failed in (got or {}).get("UnprocessedNamedQueryIds", []):
+            ctx.not_read(_unprocessed(queries, failed))
+    _prepared_statements(ctx, workgroup, arn)
+
+
+def _named_query(ctx: ScanContext, workgroup: str, query: dict[str, Any]) -> None:
+    consumer = Consumer(
+        kind="athena_named_query", name=query["Name"], workgroup=workgroup, id=query.get("NamedQueryId")
+    )
+    ctx.counted(consumer)
+    ctx.scan(consumer, "query", query.get("QueryString", ""), lines=True)
+
+
+def _unprocessed(queries: Consumer, failed: dict[str, Any]) -> Unread:
+    code = str(failed.get("ErrorCode") or "Unprocessed")
+    return Unread(
+        consumer=queries.model_copy(update={"id": failed.get("NamedQueryId")}),
+        what=f"named query {failed.get('NamedQueryId')}",
+        error=code,
+        permission=f"athena:BatchGetNamedQuery on {queries.arn}" if "denied" in code.lower() else None,
+        message=str(failed.get("ErrorMessage") or ""),
+    )
+
+
+def _prepared_statements(ctx: ScanContext, workgroup: str, arn: str) -> None:
+    athena = ctx.client("athena")
+    listing = Consumer(kind="athena_prepared_statement", name="*", arn=arn, workgroup=workgroup)
+    pages = ctx.attempt(
+        listing,
+        f"the prepared statements of workgroup {workgroup}",
+        f"athena:ListPreparedStatements on {arn}",
+        lambda: list(athena.get_paginator("list_prepared_statements").paginate(WorkGroup=workgroup)),
+    )
+    for page in pages or []:
+        for summary in page.get("PreparedStatements", []):
+            name = summary["StatementName"]
+            consumer = Consumer(kind="athena_prepared_statement", name=name, workgroup=workgroup)
+            got = ctx.attempt(
+                consumer,
+                f"prepared statement {name} of workgroup {workgroup}",
+                f"athena:GetPreparedStatement on {arn}",
+                partial(athena.get_prepared_statement, StatementName=name, WorkGroup=workgroup),
+            )
+            if got is not None:
+                ctx.counted(consumer)
+                ctx.scan(
+                    consumer, "statement", got["PreparedStatement"].get("QueryStatement", ""), lines=True
+                )
