@@ -51,7 +51,8 @@ from typing import Any
 
 from rich.console import Console
 
-from benchmarks.s3_model import ModelConfig, ModelProcess, start_model
+from benchmarks.s3_model import ModelProcess, start_model
+from benchmarks.s3_throttle import ModelConfig
 from benchmarks.synthetic_table import build_in_own_process
 
 BENCH_DIR = Path(__file__).resolve().parent
