@@ -17,6 +17,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from icelake.assess.consumers.model import Rewire
+from icelake.assess.consumers.scan import REWIRE_NAME, scan_request, write_rewire
 from icelake.assess.estimate.cost import DEFAULT_REGION, SYNC_DAYS, regions_of
 from icelake.assess.estimate.prices import load_prices
 from icelake.assess.gather.assessment import Settings, assemble, assess_table
@@ -107,6 +109,14 @@ class AssessOptions:
     target_role: Annotated[
         str | None, typer.Option(help="With --metadata: role ARN the target is read with.")
     ] = None
+    consumers: Annotated[
+        bool,
+        typer.Option(
+            "--consumers/--no-consumers",
+            help="With --request: find the jobs, queries, workflows and code that read the selected "
+            "tables (rewire.json, 'Rewire at cutover' in assessment.html); on by default.",
+        ),
+    ] = True
 
 
 @assess_app.callback(invoke_without_command=True)
@@ -122,7 +132,7 @@ def assess(options: AssessOptions) -> None:
             raise IcelakeError("--metadata needs --target-location URI: where the table would go")
         with Tally(err) as shown:
             assessment = _of_request(o, o.request, shown) if o.request else _of_table(o, shown)
-        paths = write_assessment(assessment, o.out)
+        paths = write_assessment(assessment, o.out, _consumers(o))
     summary = {
         "assessment_uri": paths[0].resolve().as_uri(),
         "assessment_html_uri": paths[1].resolve().as_uri(),
@@ -189,6 +199,28 @@ def _of_table(options: AssessOptions, shown: Tally) -> Assessment:
     return assemble([assessed], settings, scope)
 
 
+def _consumers(options: AssessOptions) -> Rewire | None:
+    """The consumer scan of --request's selection (icelake/assess/consumers/), unless
+    --no-consumers or the request's consumers.scan is false; its counts in one line."""
+    if options.request is None or not options.consumers:
+        return None
+    parsed = parse_request({"run_id": "assessment", **json.loads(options.request.read_text())})
+    if not parsed.consumers.scan:
+        return None
+    rewire = scan_request(
+        parsed, Deps(WorkflowEnv(ledger_table=LEDGER_TABLE, artifacts_bucket=ARTIFACTS_BUCKET))
+    )
+    consumers = len({r.consumer for r in rewire.references})
+    err.print(
+        f"icelake: {len(rewire.references)} reference(s) in {consumers} consumer(s) to rewire at cutover, "
+        f"{len(rewire.unread)} consumer(s) not read: see {REWIRE_NAME}",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+    return rewire
+
+
 class Tally:
     """How far an assessment is, by outcome (ok, warnings, blocked): a live bar on a terminal; off
     one (logs, CI), a line at each tenth of the tables and at the end, never a line per table."""
@@ -245,14 +277,17 @@ def _price_region(asked: str | None, target_region: str | None) -> str:
     )
 
 
-def write_assessment(assessment: Assessment, out: Path) -> tuple[Path, Path]:
-    """assessment.json and assessment.html in `out` (made if absent)."""
+def write_assessment(assessment: Assessment, out: Path, rewire: Rewire | None = None) -> tuple[Path, Path]:
+    """assessment.json and assessment.html in `out` (made if absent), and rewire.json when the
+    consumers were scanned."""
     try:
         out.mkdir(parents=True, exist_ok=True)
         data = assessment.model_dump(mode="json")
         json_path, html_path = out / "assessment.json", out / "assessment.html"
         json_path.write_text(json.dumps(data, indent=1) + "\n")
-        html_path.write_text(render_assessment(data))
+        if rewire is not None:
+            write_rewire(rewire, out)
+        html_path.write_text(render_assessment(data, rewire.model_dump(mode="json") if rewire else None))
     except OSError as exc:
         raise IcelakeError(
             f"cannot write the assessment to {out} ({exc.strerror or exc}): pass another --out"

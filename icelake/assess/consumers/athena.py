@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from icelake.assess.consumers.context import ScanContext
+from icelake.assess.consumers.context import ScanContext, all_pages
 from icelake.assess.consumers.model import Consumer, Unread
 
 BATCH = 50  # BatchGetNamedQuery's most ids a call
@@ -18,7 +18,7 @@ def scan_workgroups(ctx: ScanContext) -> None:
         Consumer(kind="athena_named_query", name="*"),
         "the workgroups",
         "athena:ListWorkGroups",
-        lambda: list(athena.get_paginator("list_work_groups").paginate()),
+        partial(all_pages, athena, "list_work_groups"),
     )
     names = [w["Name"] for page in pages or [] for w in page.get("WorkGroups", [])]
     ctx.each(names, lambda name: _workgroup(ctx, name))
@@ -32,7 +32,7 @@ def _workgroup(ctx: ScanContext, workgroup: str) -> None:
         queries,
         f"the named queries of workgroup {workgroup}",
         f"athena:ListNamedQueries on {arn}",
-        lambda: list(athena.get_paginator("list_named_queries").paginate(WorkGroup=workgroup)),
+        partial(all_pages, athena, "list_named_queries", WorkGroup=workgroup),
     )
     ids = [i for page in pages or [] for i in page.get("NamedQueryIds", [])]
     for start in range(0, len(ids), BATCH):
@@ -76,7 +76,7 @@ def _prepared_statements(ctx: ScanContext, workgroup: str, arn: str) -> None:
         listing,
         f"the prepared statements of workgroup {workgroup}",
         f"athena:ListPreparedStatements on {arn}",
-        lambda: list(athena.get_paginator("list_prepared_statements").paginate(WorkGroup=workgroup)),
+        partial(all_pages, athena, "list_prepared_statements", WorkGroup=workgroup),
     )
     for page in pages or []:
         for summary in page.get("PreparedStatements", []):

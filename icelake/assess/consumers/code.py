@@ -7,8 +7,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from icelake.assess.consumers.context import ScanContext
-from icelake.assess.consumers.context import pages as _pages
+from icelake.assess.consumers.context import ScanContext, all_pages
 from icelake.assess.consumers.model import Consumer, Unread
 
 MAX_BYTES = 10 * 1024 * 1024  # a DAG or a job script is kilobytes; past this it is not code
@@ -60,7 +59,7 @@ def scan_code_prefixes(ctx: ScanContext, prefixes: list[str]) -> None:
             listing,
             f"the objects under {prefix}",
             f"s3:ListBucket on arn:aws:s3:::{bucket} (prefix {key or '*'})",
-            partial(_pages, s3, "list_objects_v2", Bucket=bucket, Prefix=key),
+            partial(all_pages, s3, "list_objects_v2", Bucket=bucket, Prefix=key),
         )
         for page in pages or []:
             uris += [

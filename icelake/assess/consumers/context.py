@@ -112,9 +112,18 @@ class ScanContext:
 _SPLIT = "the prefix holds selected tables that go to different target prefixes: rewire each table's path"
 
 
-def pages(client: Any, operation: str, **kwargs: Any) -> list[dict[str, Any]]:
-    """Every page of a paginated listing."""
-    return list(client.get_paginator(operation).paginate(**kwargs))
+def all_pages(client: Any, operation: str, **kwargs: Any) -> list[dict[str, Any]]:
+    """Every page of a listing: by botocore's paginator, or by NextToken where botocore has none
+    (Athena's ListWorkGroups and ListPreparedStatements)."""
+    if client.can_paginate(operation):
+        return list(client.get_paginator(operation).paginate(**kwargs))
+    call, found, token = getattr(client, operation), [], None
+    while True:
+        page = call(**kwargs, **({"NextToken": token} if token else {}))
+        found.append(page)
+        token = page.get("NextToken")
+        if not token:
+            return found
 
 
 def leaves(value: Any, path: str = "") -> Iterator[tuple[str, str]]:

@@ -3,10 +3,11 @@ the script at ScriptLocation when the role may read it) and crawlers (their targ
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from icelake.assess.consumers.code import read_text
-from icelake.assess.consumers.context import ScanContext, leaves
+from icelake.assess.consumers.context import ScanContext, all_pages, leaves
 from icelake.assess.consumers.model import Consumer
 
 
@@ -16,7 +17,7 @@ def _all(ctx: ScanContext, consumer: Consumer, operation: str, field: str) -> li
         consumer,
         f"every Glue {consumer.kind.removeprefix('glue_')}",
         f"glue:{operation}",
-        lambda: list(glue.get_paginator(_SNAKE[operation]).paginate()),
+        partial(all_pages, glue, _SNAKE[operation]),
     )
     return [item for page in pages or [] for item in page.get(field, [])]
 

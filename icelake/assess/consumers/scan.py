@@ -4,9 +4,11 @@ what could not be read is listed in `unread`."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from icelake.assess.consumers.athena import scan_workgroups
@@ -16,7 +18,9 @@ from icelake.assess.consumers.glue import scan_crawlers, scan_jobs
 from icelake.assess.consumers.model import KINDS, KindCount, Rewire
 from icelake.assess.consumers.refs import Selected, SelectedTable, table_location
 from icelake.assess.consumers.workflows import scan_functions, scan_state_machines
+from icelake.request.deps import Deps
 from icelake.request.models import MigrationRequest, WorkItem
+from icelake.request.selection import work_items
 
 READERS: tuple[Callable[[ScanContext], None], ...] = (
     scan_jobs,
@@ -97,3 +101,28 @@ def rewire_of(ctx: ScanContext, code_prefixes: list[str]) -> Rewire:
         references=references,
         unread=unread,
     )
+
+
+def scan_request(request: MigrationRequest, deps: Deps) -> Rewire:
+    """The scan of what `icelake assess --request` assesses: the request's selection (the
+    Inventory's own), read with its source role."""
+    items = [item for item in work_items(request, deps) if not item.source_dropped]
+    return scan_consumers(request, items, deps.sessions(request).source)
+
+
+def write_rewire(rewire: Rewire, out: Path) -> Path:
+    path = out / REWIRE_NAME
+    path.write_text(json.dumps(rewire.model_dump(mode="json"), indent=1) + "\n")
+    return path
+
+
+def run_rewire(
+    request: MigrationRequest | None, items: Sequence[WorkItem], deps: Deps, run_id: str
+) -> Rewire | None:
+    """The workflow's assess mode: the run's scan kept as runs/<run_id>/rewire.json beside its
+    assessment (None, and nothing written, when the request turns the scan off)."""
+    if request is None or not request.consumers.scan:
+        return None
+    rewire = scan_consumers(request, items, deps.sessions(request).source)
+    deps.artifacts.put_json(f"runs/{run_id}/{REWIRE_NAME}", rewire.model_dump(mode="json"))
+    return rewire

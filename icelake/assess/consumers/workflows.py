@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
-from icelake.assess.consumers.context import ScanContext, leaves
+from icelake.assess.consumers.context import ScanContext, all_pages, leaves
 from icelake.assess.consumers.model import Consumer, Unread
 
 _NESTED = ("Branches", "Iterator", "ItemProcessor")  # a state's own states: walked as states
@@ -19,7 +20,7 @@ def scan_state_machines(ctx: ScanContext) -> None:
         Consumer(kind="state_machine", name="*"),
         "the state machines",
         "states:ListStateMachines",
-        lambda: list(sfn.get_paginator("list_state_machines").paginate()),
+        partial(all_pages, sfn, "list_state_machines"),
     )
     machines = [m for page in pages or [] for m in page.get("stateMachines", [])]
     ctx.each(machines, lambda m: _machine(ctx, m))
@@ -67,7 +68,7 @@ def scan_functions(ctx: ScanContext) -> None:
         Consumer(kind="lambda_function", name="*"),
         "the functions",
         "lambda:ListFunctions",
-        lambda: list(functions.get_paginator("list_functions").paginate()),
+        partial(all_pages, functions, "list_functions"),
     )
     for page in pages or []:
         for function in page.get("Functions", []):

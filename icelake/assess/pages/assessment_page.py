@@ -13,6 +13,7 @@ from typing import Any
 from icelake.assess.pages import estate_html as e
 from icelake.assess.pages import html as h
 from icelake.assess.pages.kinds import by_kind
+from icelake.assess.pages.rewire_page import rewire_section
 from icelake.assess.pages.sync_page import sync_sections
 
 COMMIT_CHARTS = 10  # tables whose daily commits are drawn (the busiest); the filter finds the rest
@@ -44,7 +45,9 @@ def grouped(data: Mapping[str, Any], field: str, of: str) -> dict[str, Any]:
     return {kind: s.model_dump() for kind, s in by_kind(found).items()}
 
 
-def render_assessment(data: Mapping[str, Any]) -> str:
+def render_assessment(data: Mapping[str, Any], rewire: Mapping[str, Any] | None = None) -> str:
+    """assessment.html from assessment.json, with "Rewire at cutover" from rewire.json (None: the
+    consumers were not scanned, which the section says)."""
     tables: list[Mapping[str, Any]] = list(data.get("tables", []))
     totals = data.get("totals", {})
     run = data.get("run", {})
@@ -70,6 +73,7 @@ def render_assessment(data: Mapping[str, Any]) -> str:
         h.bars_chart("cost-chart", h.cost_rows(cost)),
         _cost_notes(data),
         sync_sections(data),
+        rewire_section(rewire),
         _commit_rates(tables),
         _every_finding(tables),
     ]

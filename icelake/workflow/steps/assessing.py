@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from icelake.assess.consumers.scan import run_rewire
 from icelake.assess.estimate.cost import DEFAULT_REGION, regions_of
 from icelake.assess.estimate.prices import load_prices
 from icelake.assess.gather.assessment import Settings, assemble
@@ -85,7 +86,11 @@ def report_assessment(run_id: str, worklist_key: str, worklist_bucket: str | Non
     data = assessment.model_dump(mode="json")
     json_key, html_key = f"runs/{run_id}/assessment.json", f"runs/{run_id}/assessment.html"
     deps.artifacts.put_json(json_key, data)
-    deps.artifacts.io.write(deps.artifacts.uri(html_key), render_assessment(data).encode())
+    # What reads the tables (runs/<run_id>/rewire.json), scanned with the source role: the same scan
+    # as `icelake assess --request` (icelake/assess/consumers/scan.py).
+    rewire = run_rewire(request, items, deps, run_id)
+    page = render_assessment(data, rewire.model_dump(mode="json") if rewire else None)
+    deps.artifacts.io.write(deps.artifacts.uri(html_key), page.encode())
     status: RunState = "succeeded" if failed == 0 else ("failed" if failed == len(items) else "partial")
     return RunSummary(
         run_id=run_id,
