@@ -5,13 +5,13 @@ plan (`icelake.migrate.plan.FAST_READS`) gives exactly the plan this one gives."
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
-from typing import TypeVar
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar, Unpack
 
 from icelake.aws.fileio import FileIO, ObjectInfo
+from icelake.migrate.inventory import StatOptions
 from icelake.migrate.plan.reads import PlanReads
 from icelake.migrate.plan_scan import fastavro_entries
-from icelake.migrate.progress import Phase
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -23,19 +23,11 @@ def thread_map(fn: Callable[[T], R], items: Sequence[T], workers: int) -> list[R
 
 
 def head_each(
-    io: FileIO,
-    uris: Iterable[str],
-    roots: Iterable[str],
-    workers: int,
-    phase: Phase | None = None,
-    *,
-    full: bool = False,
-    cpu: Executor | None = None,
-    canonical_uris: bool = False,
+    io: FileIO, uris: Iterable[str], roots: Iterable[str], workers: int, **options: Unpack[StatOptions]
 ) -> dict[str, ObjectInfo | None]:
     """`io.stat` (a HEAD) of every uri, on threads; `roots`, `full`, `cpu` and `canonical_uris` do
     not matter: a HEAD says it all."""
-    uris = list(uris)
+    uris, phase = list(uris), options.get("phase")
     if phase:
         phase.start(len(uris))
 

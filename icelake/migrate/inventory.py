@@ -17,7 +17,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 from concurrent.futures import Executor
-from typing import NamedTuple
+from typing import NamedTuple, TypedDict, Unpack
 
 from icelake.aws.fileio import FileIO, ListedRange, ObjectInfo
 from icelake.migrate.plan_scan import map_ahead, map_in_chunks
@@ -59,16 +59,20 @@ class _Listing(NamedTuple):
 _UNSETTLED = ObjectInfo(size=-1)
 
 
+class StatOptions(TypedDict, total=False):
+    """How a stat of many uris (`stat_by_listing`, `inventory_near.stat_near`, `plan.reads.Stat`)
+    may go about it: `phase` is told the progress; `full` asks present objects for everything a
+    HEAD says; `cpu` are worker processes a CPU-bound listing may run in; `canonical_uris` says
+    every uri is spelled canonically already. Each is optional (None or False when absent)."""
+
+    phase: Phase | None
+    full: bool
+    cpu: Executor | None
+    canonical_uris: bool
+
+
 def stat_by_listing(
-    io: FileIO,
-    uris: Iterable[str],
-    roots: Iterable[str],
-    workers: int,
-    phase: Phase | None = None,
-    *,
-    full: bool = False,
-    cpu: Executor | None = None,
-    canonical_uris: bool = False,
+    io: FileIO, uris: Iterable[str], roots: Iterable[str], workers: int, **options: Unpack[StatOptions]
 ) -> dict[str, ObjectInfo | None]:
     """uri -> what the object is (None: absent), for every uri, in the order given; `roots` are
     the prefixes to list (the uris under none of them are asked one by one). `full`: present
@@ -76,6 +80,8 @@ def stat_by_listing(
     processes for listings that are CPU-bound (a local walk of many files, in ranges).
     `canonical_uris`: every uri is spelled canonically already (a plan's keys), and is not made
     canonical again (a million calls for a big table's source check)."""
+    phase, full, cpu = options.get("phase"), options.get("full", False), options.get("cpu")
+    canonical_uris = options.get("canonical_uris", False)
     # The answers, made first with the callers' own strings as keys, and filled in place: a
     # listed key is looked up here as the listing spells it, and an assignment to a key a dict
     # holds keeps the key it holds. No second million-key map (listed spelling -> caller's) is

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from concurrent.futures import Executor
+from typing import Unpack
 
 from icelake.aws.fileio import FileIO, ObjectInfo
-from icelake.migrate.inventory import KEYS_PER_PAGE
+from icelake.migrate.inventory import KEYS_PER_PAGE, StatOptions
 from icelake.migrate.plan_scan import map_in_chunks
-from icelake.migrate.progress import Phase
 from icelake.uris import canonical
 
 # A page of a listing must settle this many wanted keys, or the rest are asked one by one.
@@ -25,19 +24,13 @@ DENSE_PAGE = 10
 
 
 def stat_near(
-    io: FileIO,
-    uris: Iterable[str],
-    roots: Iterable[str],
-    workers: int,
-    phase: Phase | None = None,
-    *,
-    full: bool = False,
-    cpu: Executor | None = None,
-    canonical_uris: bool = False,
+    io: FileIO, uris: Iterable[str], roots: Iterable[str], workers: int, **options: Unpack[StatOptions]
 ) -> dict[str, ObjectInfo | None]:
     """uri -> what the object is (None: absent), as `inventory.stat_by_listing` answers (the same
     signature, `plan.reads.Stat`; `roots` and `cpu` are not needed: only the keys' own
     directories are listed). `full`: present objects are then asked one by one too."""
+    phase, full = options.get("phase"), options.get("full", False)
+    canonical_uris = options.get("canonical_uris", False)
     found: dict[str, ObjectInfo | None] = dict.fromkeys(uris)
     if phase:
         phase.start(len(found))

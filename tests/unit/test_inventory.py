@@ -356,7 +356,7 @@ def test_progress_counts_every_key_once_however_it_is_settled(tmp_path: Path) ->
     keys = [*present, *few, *late, *absent, present[0]]
     roots = [f"file://{root}/data", f"file://{root}/small", f"file://{tmp_path}/crowded"]
     tally = Tally()
-    found = stat_by_listing(Counting(), keys, roots, 4, Phase(tally, "check"))
+    found = stat_by_listing(Counting(), keys, roots, 4, phase=Phase(tally, "check"))
     # Then the bar ends exactly at its total: each distinct key told once
     assert crowded and len(found) == len(keys) - 1
     assert tally.totals == {"check": len(found)} and tally.done == {"check": len(found)}

@@ -160,4 +160,4 @@ def target_info(
         phase.advance(len(tasks))
         return {}
     dst_roots = [m.target for m in prefix_map.mappings]
-    return ctx.reads.stat(dst_io, asked, dst_roots, ctx.workers, phase, full=True)
+    return ctx.reads.stat(dst_io, asked, dst_roots, ctx.workers, phase=phase, full=True)

@@ -5,9 +5,8 @@ plan reads with (`PlanContext`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, Unpack
 
 from icelake.aws.fileio import FileIO, ObjectInfo, is_absent
 from icelake.errors import (
@@ -18,9 +17,9 @@ from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro.entries import EntryFields
 from icelake.migrate.avro.patch import PlannedManifest
 from icelake.migrate.copy.cpu_pool import CpuPools
-from icelake.migrate.inventory import stat_by_listing
+from icelake.migrate.inventory import StatOptions, stat_by_listing
 from icelake.migrate.plan_scan import map_in_chunks, planned_entries
-from icelake.migrate.progress import Phase, ProgressSink
+from icelake.migrate.progress import ProgressSink
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -44,9 +43,7 @@ def fetch_metadata(io: FileIO, uri: str) -> bytes:
 
 class Stat(Protocol):
     """uri -> what the object is (None: absent) for every uri; `roots` are prefixes a listing may
-    read, `phase` is told the progress, `full` asks present objects for everything a HEAD says,
-    `cpu` are worker processes a CPU-bound listing may run in, `canonical_uris` says every uri is
-    canonical (see inventory.stat_by_listing)."""
+    read; the options are inventory.StatOptions."""
 
     def __call__(
         self,
@@ -54,11 +51,7 @@ class Stat(Protocol):
         uris: Iterable[str],
         roots: Iterable[str],
         workers: int,
-        phase: Phase | None = None,
-        *,
-        full: bool = False,
-        cpu: Executor | None = None,
-        canonical_uris: bool = False,
+        **options: Unpack[StatOptions],
     ) -> dict[str, ObjectInfo | None]: ...
 
 

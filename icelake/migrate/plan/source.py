@@ -47,7 +47,7 @@ def check_sources(
     phase = Phase(ctx.progress, "check source files")
     # The files' paths are canonical (`manifest_files`, `read_manifests`).
     src_io, reads, workers = ctx.src_io, ctx.reads, ctx.workers
-    src_info = reads.stat(src_io, files, src_roots, workers, phase, cpu=cpu, canonical_uris=True)
+    src_info = reads.stat(src_io, files, src_roots, workers, phase=phase, cpu=cpu, canonical_uris=True)
     missing: list[str] = []
     wrong_size: list[str] = []
     for p, recorded in files.items():  # one pass over a million: both lists are empty when all is well
