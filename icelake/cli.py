@@ -129,6 +129,18 @@ def migrate_verify(options: RunOptions) -> None:
 
 
 @migrate_app.command("carry-over")
+@migrate_app.command("repair")
+@options_command(RunOptions)
+def migrate_repair(options: RunOptions) -> None:
+    """Verify each selected target at the request's tier, then write its damaged or missing files
+    again from the source where the source still holds what was copied.
+
+    Each table ends verified (repaired_files names what was written again), or damaged naming each
+    file left with why and what to do (exit code 1). The source is only read; after promotion with
+    the source decommissioned nothing is written (docs/runbook.md "Day 2")."""
+    _start(options, mode="repair")
+
+
 @options_command(RunOptions)
 def migrate_carry_over(options: RunOptions) -> None:
     """Bring commits made to a promoted table's source after its cutover (stranded) onto the target.

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from icelake.assess.estimate.model import Lane, TableEstimate
 from icelake.assess.estimate.sync_window import CutoverFreeze, SyncWindow
 from icelake.assess.pages.kinds import KindSummary
+from icelake.objects.model import CatalogObject
 
 SCHEMA_VERSION = 1
 
@@ -119,3 +120,8 @@ class Assessment(BaseModel):
     # The findings grouped by kind across the tables: {kind: {count, tables, message, hint}}.
     warnings_by_kind: dict[str, KindSummary] = {}
     blockers_by_kind: dict[str, KindSummary] = {}
+    # Every catalog entry of the selection with its kind and what icelake does with it (views and
+    # resource links carried, tables of other formats not moved: icelake/objects/), and their count
+    # by kind.
+    objects: list[CatalogObject] = []
+    objects_by_kind: dict[str, int] = {}

@@ -101,6 +101,17 @@ class Ledger:
             ExpressionAttributeValues={":at": {"S": promoted_at}, ":r": {"S": run_id}},
         )
 
+    def add_journal(self, target_location: str, journal_key: str) -> None:
+        """A repair's journal joins the table's journals (its copy record lies beside it), leaving
+        the last sync as it was."""
+        self.db.update_item(
+            TableName=self.table,
+            Key=_item({"pk": f"SYNC#{target_location}", "sk": "LAST"}),
+            UpdateExpression="SET journals = list_append(if_not_exists(journals, :none), :j)",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues={":j": _ser.serialize([journal_key]), ":none": _ser.serialize([])},
+        )
+
     def add_carried(self, target_location: str, snapshot_ids: list[int]) -> None:
         """Source snapshots a carry-over brought to the promoted target: never stranded again, even
         once the target's own maintenance expires the snapshot that names them."""

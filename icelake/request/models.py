@@ -389,7 +389,9 @@ class MigrationRequest(_Frozen):
     # (icelake/migrate/check/verify.py; docs/runbook.md "Day 2").
     # carry_over: a promoted table's stranded appends carried onto its target
     # (icelake/workflow/steps/carrying.py; docs/runbook.md "Cutover").
-    mode: Literal["full", "incremental", "cutover", "assess", "verify", "carry_over"] = "full"
+    # repair: verify at the request's tier, then write each damaged or missing file again from the
+    # source where it still holds what was copied (icelake/migrate/check/repair.py; "Day 2").
+    mode: Literal["full", "incremental", "cutover", "assess", "verify", "carry_over", "repair"] = "full"
     options: Options = Field(default_factory=Options)
     # What an assessment looks for besides the tables: the consumers that read them (rewire.json).
     consumers: ConsumersSpec = Field(default_factory=ConsumersSpec)

@@ -133,7 +133,7 @@ class _MarkedTargets:
                     continue
                 for table in catalog.list_tables(self.glue, target_db):
                     owner = str(table.get("Parameters", {}).get(catalog.OWNER_PARAMETER) or "")
-                    if owner.startswith(mark):
+                    if owner.startswith(mark) and catalog.is_iceberg(table):  # views: icelake/objects/
                         location = _location(table) or ""
                         found.setdefault(owner[len(mark) :], []).append(
                             TargetName(target_db, table["Name"], location)
@@ -193,7 +193,7 @@ def _named_tables(
         elif found is None:
             problems.append(f"{ident} does not exist in account {request.source.account_id}")
         elif not catalog.is_iceberg(found):
-            problems.append(f"{ident} is not an Iceberg table (table_type is not ICEBERG)")
+            continue  # a view, a link or a table of another format: classified (icelake/objects/)
         else:
             found_tables[(database, name)] = found
     if problems:

@@ -144,6 +144,10 @@ class TableOutcome(_Frozen):
     carried: list[int] = []
     carried_rows: int = 0
     # What the run did not do for this table that someone should know of (an earlier target left
+    # verify and repair: the files found damaged or missing; repair: those written again
+    # (icelake/migrate/check/proved.py, repair.py).
+    damaged_files: list[str] = []
+    repaired_files: list[str] = []
     # in place, a source grant whose principal has no mapping, ...).
     warnings: list[str] = []
     # What went wrong, or why the table was left alone: {type, message, step, hint} and where the

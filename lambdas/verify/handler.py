@@ -1,4 +1,5 @@
-"""Verify step (mode "verify"): one migrated or promoted target checked again, nothing written."""
+"""Verify step (modes "verify" and "repair"): one migrated or promoted target checked again,
+nothing written; under repair, its damaged files written again from the source."""
 
 from __future__ import annotations
 
@@ -6,4 +7,4 @@ from icelake.workflow import steps
 from icelake.workflow.inputs import PlanInput
 from icelake.workflow.lambda_handler import step_handler
 
-handler = step_handler(steps.verify, PlanInput, "TablesVerified")
+handler = step_handler(steps.verify_or_repair, PlanInput, "TablesVerified")

@@ -127,3 +127,18 @@ def test_a_promoted_table_is_verified_alone(world: tuple[Lake, LocalDeployment])
     assert "missing" in damaged["error"]["message"]
     assert outcomes["sales.orders"]["status"] == "verified"
     assert summary.status == "partial" and summary.metrics()[OUTCOME_METRICS["damaged"]] == 1
+
+    # Repair after promotion with the source decommissioned: it says so and writes nothing.
+    before = [bucket_state(lake.target, TARGET_BUCKET), catalog_state(lake.target)]
+    result = run_execution(
+        deployment.state_machine_arn, lake.request("repair-1", mode="repair"), timeout=300, name="repair-1"
+    )
+    assert result.status == "SUCCEEDED", result.failure()
+    repaired = {
+        t["table"]: t for t in read_report(RunSummary.model_validate(result.output).report_uri)["tables"]
+    }
+    left = repaired["sales.customers"]
+    assert left["status"] == "damaged" and left["repaired_files"] == [], left
+    assert "decommissioned" in left["error"]["message"] and manifests[0] in left["error"]["message"]
+    assert repaired["sales.orders"]["status"] == "verified"
+    assert [bucket_state(lake.target, TARGET_BUCKET), catalog_state(lake.target)] == before

@@ -24,6 +24,8 @@ from icelake.assess.schema import Assessment, Finding, TableAssessment
 from icelake.aws import catalog
 from icelake.aws.fileio import FileIO
 from icelake.errors import IcelakeError
+from icelake.objects.model import objects_by_kind
+from icelake.objects.survey import check_reads, survey, target_names
 from icelake.request.deps import Deps
 from icelake.request.models import MigrationRequest, WorkItem
 from icelake.request.schedule import DEFAULT_SYNC_SCHEDULE
@@ -89,7 +91,22 @@ def assess_request(
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)  # the first failure ends the assessment
             raise
-    return assemble([t for t in tables if t is not None], settings, scope_of(request))
+    assessed = assemble([t for t in tables if t is not None], settings, scope_of(request))
+    return with_objects(assessed, request, deps, items)
+
+
+def with_objects(
+    assessed: Assessment, request: MigrationRequest, deps: Deps, items: list[WorkItem]
+) -> Assessment:
+    """The assessment with every other catalog entry of the selection classified, and each view
+    that the run could not create named (it reads what is neither migrated nor on the target)."""
+    sessions = deps.sessions(request)
+    plan = survey(request, sessions, {(i.source_database, i.source_table) for i in items})
+    needed = {db for c in plan.carries for db, _ in c.needs}
+    available = target_names(sessions.target.client("glue"), needed)
+    check_reads(plan, available | {(i.target_database, i.target_table) for i in items})
+    objects = list(plan.objects.values())
+    return assessed.model_copy(update={"objects": objects, "objects_by_kind": objects_by_kind(objects)})
 
 
 def default_concurrency() -> int:

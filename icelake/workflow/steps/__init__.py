@@ -14,6 +14,7 @@ from icelake.workflow.steps.copying import copy
 from icelake.workflow.steps.inventorying import inventory
 from icelake.workflow.steps.planning import plan
 from icelake.workflow.steps.registering import register
+from icelake.workflow.steps.repairing import repair, verify_or_repair
 from icelake.workflow.steps.reporting import report
 from icelake.workflow.steps.rolling_back import rollback
 from icelake.workflow.steps.validating import validate
@@ -28,8 +29,10 @@ __all__ = [
     "parse_request",
     "plan",
     "register",
+    "repair",
     "report",
     "rollback",
     "validate",
     "verify",
+    "verify_or_repair",
 ]

@@ -13,6 +13,8 @@ from pydantic import ValidationError
 from icelake.assess.pages.render import render_report
 from icelake.assess.pages.report_summary import outcome_kinds
 from icelake.constants import EVENT_SOURCE
+from icelake.objects.carry import carry_run
+from icelake.objects.model import NOT_CARRIED, objects_by_kind, summary_line
 from icelake.request.deps import Artifacts, Deps
 from icelake.workflow.failures import MAX_MESSAGE, TableError, table_error
 from icelake.workflow.inputs import ReportInput, WriterDetails
@@ -30,9 +32,12 @@ def report(given: ReportInput, deps: Deps) -> RunSummary:
         _announce(deps, run_id, summary.status, summary.counts.get("failed", 0), summary.tables, "Assessment")
         return summary
     outcomes = run_outcomes(given, deps)
+    objects = carry_run(run_id, deps)  # views and links, after the tables they read
     counts = Counter(o.status for o in outcomes)
     failed = sum(n for s, n in counts.items() if s in FAILED_STATUSES)
     status: RunState = "succeeded" if failed == 0 else ("failed" if failed == len(outcomes) else "partial")
+    if status == "succeeded" and any(o.status in NOT_CARRIED for o in objects):
+        status = "partial"  # a view not carried: named in the report, as a table would be
     key = f"runs/{run_id}/report.json"
     uri = deps.artifacts.uri(key)
     html_uri = deps.artifacts.uri(f"runs/{run_id}/report.html")
@@ -45,6 +50,8 @@ def report(given: ReportInput, deps: Deps) -> RunSummary:
         report_html_uri=html_uri,
         warnings_by_kind=warnings,
         blockers_by_kind=blockers,
+        objects=objects,
+        objects_by_kind=objects_by_kind(objects),
     )
     deps.artifacts.put_json(key, written.model_dump(mode="json"))
     # The same run for people: estimated against actual, states, errors and timings.
@@ -59,6 +66,7 @@ def report(given: ReportInput, deps: Deps) -> RunSummary:
         files_pruned=sum(o.files_pruned for o in outcomes),
         report_uri=uri,
         report_html_uri=html_uri,
+        objects=summary_line(objects, "objects in report.json"),
     )
 
 

@@ -50,6 +50,22 @@ def verify(given: PlanInput, deps: Deps) -> TableOutcome:
 
 
 def _verified(item: WorkItem, deps: Deps, sessions: Sessions) -> TableOutcome:
+    found = migrated_target(item, deps, sessions, "Verify")
+    if isinstance(found, TableOutcome):
+        return found
+    item, synced, current = found
+    report = verified_report(item, deps, sessions, synced, current)
+    if isinstance(report, TableOutcome):
+        return report
+    facts: dict[str, Any] = {"run_id": item.run_id, "table": item.name, **item_facts(item)}
+    return _outcome(report, current, facts)
+
+
+def migrated_target(
+    item: WorkItem, deps: Deps, sessions: Sessions, step: str
+) -> tuple[WorkItem, dict[str, Any], str] | TableOutcome:
+    """The item (a decommissioned source's prefixes are the version synced from), its last sync
+    and the target's current metadata; or why there is nothing to check."""
     synced = deps.ledger.last_synced(item.target_location)
     table = catalog.get_table(sessions.target.client("glue"), item.target_database, item.target_table)
     current = catalog.metadata_location(table) if table else None
@@ -60,14 +76,11 @@ def _verified(item: WorkItem, deps: Deps, sessions: Sessions) -> TableOutcome:
             + ("" if current else " and the target table does not exist")
             + ": migrate it before verifying it"
         )
-        error = TableError(type="NotMigrated", message=why, step="Verify", hint="run a full migration first")
+        error = TableError(type="NotMigrated", message=why, step=step, hint="run a full migration first")
         return TableOutcome(status="failed", error=error, target_metadata_location=current, **facts)
     if item.source_dropped:  # a decommissioned source: its prefixes are the version synced from
         item = item.model_copy(update={"source_metadata_location": str(synced["source_metadata"])})
-    report = verified_report(item, deps, sessions, synced, current)
-    if isinstance(report, TableOutcome):
-        return report
-    return _outcome(report, current, facts)
+    return item, synced, current
 
 
 def verified_report(
@@ -108,13 +121,25 @@ def copy_record(deps: Deps, synced: dict[str, Any]) -> Record:
 
 
 def _outcome(report: VerifyReport, current: str, facts: dict[str, Any]) -> TableOutcome:
+    return outcome_of(report, current, facts, "Verify", DAMAGED_HINT)
+
+
+def outcome_of(
+    report: VerifyReport, current: str, facts: dict[str, Any], step: str, hint: str
+) -> TableOutcome:
     done = f"verify: {report.files_checked} files; {report.done}"
     if not report.problems:
         return TableOutcome(status="verified", validation=done, target_metadata_location=current, **facts)
     shown = report.problems[:20]
     more = len(report.problems) - len(shown)
     message = f"{facts['target']} is damaged: " + "; ".join(shown) + (f"; and {more} more" if more else "")
-    error = TableError(type="Damaged", message=message[:4000], step="Verify", hint=DAMAGED_HINT)
+    error = TableError(type="Damaged", message=message[:4000], step=step, hint=hint)
+    damaged = [d.path for d in report.damaged]
     return TableOutcome(
-        status="damaged", validation=done, target_metadata_location=current, error=error, **facts
+        status="damaged",
+        validation=done,
+        target_metadata_location=current,
+        error=error,
+        damaged_files=damaged,
+        **facts,
     )

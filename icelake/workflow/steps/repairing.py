@@ -1,0 +1,116 @@
+"""Repair (mode "repair", through verify's Map and Lambda): a target verified at the request's
+tier, its damaged or missing files written again from the source where the source still holds
+what was copied (icelake/migrate/check/repair.py), then verified again at the same tier.
+
+Outcomes: `verified` (whole, `repaired_files` names what was written again), or `damaged` naming
+each file left and why, with what to do. Nothing is written when the source is decommissioned
+after promotion; the Glue table is never touched."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from icelake.migrate import metadata_json as mj
+from icelake.migrate.check.record import RECORD_NAME, RecordBuilder, write_record
+from icelake.migrate.check.repair import RepairSources, Unrepairable, plan_repairs, write_repairs
+from icelake.migrate.check.verify import VerifyReport
+from icelake.migrate.journal import JOURNAL_NAME, write_journal
+from icelake.migrate.plan.target import table_prefix_map
+from icelake.request.deps import Artifacts, Deps, Sessions
+from icelake.request.models import WorkItem
+from icelake.request.target import prefix_maps
+from icelake.workflow.failures import table_error
+from icelake.workflow.inputs import PlanInput
+from icelake.workflow.models import TableOutcome
+from icelake.workflow.steps.shared import item_facts, record_outcome
+from icelake.workflow.steps.verifying import copy_record, migrated_target, outcome_of, verified_report, verify
+
+UNREPAIRED_HINT = (
+    "each file named was left as it is, with why: restore it from a backup or the bucket's object "
+    "versions, or roll the table back to a snapshot that does not need it (each file names them)"
+)
+DECOMMISSIONED = (
+    "the table is promoted and its source decommissioned: there is nothing to copy again, and "
+    "repair wrote nothing"
+)
+
+
+def verify_or_repair(given: PlanInput, deps: Deps) -> TableOutcome:
+    """The Verify Lambda's step: mode repair repairs, every other mode verifies."""
+    return repair(given, deps) if given.item.request.mode == "repair" else verify(given, deps)
+
+
+def repair(given: PlanInput, deps: Deps) -> TableOutcome:
+    started = time.monotonic()
+    item = given.item
+    sessions = deps.sessions(item.request)
+    try:
+        outcome = _repaired(item, deps, sessions)
+    except Exception as exc:  # a role denied, a record that cannot be read: said, not raised
+        error = table_error(type(exc).__name__, str(exc), "Repair")
+        outcome = TableOutcome(
+            run_id=item.run_id, table=item.name, status="failed", error=error, **item_facts(item)
+        )
+    outcome = outcome.model_copy(
+        update={"seconds": round(time.monotonic() - started, 3), "requests": sessions.requests.counts()}
+    )
+    record_outcome(deps.ledger, outcome, outcome.status.upper())
+    return outcome
+
+
+def _repaired(item: WorkItem, deps: Deps, sessions: Sessions) -> TableOutcome:
+    found = migrated_target(item, deps, sessions, "Repair")
+    if isinstance(found, TableOutcome):
+        return found
+    item, synced, current = found
+    facts: dict[str, Any] = {"run_id": item.run_id, "table": item.name, **item_facts(item)}
+    report = verified_report(item, deps, sessions, synced, current)
+    if isinstance(report, TableOutcome) or not report.problems:
+        return (
+            report if isinstance(report, TableOutcome) else outcome_of(report, current, facts, "Repair", "")
+        )
+    if synced.get("promoted_at") and item.source_dropped:
+        said = VerifyReport(
+            [DECOMMISSIONED, *report.problems], report.files_checked, report.done, report.damaged
+        )
+        return outcome_of(said, current, facts, "Repair", UNREPAIRED_HINT)
+    record = copy_record(deps, synced)
+    source_io = sessions.source_io()
+    source_metadata = str(synced["source_metadata"])
+    meta, _gz = mj.parse_metadata(source_metadata, source_io.read(source_metadata))
+    prefix_map = table_prefix_map(meta, prefix_maps(item), item.target_location)
+    repairs, refused = plan_repairs(report.damaged, RepairSources(source_io, prefix_map, record, current))
+    journal_key = Artifacts.key(item.run_id, item.name, JOURNAL_NAME)
+
+    def journal(keys: list[str]) -> None:  # before the first write, as every copy's
+        write_journal(deps.artifacts.io, deps.artifacts.uri(journal_key), keys)
+
+    written = write_repairs(repairs, source_io, sessions.target_io(), journal)
+    if written:
+        proofs = RecordBuilder()
+        for proof in written:
+            proofs.add(proof)
+        record_key = Artifacts.key(item.run_id, item.name, RECORD_NAME)
+        write_record(deps.artifacts.io, deps.artifacts.uri(record_key), proofs.table())
+        deps.ledger.add_journal(item.target_location, journal_key)
+        synced = {**synced, "journals": [*(synced.get("journals") or []), journal_key]}
+    after = verified_report(item, deps, sessions, synced, current)
+    assert not isinstance(after, TableOutcome)  # the same target, checked again
+    repaired = [p.target for p in written]
+    return _after(after, refused, repaired, current, facts)
+
+
+def _after(
+    after: VerifyReport, refused: list[Unrepairable], repaired: list[str], current: str, facts: dict[str, Any]
+) -> TableOutcome:
+    """The outcome once repaired: the check after the writes, each file not repaired said with why."""
+    facts = {**facts, "repaired_files": repaired}
+    if not after.problems and not refused:
+        return outcome_of(after, current, facts, "Repair", "")
+    named = {u.damage.path for u in refused}
+    still = [d for d in after.damaged if d.path not in named]
+    problems = [str(u) for u in refused]
+    problems += [p for p in after.problems if p not in {str(d) for d in after.damaged if d.path in named}]
+    left = VerifyReport(problems, after.files_checked, after.done, [u.damage for u in refused] + still)
+    return outcome_of(left, current, facts, "Repair", UNREPAIRED_HINT)
