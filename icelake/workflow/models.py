@@ -11,6 +11,7 @@ from icelake.assess.estimate.model import TableEstimate
 from icelake.assess.pages.kinds import KindSummary
 from icelake.migrate.cutover.stranded import StrandedCommit
 from icelake.migrate.models import Orphans
+from icelake.objects.model import CatalogObject
 from icelake.request.models import WorkItem
 from icelake.workflow.failures import TableError, coerced
 
@@ -186,6 +187,9 @@ class RunReport(_Frozen):
     # (icelake/assess/pages/kinds.py): {kind: {count, tables, message, hint}}.
     warnings_by_kind: dict[str, KindSummary] = {}
     blockers_by_kind: dict[str, KindSummary] = {}
+    # Every other entry of the selection (views and links carried, tables not moved: icelake/objects/)
+    objects: list[CatalogObject] = []
+    objects_by_kind: dict[str, int] = {}
 
 
 class RunSummary(_Frozen):
@@ -198,6 +202,7 @@ class RunSummary(_Frozen):
     files_pruned: int = 0
     report_uri: str  # the RunReport with every table
     report_html_uri: str = ""
+    objects: str = ""  # one line: views carried, tables not moved (objects.model.summary_line)
 
     def metrics(self) -> dict[str, int]:
         """CloudWatch metric -> value for this run: every outcome (zeros too, so graphs show them)."""
