@@ -3,10 +3,11 @@ icelake does not move (it moves Iceberg tables only)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from icelake.aws import catalog
-from icelake.objects.model import Action
+from icelake.objects.model import NOT_CARRIED, Action, CatalogObject
 
 ENVELOPE_START = "/* Presto View: "
 
@@ -116,3 +117,24 @@ def action_of(kind: str) -> Action:
     if kind in VIEWS or kind == RESOURCE_LINK:
         return "carried"
     return "not_moved"
+
+
+def summary_line(objects: list[CatalogObject], where: str, *, planned: bool = False) -> str:
+    """One line for a CLI summary, e.g. '3 views carried, 1 Parquet table not moved: see ...';
+    empty when the selection holds only Iceberg tables."""
+    carried = [o for o in objects if o.action == "carried"]
+    done = [o for o in carried if o.status not in NOT_CARRIED]
+    parts = []
+    views = sum(1 for o in done if o.kind != RESOURCE_LINK)
+    links = len(done) - views
+    verb = "to carry" if planned else "carried"
+    if views:
+        parts.append(f"{views} view{'s' if views != 1 else ''} {verb}")
+    if links:
+        parts.append(f"{links} resource link{'s' if links != 1 else ''} {verb}")
+    missed = len(carried) - len(done)
+    if missed:
+        parts.append(f"{missed} {'cannot be' if planned else 'not'} carried")
+    moved = Counter(o.kind for o in objects if o.action == "not_moved")
+    parts += [f"{n} {label(k, plural=n != 1)} not moved" for k, n in sorted(moved.items())]
+    return f"{', '.join(parts)}: see {where}" if parts else ""

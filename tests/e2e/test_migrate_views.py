@@ -16,7 +16,7 @@ from icelake.aws import catalog
 from icelake.local.deploy import LocalDeployment
 from icelake.local.lake import SOURCE_ACCOUNT, TARGET_ACCOUNT, publish_sample_tables
 from icelake.objects import carry, envelope
-from icelake.objects.model import summary_line
+from icelake.objects.kinds import summary_line
 from icelake.objects.sql import references
 from icelake.request.selection import parse_request
 from tests.e2e.conftest import run_workflow

@@ -14,7 +14,8 @@ from icelake.assess.pages.render import render_report
 from icelake.assess.pages.report_summary import outcome_kinds
 from icelake.constants import EVENT_SOURCE
 from icelake.objects.carry import carry_run
-from icelake.objects.model import NOT_CARRIED, objects_by_kind, summary_line
+from icelake.objects.kinds import summary_line
+from icelake.objects.model import NOT_CARRIED, objects_by_kind
 from icelake.request.deps import Artifacts, Deps
 from icelake.workflow.failures import MAX_MESSAGE, TableError, table_error
 from icelake.workflow.inputs import ReportInput, WriterDetails
