@@ -26,7 +26,7 @@ from icelake.request.deps import Artifacts, Deps, Sessions
 from icelake.request.models import WorkItem
 from icelake.request.target import prefix_maps
 from icelake.workflow.models import PlanResult, TableOutcome
-from icelake.workflow.steps.shared import item_facts, record_outcome, source_prefixes
+from icelake.workflow.steps.shared import copy_facts, item_facts, record_outcome, source_prefixes
 
 MAX_COMMITS = 200  # a carry-over's commits per run, and those an outcome lists (payloads stay small)
 BY_HAND = (
@@ -265,15 +265,8 @@ def carried_outcome(planned: PlanResult, deps: Deps) -> TableOutcome:
     deps.ledger.add_carried(item.target_location, ids)
     copied = MigrationResult.model_validate_json(deps.artifacts.io.read(planned.copy_result_uri))
     outcome = TableOutcome(
-        run_id=item.run_id,
-        table=item.name,
+        **copy_facts(item, planned, copied),
         status="promoted",
-        target_metadata_location=planned.target_metadata_location,
-        files_copied=copied.files_copied,
-        files_verified=copied.files_verified,
-        bytes_copied=copied.bytes_copied,
-        files_rewritten=copied.files_rewritten,
-        files_skipped=copied.files_skipped,
         snapshots_validated=1,
         validation=f"carried snapshot {snapshot.snapshot_id} read back: {len(files)} files, {rows} rows",
         engines={"plan": "lambda", "copy": "lambda", "validate": "lambda"},

@@ -7,8 +7,9 @@ from typing import Any
 
 from icelake import uris
 from icelake.aws.ledger import Ledger
+from icelake.migrate.models import MigrationResult
 from icelake.request.models import WorkItem
-from icelake.workflow.models import TableOutcome
+from icelake.workflow.models import PlanResult, TableOutcome
 
 # Outcomes that mean the table is not where the request wanted it (README "Outcome states").
 FAILED_STATUSES = ("failed", "rolled_back", "diverged", "source_dropped", "busy", "damaged", "stranded")
@@ -25,6 +26,21 @@ def item_facts(item: WorkItem, registered: dict[str, Any] | None = None) -> dict
     ]
     warnings += (registered or {}).get("register_warnings", [])
     return {"target": item.target_name, "warnings": warnings}
+
+
+def copy_facts(item: WorkItem, planned: PlanResult, copied: MigrationResult) -> dict[str, Any]:
+    """What an outcome after a copy (Validate's, a carry-over's) says of it: the run, the table,
+    the target's new metadata and the copy's counts."""
+    return {
+        "run_id": item.run_id,
+        "table": item.name,
+        "target_metadata_location": planned.target_metadata_location,
+        "files_copied": copied.files_copied,
+        "files_verified": copied.files_verified,
+        "bytes_copied": copied.bytes_copied,
+        "files_rewritten": copied.files_rewritten,
+        "files_skipped": copied.files_skipped,
+    }
 
 
 def source_prefixes(item: WorkItem) -> list[str]:

@@ -23,7 +23,7 @@ from icelake.workflow.models import PlanResult, TableOutcome
 from icelake.workflow.steps.carrying import carried_outcome
 from icelake.workflow.steps.cutover import cutover
 from icelake.workflow.steps.registering import record_access, register_and_carry
-from icelake.workflow.steps.shared import item_facts, record_outcome, source_prefixes
+from icelake.workflow.steps.shared import copy_facts, item_facts, record_outcome, source_prefixes
 from icelake.workflow.steps.sync_scope import SyncScope
 
 
@@ -84,15 +84,8 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
     prunes = item.request.options.prune and (scope is None or scope.removed)
     pruned, prune_error = _prune(planned, sessions, deps) if prunes else (0, None)
     outcome = TableOutcome(
-        run_id=item.run_id,
-        table=item.name,
+        **copy_facts(item, planned, copied),
         status="migrated",
-        target_metadata_location=planned.target_metadata_location,
-        files_copied=copied.files_copied,
-        files_verified=copied.files_verified,
-        bytes_copied=copied.bytes_copied,
-        files_rewritten=copied.files_rewritten,
-        files_skipped=copied.files_skipped,
         snapshots_validated=copied.snapshots,
         validation=_tier_done(report.tier, report.notes, rows) + (scope.note if scope else ""),
         sync=copied.sync,
