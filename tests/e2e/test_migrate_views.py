@@ -12,6 +12,7 @@ from botocore.exceptions import ClientError
 
 from icelake.assess.estimate.prices import load_prices
 from icelake.assess.gather.estate import assess_request, settings_for
+from icelake.assess.pages.assessment_page import render_assessment
 from icelake.aws import catalog
 from icelake.local.deploy import LocalDeployment
 from icelake.local.lake import SOURCE_ACCOUNT, TARGET_ACCOUNT, publish_sample_tables
@@ -150,6 +151,8 @@ def test_views_links_and_other_tables_of_a_renamed_database(
     assert planned["sales.raw_events"] == ("parquet_table", "not_moved", "")
     assert planned["sales.big_orders"] == ("spark_view", "carried", "v2_sales.big_orders")
     assert "3 views to carry, 1 resource link to carry, 1 Parquet table not moved" in stderr
+    page = render_assessment(assessment)
+    assert 'id="objects"' in page and "sales.raw_events" in page and "Parquet table" in page
 
     # When carrying the views fails part way (the run's tables are migrated)
     monkeypatch.setattr(carry, "create_entry", _fail_on_big_orders(carry.create_entry))
@@ -182,6 +185,8 @@ def test_views_links_and_other_tables_of_a_renamed_database(
     assert "raw_events" not in target  # named, not moved
     source = {t["Name"]: t for t in catalog.list_tables(lake.source.client("glue"), "sales")}
     _assert_renamed(source, target)
+    html = lake.deps.artifacts.io.read(report["report_html_uri"]).decode()
+    assert "Views and other objects" in html and "v2_sales.big_orders" in html
     link = target["orders_link"]["TargetTable"]
     assert (link["CatalogId"], link["DatabaseName"], link["Name"]) == (TARGET_ACCOUNT, "v2_sales", "orders")
     grants = lake.target.client("lakeformation").list_permissions(

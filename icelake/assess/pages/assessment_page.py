@@ -13,6 +13,7 @@ from typing import Any
 from icelake.assess.pages import estate_html as e
 from icelake.assess.pages import html as h
 from icelake.assess.pages.kinds import by_kind
+from icelake.assess.pages.objects_page import objects_section
 from icelake.assess.pages.rewire_page import rewire_section
 from icelake.assess.pages.sync_page import sync_sections
 
@@ -73,6 +74,7 @@ def render_assessment(data: Mapping[str, Any], rewire: Mapping[str, Any] | None 
         h.bars_chart("cost-chart", h.cost_rows(cost)),
         _cost_notes(data),
         sync_sections(data),
+        objects_section(data),
         rewire_section(rewire),
         _commit_rates(tables),
         _every_finding(tables),

@@ -10,6 +10,7 @@ from typing import Any
 from icelake.assess.pages import estate_html as e
 from icelake.assess.pages import html as h
 from icelake.assess.pages.assessment_page import render_assessment
+from icelake.assess.pages.objects_page import objects_section
 from icelake.assess.pages.report_summary import furthest, outcome_kinds, requests_off, standout, warning_kind
 
 __all__ = ["render_assessment", "render_report"]
@@ -39,6 +40,7 @@ def render_report(report: Mapping[str, Any]) -> str:
         f'<h2 id="errors">Errors ({len(failed):,})</h2>',
         _errors(failed),
         _stranded(tables),
+        objects_section(report),
         _estimated_against_actual(estimated),
         _request_kinds(tables),
     ]
