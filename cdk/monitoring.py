@@ -57,7 +57,9 @@ class MigrationRules(Component):
                     )
                 ],
             )
-            # Scheduled verify (day 2): the same tables checked again, nothing written.
+            # Scheduled verify (day 2): the same tables checked again, nothing written; with
+            # repair_on_damage, mode repair writes the damaged files again from the source.
+            mode = "repair" if settings.repair_on_damage else "verify"
             events.Rule(
                 self,
                 "ScheduledVerify",
@@ -68,7 +70,7 @@ class MigrationRules(Component):
                 targets=[
                     targets.SfnStateMachine(
                         state_machine,
-                        input=events.RuleTargetInput.from_object({**settings.sync_request, "mode": "verify"}),
+                        input=events.RuleTargetInput.from_object({**settings.sync_request, "mode": mode}),
                         retry_attempts=2,
                     )
                 ],

@@ -414,3 +414,16 @@ def test_the_docs_name_one_node_version_which_the_pinned_cdk_cli_supports() -> N
     assert cli["version"] == pinned
     minimum = re.fullmatch(r">= ?(\d+)\.\d+\.\d+", cli["engines"]["node"])
     assert minimum and int(version) >= int(minimum.group(1)), cli["engines"]
+
+
+def test_repair_on_damage_makes_the_scheduled_verify_a_repair(tmp_path: Path) -> None:
+    # Given the example with repair_on_damage (default false: the rule sends mode verify)
+    assert Settings.from_mapping(example_context()).repair_on_damage is False
+    context = {**example_context(), "repair_on_damage": True}
+    # When the app is built; Then the scheduled verify's request is mode repair, else the same
+    app = build_app(context=context, outdir=tmp_path)
+    orchestrator = next(c for c in app.node.children if c.node.id == "IcelakeOrchestrator")
+    rules = Template.from_stack(orchestrator).find_resources("AWS::Events::Rule")  # type: ignore[arg-type]
+    by_name = {r["Properties"]["Name"]: r["Properties"] for r in rules.values()}
+    sync = json.loads(by_name["icelake-incremental-sync"]["Targets"][0]["Input"])
+    assert json.loads(by_name["icelake-verify"]["Targets"][0]["Input"]) == {**sync, "mode": "repair"}
