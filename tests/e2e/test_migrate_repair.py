@@ -10,9 +10,9 @@ so that it has a delete file; both tables are moved to the source bucket by `Lak
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 from pyiceberg.table import StaticTable
 
@@ -53,11 +53,13 @@ def _spark_orders(spark: Any, lake: Lake) -> str:
 
 
 def _run(deployment: LocalDeployment, lake: Lake, run_id: str, mode: str, tier: str) -> dict[str, Any]:
-    """A verify or repair run's outcomes by table."""
+    """A verify or repair run's outcomes by table, and its report.html under "html"."""
     request = lake.request(run_id, mode=mode, options={"concurrency": 2, "validation": tier})
     result = run_execution(deployment.state_machine_arn, request, timeout=300, name=run_id)
     assert result.status == "SUCCEEDED", result.failure()
-    return {t["table"]: t for t in read_report(result.output["report_uri"])["tables"]}
+    html_uri = result.output["report_html_uri"]
+    html = S3FileIO(boto3.client("s3")).read(html_uri).decode()
+    return {"html": html} | {t["table"]: t for t in read_report(result.output["report_uri"])["tables"]}
 
 
 def _files(meta: str) -> dict[str, Any]:
@@ -92,7 +94,7 @@ def _delete(lake: Lake, uri: str) -> None:
 
 
 def test_damage_is_named_at_every_tier_and_repaired_from_the_source(
-    world: tuple[Lake, LocalDeployment], spark: Any, tmp_path: Path
+    world: tuple[Lake, LocalDeployment], spark: Any
 ) -> None:
     lake, deployment = world
     orders_source = _spark_orders(spark, lake)
@@ -148,26 +150,40 @@ def test_damage_is_named_at_every_tier_and_repaired_from_the_source(
     for table, paths in damaged.items():
         assert repaired[table]["status"] == "verified", repaired[table]
         assert sorted(repaired[table]["repaired_files"]) == sorted(paths)
+        assert sorted(repaired[table]["damaged_files"]) == sorted(paths)  # what it found
+    # report.html lists each damaged file with its table, repaired
+    files_section = repaired["html"].split('id="damaged-files"')[1].split("</table>")[0].replace("<wbr>", "")
+    assert all(p in files_section for paths in damaged.values() for p in paths), files_section
+    assert files_section.count(">repaired<") == 4 and ">damaged<" not in files_section
     assert catalog_state(lake.target)["sales.orders"]  # still registered
 
     # Then the rows tier verifies both, and the source was never touched
     outcomes = _run(deployment, lake, "verify-after", "verify", "rows")
-    assert {t: o["status"] for t, o in outcomes.items()} == {
+    assert {t: o["status"] for t, o in outcomes.items() if t != "html"} == {
         "sales.orders": "verified",
         "sales.customers": "verified",
     }, outcomes
     assert [bucket_state(lake.source, SOURCE_BUCKET), catalog_state(lake.source)] == source_before
 
+    _a_source_changed_since_the_copy_is_not_repaired(deployment, lake, orders, source_before[0])
+
+
+def _a_source_changed_since_the_copy_is_not_repaired(
+    deployment: LocalDeployment, lake: Lake, orders: dict[str, Any], source_keys: dict[str, str]
+) -> None:
     # Given: a source object changed since the copy, and its copy on the target lost
     data = orders["data"][-1]
-    source_key = next(k for k in source_before[0] if k.endswith(data.rsplit("/", 1)[1]))
+    source_key = next(k for k in source_keys if k.endswith(data.rsplit("/", 1)[1]))
     lake.source.client("s3").put_object(Bucket=SOURCE_BUCKET, Key=source_key, Body=b"changed since the copy")
     _delete(lake, data)
     target_before = [bucket_state(lake.target, TARGET_BUCKET), catalog_state(lake.target)]
 
     # When repaired, then it is named as not repairable, with the snapshots that need it, and
     # nothing is written to the target
-    outcome = _run(deployment, lake, "repair-2", "repair", "metadata")["sales.orders"]
+    run = _run(deployment, lake, "repair-2", "repair", "metadata")
+    outcome = run["sales.orders"]
+    files_section = run["html"].split('id="damaged-files"')[1].split("</table>")[0].replace("<wbr>", "")
+    assert data in files_section and ">damaged<" in files_section
     assert outcome["status"] == "damaged" and outcome["repaired_files"] == [], outcome
     message = outcome["error"]["message"]
     assert data in message and "changed since the copy" in message, message

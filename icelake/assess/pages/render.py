@@ -40,6 +40,7 @@ def render_report(report: Mapping[str, Any]) -> str:
         f'<h2 id="errors">Errors ({len(failed):,})</h2>',
         _errors(failed),
         _stranded(tables),
+        _damaged_files(tables),
         objects_section(report),
         _estimated_against_actual(estimated),
         _request_kinds(tables),
@@ -68,6 +69,29 @@ def _stranded(tables: list[Mapping[str, Any]]) -> str:
     headers = ["table", "snapshot", "committed at", "operation", "+files", "+records", "-files", "-records"]
     return f'<h2 id="stranded">Stranded commits ({len(rows)})</h2>' + h.table(
         headers, rows, numeric=range(4, 8), tid="stranded-commits"
+    )
+
+
+def _damaged_files(tables: list[Mapping[str, Any]]) -> str:
+    """Each file a verify or repair found damaged or missing, and whether it was repaired (none:
+    nothing is shown)."""
+    rows = [
+        "".join(
+            [
+                h.cell(t["table"]),
+                h.cell(path),
+                h.cell("repaired", cls="ok")
+                if path in set(t.get("repaired_files") or [])
+                else h.cell("damaged", cls="bad"),
+            ]
+        )
+        for t in tables
+        for path in t.get("damaged_files") or []
+    ]
+    if not rows:
+        return ""
+    return f'<h2 id="damaged">Damaged files ({len(rows)})</h2>' + h.table(
+        ["table", "file", "state"], rows, tid="damaged-files"
     )
 
 

@@ -70,6 +70,7 @@ def _repaired(item: WorkItem, deps: Deps, sessions: Sessions) -> TableOutcome:
         return (
             report if isinstance(report, TableOutcome) else outcome_of(report, current, facts, "Repair", "")
         )
+    facts["damaged_files"] = [d.path for d in report.damaged]  # what this run found
     if synced.get("promoted_at") and item.source_dropped:
         said = VerifyReport(
             [DECOMMISSIONED, *report.problems], report.files_checked, report.done, report.damaged

@@ -134,12 +134,7 @@ def outcome_of(
     more = len(report.problems) - len(shown)
     message = f"{facts['target']} is damaged: " + "; ".join(shown) + (f"; and {more} more" if more else "")
     error = TableError(type="Damaged", message=message[:4000], step=step, hint=hint)
-    damaged = [d.path for d in report.damaged]
+    facts = {"damaged_files": [d.path for d in report.damaged], **facts}  # a repair's: what it found
     return TableOutcome(
-        status="damaged",
-        validation=done,
-        target_metadata_location=current,
-        error=error,
-        damaged_files=damaged,
-        **facts,
+        status="damaged", validation=done, target_metadata_location=current, error=error, **facts
     )
