@@ -19,6 +19,12 @@ from cdk.common import GlueDatabases, glue_catalog_arns, list_prefix_statement
 from cdk.component import IcelakeStack, arn_of
 from cdk.config import SOURCE_ROLE_NAME, TARGET_ROLE_NAME, Settings
 from cdk.config_values import BucketPrefix
+from cdk.consumers import (
+    CONSUMER_LIST_ACTIONS,
+    CONSUMER_READ_ACTIONS,
+    consumer_statements,
+    consumer_wildcards,
+)
 
 # What the assessment reads of each bucket to compare the source's with the target's
 # (icelake/assess/gather/buckets.py): settings only, never an object.
@@ -44,6 +50,8 @@ SOURCE_READ_ACTIONS = (
     "kms:Decrypt",
     *("lakeformation:ListPermissions", "lakeformation:ListDataCellsFilter"),
     *("lakeformation:GetResourceLFTags", "lakeformation:GetLFTag"),
+    *CONSUMER_LIST_ACTIONS,  # the assessment's consumer scan: definitions read, never edited
+    *CONSUMER_READ_ACTIONS,
 )
 # What Register does in the target's Lake Formation (target.lake_formation, lake_formation_principals):
 # read what the target grants, grant what is missing, create missing LF-tags and tag the table.
@@ -193,6 +201,7 @@ class SourceAccessStack(IcelakeStack):
                 actions=["glue:GetDatabase", "glue:GetDatabases", "glue:GetTable", "glue:GetTables"],
                 resources=glue_catalog_arns(self, s.source_databases),
             ),
+            *consumer_statements(s),
         ]
         if s.source_kms_key_arns:
             statements.append(
@@ -224,7 +233,9 @@ class SourceAccessStack(IcelakeStack):
                     "id": "AwsSolutions-IAM5",
                     "reason": "Read-only: every object under the named source prefixes and every table of "
                     "the named source databases is part of a migration; Lake Formation's read actions "
-                    "have no resource-level permissions.",
+                    "have no resource-level permissions, nor do the consumer scan's listings (Glue jobs "
+                    "and crawlers, workgroups, state machines, functions), whose reads take every "
+                    "workgroup, state machine and object under the named code prefixes.",
                     "appliesTo": [
                         *(
                             f"Resource::arn:aws:s3:::{loc.bucket}/{loc.object_pattern}"
@@ -234,7 +245,7 @@ class SourceAccessStack(IcelakeStack):
                             f"Resource::arn:<AWS::Partition>:glue:{s.source_region}:{s.source_account}:table/{db}/*"
                             for db in s.source_databases
                         ),
-                        *(["Resource::*"] if s.lake_formation_enabled else []),
+                        *consumer_wildcards(s),
                     ],
                 }
             ],

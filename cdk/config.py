@@ -100,6 +100,9 @@ class Settings(BaseModel):
     source_locations: Annotated[tuple[BucketPrefix, ...], Field(min_length=1)]
     source_databases: Names
     source_kms_key_arns: tuple[KmsKeyArn, ...] = ()
+    # S3 prefixes of code that reads the source tables (Glue job scripts, MWAA's DAGs): the source
+    # role may read them for the assessment's consumer scan (cdk/consumers.py).
+    consumer_code_prefixes: tuple[BucketPrefix, ...] = ()
     # A cutover with options.mark_source sets icelake.promoted_to on the source tables: the one
     # write icelake may ever make in the source account, granted only when this is true.
     source_allow_mark: bool = False

@@ -61,6 +61,10 @@ def test_source_role_is_read_only(synth: Synth) -> None:
         "lakeformation:ListDataCellsFilter",
         "lakeformation:GetResourceLFTags",
         "lakeformation:GetLFTag",
+        # the assessment's consumer scan (cdk/consumers.py): definitions listed and read
+        *("glue:GetJobs", "glue:GetCrawlers", "athena:ListWorkGroups", "athena:ListNamedQueries"),
+        *("athena:BatchGetNamedQuery", "athena:ListPreparedStatements", "athena:GetPreparedStatement"),
+        *("states:ListStateMachines", "states:DescribeStateMachine", "lambda:ListFunctions"),
     }
     # S3 only on the named prefixes
     for s in statements:

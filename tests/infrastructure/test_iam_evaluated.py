@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from cdk.access import BUCKET_SETTINGS_READ
+from cdk.consumers import CONSUMER_LIST_ACTIONS, CONSUMER_READ_ACTIONS
 from icelake.local.lake import SOURCE_ACCOUNT, TARGET_ACCOUNT
 from tests.infrastructure.conftest import Synth
 from tests.infrastructure.iam_eval import Call, Stack, decide
@@ -147,6 +148,22 @@ def _needed(source: Stack, target: Stack) -> list[Call]:
             ["glue:GetTable"],
             _glue(SOURCE_ACCOUNT, "sales", "orders"),
         ),
+        # The assessment's consumer scan (issue 58) lists and reads the source's consumers
+        *_calls(source, SOURCE_ROLE, "consumers", list(CONSUMER_LIST_ACTIONS), ["*"]),
+        *_calls(
+            source,
+            SOURCE_ROLE,
+            "consumers",
+            [a for a in CONSUMER_READ_ACTIONS if a.startswith("athena:")],
+            [f"arn:aws:athena:{REGION}:{SOURCE_ACCOUNT}:workgroup/primary"],
+        ),
+        *_calls(
+            source,
+            SOURCE_ROLE,
+            "consumers",
+            ["states:DescribeStateMachine"],
+            [f"arn:aws:states:{REGION}:{SOURCE_ACCOUNT}:stateMachine:nightly-orders"],
+        ),
         # Rollback deletes what the run journaled and restores or drops the table
         *_calls(target, TARGET_ROLE, "rollback", ["s3:DeleteObject"], [obj]),
         *_calls(
@@ -206,6 +223,27 @@ def _must_deny(source: Stack, target: Stack) -> list[Call]:
             "source bucket writes",
             ["s3:PutBucketPolicy", "s3:DeleteBucket", "s3:PutLifecycleConfiguration"],
             ["arn:aws:s3:::source-lake"],
+        ),
+        # the consumer scan reads consumers and never edits, runs or downloads one
+        *_calls(
+            source,
+            SOURCE_ROLE,
+            "consumer edits",
+            [
+                "glue:UpdateJob",
+                "glue:StartJobRun",
+                "glue:UpdateCrawler",
+                "athena:CreateNamedQuery",
+                "athena:DeleteNamedQuery",
+                "athena:UpdatePreparedStatement",
+                "athena:StartQueryExecution",
+                "states:UpdateStateMachine",
+                "states:StartExecution",
+                "lambda:UpdateFunctionConfiguration",
+                "lambda:InvokeFunction",
+                "lambda:GetFunction",
+            ],
+            ["*"],
         ),
         # the target role writes only under its prefix and databases, and never deletes the source
         # (a Glue call needs every ARN it names allowed: the shared catalog ARN alone decides nothing)
@@ -379,3 +417,44 @@ def test_cross_region_and_lake_formation_calls_are_allowed_and_nothing_more(
     ]
     print(f"IAM cross-region: {len(needed)} calls allowed, {len(must_deny)} must-deny cases")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_consumer_scan_reads_the_code_prefixes_it_is_given_and_no_other() -> None:
+    """consumer_code_prefixes (a DAG folder, a Glue scripts prefix): the source role reads and
+    lists under them, and writes nothing there nor reads beside them (the source stack alone)."""
+    from aws_cdk import App, Environment
+    from aws_cdk.assertions import Template
+
+    from cdk.access import SourceAccessStack
+    from tests.infrastructure.helpers import example_settings
+
+    assets = f"aws-glue-assets-{SOURCE_ACCOUNT}-{REGION}"
+    settings = example_settings(
+        consumer_code_prefixes=[
+            {"bucket": "source-mwaa", "prefix": "dags"},
+            {"bucket": assets, "prefix": "scripts"},
+        ]
+    )
+    stack = SourceAccessStack(
+        App(), "Source", settings=settings, env=Environment(account=SOURCE_ACCOUNT, region=REGION)
+    )
+    source = Stack(Template.from_stack(stack).to_json(), SOURCE_ACCOUNT, REGION)
+    dag, script = (
+        "arn:aws:s3:::source-mwaa/dags/orders_dag.py",
+        f"arn:aws:s3:::{assets}/scripts/orders_etl.py",
+    )
+    mwaa = ["arn:aws:s3:::source-mwaa"]
+    allowed = [
+        *_calls(source, SOURCE_ROLE, "code", ["s3:GetObject"], [dag, script]),
+        *_calls(source, SOURCE_ROLE, "code lists", ["s3:ListBucket"], mwaa, context={"s3:prefix": "dags/"}),
+        *_calls(source, SOURCE_ROLE, "consumers", list(CONSUMER_LIST_ACTIONS), ["*"]),
+    ]
+    denied = [
+        *_calls(source, SOURCE_ROLE, "code writes", ["s3:PutObject", "s3:DeleteObject"], [dag, script]),
+        *_calls(source, SOURCE_ROLE, "beside", ["s3:GetObject"], ["arn:aws:s3:::source-mwaa/x.py"]),
+        *_calls(
+            source, SOURCE_ROLE, "lists beside", ["s3:ListBucket"], mwaa, context={"s3:prefix": "plugins/"}
+        ),
+    ]
+    assert set(decide(allowed)) == {"Allowed"}
+    assert "Allowed" not in decide(denied)
