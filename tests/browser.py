@@ -179,3 +179,56 @@ def explore(page_file: Path, name: str, find: str) -> Explored:
         finally:
             browser.close()
     return seen
+
+
+# Where a line of a table cell may end: after a space, '.', '_' or '/' (issue 56). For each cell of
+# every table, each character's line (the top of its box, by Range.getClientRects) is read in
+# order across the cell's text; a new line that starts after any other character broke a token.
+# A <br> or another block between two characters is a break the markup asked for.
+_BROKEN_CELLS = """() => {
+  document.querySelectorAll("tr[hidden]").forEach(r => { r.hidden = false; });
+  document.querySelectorAll("details").forEach(d => { d.open = true; });
+  const blockOf = n => {
+    let e = n.parentElement;
+    while (e && getComputedStyle(e).display.startsWith("inline")) e = e.parentElement;
+    return e;
+  };
+  const broken = [];
+  for (const cell of document.querySelectorAll("td, th")) {
+    if (!cell.getClientRects().length) continue;
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT | NodeFilter.SHOW_ELEMENT);
+    let last = null, gap = false;
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      if (n.nodeType === Node.ELEMENT_NODE) { if (n.tagName === "BR") gap = true; continue; }
+      const block = blockOf(n), text = n.data, range = document.createRange();
+      for (let i = 0; i < text.length; i++) {
+        if (/\\s/.test(text[i])) { gap = true; continue; }
+        range.setStart(n, i); range.setEnd(n, i + 1);
+        const box = range.getClientRects()[0];
+        if (!box) continue;
+        if (last && box.top > last.top + 2 && !gap && block === last.block && !"._/-".includes(last.ch)) {
+          broken.push(cell.innerText.replace(/\\s+/g, " ").slice(0, 80) + " | " + last.ch + text[i]);
+        }
+        last = { top: box.top, block, ch: text[i] };
+        gap = false;
+      }
+    }
+  }
+  return broken;
+}"""
+
+
+def cells_broken_mid_token(page_file: Path, name: str) -> list[str]:
+    """Every table cell of `page_file` at 1280 px (all rows shown, every <details> open) whose text
+    breaks a line inside a token: '<cell text> | <the two characters around the break>'."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(page_file.resolve().as_uri(), wait_until="load")
+            broken: list[str] = page.evaluate(_BROKEN_CELLS)
+            page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
+        finally:
+            browser.close()
+    return broken

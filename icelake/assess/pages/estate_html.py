@@ -116,7 +116,8 @@ def paged_table(headers: Sequence[str], rows: Iterable[Row], *, numeric: Iterabl
         f'<div class="filter"><label for="{tid}-filter">Filter</label><input id="{tid}-filter" '
         'type="search" placeholder="a table name, an engine, a state or a kind of warning">'
         '<span class="meta">click a column to sort</span></div>'
-        f'<table class="paged" id="{tid}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+        f'<div class="wide"><table class="paged" id="{tid}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
         f'<div class="pager" id="{tid}-pager"><button type="button" class="prev">&lsaquo; previous</button>'
         '<span class="count"></span><button type="button" class="next">next &rsaquo;</button></div>'
         f"<script>{_SCRIPT}</script>"

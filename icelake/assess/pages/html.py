@@ -7,6 +7,7 @@ an S3 console download or an e-mail attachment alike. Every value is escaped.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
@@ -24,7 +25,9 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bott
 .card{border:1px solid #dde3ea;border-radius:6px;padding:8px 14px;min-width:130px}
 .card b{display:block;font-size:20px}.bad{color:#b42318}.warn{color:#9a6700}.ok{color:#1a7f37}
 table{border-collapse:collapse;width:100%;margin:6px 0}th,td{padding:4px 8px;border-bottom:1px solid #eef1f4;
-text-align:left;vertical-align:top;overflow-wrap:anywhere}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+text-align:left;vertical-align:top;overflow-wrap:normal;word-break:keep-all}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+.wide{overflow-x:auto}.wide td:first-child{min-width:11em}
 th{background:#f6f8fa;cursor:pointer;user-select:none;white-space:nowrap}
 th[aria-sort]::after{content:" \\2195";color:#8c959f}
 ul.findings li{margin:4px 0}
@@ -33,7 +36,7 @@ border-radius:4px}
 svg text{font:11px system-ui,sans-serif;fill:#1d2430}.chart{margin:8px 0}code{font-size:12px}
 .state-migrated,.state-in_sync,.state-promoted,.state-dry_run{color:#1a7f37}
 .state-rolled_back,.state-failed,.state-diverged,.state-busy,.state-source_dropped,.state-stranded{color:#b42318}
-.findings li,.error{overflow-wrap:anywhere}td.error{min-width:160px;max-width:360px}
+.findings li,li.error{overflow-wrap:anywhere}td.error{min-width:160px;max-width:360px}
 pre.message{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f8fa;padding:6px 8px;
 border-radius:4px;font-size:12px;margin:4px 0}.hint{color:#5b6776}
 """
@@ -114,11 +117,24 @@ def cards(items: Iterable[tuple[str, str, str]]) -> str:
     )
 
 
+# Where a name may wrap: after a dot a letter follows (not inside a number: `$0.0003`), or after
+# an underscore or a slash (`sales.<wbr>customers`, `rolled_<wbr>back`); a cell never breaks
+# inside a token (issue 56).
+_WRAP_AFTER = re.compile(r"(?<=\.)(?=[A-Za-z])|(?<=[_/])(?=[0-9A-Za-z])")
+
+
+def breakable(text: str) -> str:
+    """`text` escaped, with a line-break opportunity (<wbr>) after each dot, underscore and slash
+    inside a name: a narrow column wraps a long name there, and nowhere else in a token."""
+    return _WRAP_AFTER.sub("<wbr>", escape(text))
+
+
 def cell(value: Any, *, number: float | None = None, cls: str = "", title: str = "") -> str:
-    """A table cell; `number` makes it sort as that number and align right; `title`: its tooltip."""
+    """A table cell; `number` makes it sort as that number and align right; `title`: its tooltip.
+    Text wraps at spaces and where `breakable` allows, never inside a token."""
     tip = f' title="{escape(title)}"' if title else ""
     if number is None:
-        return f'<td class="{cls}"{tip}>{escape(str(value))}</td>'
+        return f'<td class="{cls}"{tip}>{breakable(str(value))}</td>'
     return f'<td class="n {cls}" data-v="{number}"{tip}>{escape(str(value))}</td>'
 
 
@@ -127,7 +143,8 @@ def table(headers: Sequence[str], rows: Iterable[str], *, numeric: Iterable[int]
     head = "".join(f'<th class="{"n" if i in right else ""}">{escape(h)}</th>' for i, h in enumerate(headers))
     ident = f' id="{escape(tid)}"' if tid else ""
     body = "".join(f"<tr>{row}</tr>" for row in rows)
-    return f'<table class="sortable"{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    table = f'<table class="sortable"{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return f'<div class="wide">{table}</div>'  # a table wider than the page scrolls in its own box
 
 
 def findings(items: Iterable[tuple[str, Mapping[str, Any]]], css: str) -> str:
