@@ -47,7 +47,7 @@ from benchmarks.estimate_pairs import (
     print_pairs,
     with_measured_start,
 )
-from benchmarks.results_md import with_row
+from benchmarks.results_md import record_row
 from benchmarks.synthetic_table import build_in_own_process
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -268,19 +268,16 @@ def record(res: dict[str, Any]) -> Path:
         f"| {day} | {commit} | {res['files']:,} | {res['freeze_s']} | {steps} | {res['stranded_detected']} | "
         f"{res['carried_rows']} | {res['recarried_rows']} | {res['after']} |"
     )
-    doc = BENCH_DIR / "RESULTS.md"
-    text = doc.read_text()
-    header = "## Cutover: the write freeze, and nothing stranded (make bench-cutover)"
-    if header not in text:
-        text += (
-            f"\n{header}\n\n`python -m benchmarks.cutover_bench` (see its docstring): a table migrated "
-            "through the state machine on embedded AWS gets 3 commits; freeze_s runs from the last one "
-            "to the table promoted (a real Glue job run adds its start-up). Then a late append must end "
-            "the next run stranded, a carry-over must bring its row, a second one nothing.\n\n"
-            "| date | commit | data files | freeze s | by step (s) | stranded detected | carried rows "
-            "| carried again | next run |\n|---|---|---|---|---|---|---|---|---|\n"
-        )
-    doc.write_text(with_row(text, header, row))  # before the prose that reads the runs
+    section = (
+        "`python -m benchmarks.cutover_bench` (see its docstring): a table migrated "
+        "through the state machine on embedded AWS gets 3 commits; freeze_s runs from the last one "
+        "to the table promoted (a real Glue job run adds its start-up). Then a late append must end "
+        "the next run stranded, a carry-over must bring its row, a second one nothing.\n\n"
+        "| date | commit | data files | freeze s | by step (s) | stranded detected | carried rows "
+        "| carried again | next run |\n|---|---|---|---|---|---|---|---|---|\n"
+    )
+    heading = "## Cutover: the write freeze, and nothing stranded (make bench-cutover)"
+    record_row(BENCH_DIR / "RESULTS.md", heading, section, row)  # before the prose that reads the runs
     return path
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 def with_row(text: str, heading: str, row: str) -> str:
     """`text` with `row` after the last row of the first table below the line that starts with
@@ -13,3 +15,12 @@ def with_row(text: str, heading: str, row: str) -> str:
     while at < len(lines) and lines[at].startswith("|"):
         at += 1
     return "\n".join([*lines[:at], row, *lines[at:]])
+
+
+def record_row(doc: Path, heading: str, section: str, row: str) -> None:
+    """`row` into the results table below `heading` in `doc`; when `doc` has no such section yet,
+    it is added at the end: the heading, then `section` (its prose and the table's header)."""
+    text = doc.read_text()
+    if heading not in text:
+        text += f"\n{heading}\n\n{section}"
+    doc.write_text(with_row(text, heading, row))

@@ -32,6 +32,8 @@ import boto3
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.assess_bench import open_page
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 console = Console()
@@ -110,23 +112,11 @@ def _largest_payload(events: list[dict[str, Any]]) -> int:
 def _page_open(uri: str, work: Path) -> dict[str, Any]:
     """A page of the artifacts bucket: its size, and its time to the load event in headless
     Chromium at 1280 px."""
-    from playwright.sync_api import sync_playwright
-
-    sys.path.insert(0, str(REPO))
-    from tests.browser import chromium
-
     bucket, _, key = uri.removeprefix("s3://").partition("/")
     page = work / key.replace("/", "_")
     page.write_bytes(boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read())
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
-        try:
-            tab = browser.new_page(viewport={"width": 1280, "height": 900})
-            tab.goto(page.resolve().as_uri(), wait_until="load")
-            seconds = tab.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd / 1000")
-        finally:
-            browser.close()
-    return {"bytes": page.stat().st_size, "load_s": round(float(seconds), 3)}
+    opened = open_page(page)
+    return {"bytes": opened["bytes"], "load_s": opened["load_s"]}
 
 
 def run_estate(n_tables: int, concurrency: int) -> dict[str, Any]:

@@ -52,7 +52,7 @@ from benchmarks.estimate_pairs import (
     print_pairs,
     with_measured_start,
 )
-from benchmarks.results_md import with_row
+from benchmarks.results_md import record_row
 from benchmarks.synthetic_table import build_in_own_process
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -243,18 +243,14 @@ def record(res: dict[str, Any]) -> Path:
         f"| {day} | {commit} | {res['files']:,} | {res['workflow_s']} | {steps} | "
         f"{', '.join(res['over_limits']) or 'none'} |"
     )
-    doc = BENCH_DIR / "WORKFLOW_RESULTS.md"
-    text = doc.read_text()
-    header = "## One large table"
-    if header not in text:
-        text += (
-            f"\n{header}\n\n`python -m benchmarks.workflow_large` (see its docstring): per step, the "
-            "longest call against its timeout and the estimated memory (package in a fresh "
-            "interpreter + what the call added) against its memory size.\n\n"
-            "| date | commit | data files | workflow s | steps (s / timeout, MiB / memory) | over a limit |\n"
-            "|---|---|---|---|---|---|\n"
-        )
-    doc.write_text(with_row(text, header, row))
+    section = (
+        "`python -m benchmarks.workflow_large` (see its docstring): per step, the "
+        "longest call against its timeout and the estimated memory (package in a fresh "
+        "interpreter + what the call added) against its memory size.\n\n"
+        "| date | commit | data files | workflow s | steps (s / timeout, MiB / memory) | over a limit |\n"
+        "|---|---|---|---|---|---|\n"
+    )
+    record_row(BENCH_DIR / "WORKFLOW_RESULTS.md", "## One large table", section, row)
     return path
 
 
