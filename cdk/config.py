@@ -130,12 +130,12 @@ class Settings(BaseModel):
     # again, nothing written. Its rule exists with a sync_request and is deployed disabled.
     verify_schedule: Annotated[str, Field(pattern=SCHEDULE.pattern)] = "rate(1 day)"
     verify_enabled: bool = False
-    # The audit trail (cdk/audit.py): a CloudTrail trail with S3 data events on the artifacts bucket
-    # and the target prefix, deployed by the orchestrator stack; or the ARN of an existing one.
-    audit_trail: bool = False
     # The scheduled run repairs what it finds damaged (mode repair, icelake/migrate/check/repair.py)
     # instead of only naming it.
     repair_on_damage: bool = False
+    # The audit trail (cdk/audit.py): a CloudTrail trail with S3 data events on the artifacts bucket
+    # and the target prefix, deployed by the orchestrator stack; or the ARN of an existing one.
+    audit_trail: bool = False
     audit_trail_arn: Annotated[
         str, Field(pattern=r"^(arn:aws[a-z-]*:cloudtrail:[a-z0-9-]+:\d{12}:trail/[\w.-]{3,128})?$")
     ] = ""

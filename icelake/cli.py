@@ -128,7 +128,6 @@ def migrate_verify(options: RunOptions) -> None:
     _start(options, mode="verify")
 
 
-@migrate_app.command("carry-over")
 @migrate_app.command("repair")
 @options_command(RunOptions)
 def migrate_repair(options: RunOptions) -> None:
@@ -141,6 +140,7 @@ def migrate_repair(options: RunOptions) -> None:
     _start(options, mode="repair")
 
 
+@migrate_app.command("carry-over")
 @options_command(RunOptions)
 def migrate_carry_over(options: RunOptions) -> None:
     """Bring commits made to a promoted table's source after its cutover (stranded) onto the target.

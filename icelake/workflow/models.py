@@ -144,11 +144,11 @@ class TableOutcome(_Frozen):
     stranded: list[StrandedCommit] = []
     carried: list[int] = []
     carried_rows: int = 0
-    # What the run did not do for this table that someone should know of (an earlier target left
     # verify and repair: the files found damaged or missing; repair: those written again
     # (icelake/migrate/check/proved.py, repair.py).
     damaged_files: list[str] = []
     repaired_files: list[str] = []
+    # What the run did not do for this table that someone should know of (an earlier target left
     # in place, a source grant whose principal has no mapping, ...).
     warnings: list[str] = []
     # What went wrong, or why the table was left alone: {type, message, step, hint} and where the
