@@ -21,7 +21,6 @@ and benchmarks/RESULTS.md.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -48,7 +47,7 @@ from benchmarks.estimate_pairs import (
     with_measured_start,
 )
 from benchmarks.results_md import record_row
-from benchmarks.synthetic_table import build_in_own_process
+from benchmarks.synthetic_table import build_in_own_process, large_table_parser
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
@@ -282,13 +281,9 @@ def record(res: dict[str, Any]) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(
-        prog="python -m benchmarks.cutover_bench", description=__doc__.split("\n")[0]
+    ap = large_table_parser(
+        "python -m benchmarks.cutover_bench", __doc__ or "", BENCH_DIR / ".work" / "cutover"
     )
-    ap.add_argument("--files", type=int, default=100_000)
-    ap.add_argument("--file-size", type=int, default=1024, help="bytes of every data file (default 1 KiB)")
-    ap.add_argument("--work-dir", default=str(BENCH_DIR / ".work" / "cutover"))
-    ap.add_argument("--no-record", action="store_true")
     ap.add_argument("--profile", type=Path, help="a directory: profile the cutover run's handlers")
     args = ap.parse_args(argv)
     res = run(args.files, args.file_size, Path(args.work_dir).resolve(), args.profile)

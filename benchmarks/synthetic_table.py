@@ -13,6 +13,7 @@ fast enough that no Java-side helper class is needed.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -241,7 +242,6 @@ def skewed_days(prefixes: int, hot_share: float) -> Callable[[int, int], int]:
 def main(argv: list[str] | None = None) -> None:
     """Build a table in this process's own JVM and print it as one JSON line (for callers that
     must not hold a second SparkSession, or want its memory back when the build is done)."""
-    import argparse
     import dataclasses
 
     from icelake.local.spark import local_spark
@@ -282,3 +282,14 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def large_table_parser(prog: str, doc: str, work_dir: Path) -> argparse.ArgumentParser:
+    """A bench command over one large synthetic table: its files, their size, where it works and
+    whether it records its results (the bench adds its own options)."""
+    ap = argparse.ArgumentParser(prog=prog, description=doc.split("\n", maxsplit=1)[0])
+    ap.add_argument("--files", type=int, default=100_000)
+    ap.add_argument("--file-size", type=int, default=1024, help="bytes of every data file (default 1 KiB)")
+    ap.add_argument("--work-dir", default=str(work_dir))
+    ap.add_argument("--no-record", action="store_true")
+    return ap

@@ -25,7 +25,6 @@ benchmarks/results/workflow-large-<files>-<date>-<commit>.json and WORKFLOW_RESU
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -53,7 +52,7 @@ from benchmarks.estimate_pairs import (
     with_measured_start,
 )
 from benchmarks.results_md import record_row
-from benchmarks.synthetic_table import build_in_own_process
+from benchmarks.synthetic_table import build_in_own_process, large_table_parser
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
@@ -255,13 +254,9 @@ def record(res: dict[str, Any]) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(
-        prog="python -m benchmarks.workflow_large", description=__doc__.split("\n")[0]
+    ap = large_table_parser(
+        "python -m benchmarks.workflow_large", __doc__ or "", BENCH_DIR / ".work" / "workflow-large"
     )
-    ap.add_argument("--files", type=int, default=100_000)
-    ap.add_argument("--file-size", type=int, default=1024, help="bytes of every data file (default 1 KiB)")
-    ap.add_argument("--work-dir", default=str(BENCH_DIR / ".work" / "workflow-large"))
-    ap.add_argument("--no-record", action="store_true")
     ap.add_argument(
         "--shipped-model",
         action="store_true",
