@@ -3,6 +3,7 @@ the pages of an estate in headless Chromium (issue 48).
 
     .venv/bin/python -m benchmarks.assess_bench                    # 300 tables, concurrency 1 and default
     .venv/bin/python -m benchmarks.assess_bench --tables 20 --no-record
+    .venv/bin/python -m benchmarks.assess_bench --tables 1000 --views 2000 --concurrency 0   # issue 57
 
 The moto server runs in this process; `icelake assess` runs as its own process, as a person runs
 it against AWS, once per concurrency. Each run's seconds per table are its wall time (the
@@ -55,6 +56,31 @@ def _seed(lake: Any, count: int) -> float:
     local = catalog.load_table("bulk.seed").metadata_location
     for i in range(count):
         lake.publish("bulk", f"t{i:04d}", local, direct=True)
+    return time.monotonic() - t0
+
+
+def _seed_views(lake: Any, tables: int, views: int) -> float:
+    """`views` views in `bulk` beside the tables: even ones Athena views joining two tables, odd
+    ones Spark views on the view before them (a view on a view); returns the seconds it took."""
+    from icelake.objects import envelope
+
+    t0 = time.monotonic()
+    glue = lake.source.client("glue")
+    for i in range(views):
+        if i % 2 == 0:
+            a, b = f"t{i % tables:04d}", f"t{(i + 1) % tables:04d}"
+            sql = f"SELECT x.id, y.v FROM bulk.{a} x JOIN {b} y ON x.id = y.id WHERE y.v <> 'bulk.{a}'"
+            body = {"originalSql": sql, "catalog": "awsdatacatalog", "schema": "bulk", "runAsInvoker": False}
+            body["columns"] = [{"name": "id", "type": "bigint"}, {"name": "v", "type": "varchar"}]
+            entry: dict[str, Any] = {"ViewOriginalText": envelope.encode(body)}
+            entry["ViewExpandedText"] = "/* Presto View */"
+            entry["Parameters"] = {"presto_view": "true"}
+        else:
+            sql = f"SELECT id FROM bulk.v{i - 1:04d} WHERE id > 1"
+            entry = {"ViewOriginalText": sql, "ViewExpandedText": sql}
+        glue.create_table(
+            DatabaseName="bulk", TableInput={"Name": f"v{i:04d}", "TableType": "VIRTUAL_VIEW", **entry}
+        )
     return time.monotonic() - t0
 
 
@@ -166,14 +192,14 @@ def _report_pages(assessment: dict[str, Any], work: Path) -> dict[str, Any]:
     return measured
 
 
-def run(tables: int, concurrencies: list[int | None]) -> dict[str, Any]:
+def run(tables: int, concurrencies: list[int | None], views: int = 0) -> dict[str, Any]:
     from icelake.local.embedded import start_embedded_aws
     from icelake.local.lake import build_lake
 
     with start_embedded_aws(REPO):
         work = Path(tempfile.mkdtemp(prefix="icelake-assess-bench-"))
         lake = build_lake(work / "local")
-        seed_s = _seed(lake, tables)
+        seed_s = _seed(lake, tables) + _seed_views(lake, tables, views)
         body = lake.request("unused", selection={"databases": ["bulk"]})
         body.pop("run_id")
         request = work / "request.json"
@@ -197,6 +223,7 @@ def run(tables: int, concurrencies: list[int | None]) -> dict[str, Any]:
         "python": platform.python_version(),
         "load_average": os.getloadavg()[0],
         "tables": tables,
+        "views": views,
         "seed_s": round(seed_s, 1),
         "runs": runs,
         "identical": identical,
@@ -222,9 +249,10 @@ def _record(result: dict[str, Any]) -> None:
             f"{n}: {p['bytes'] / 1e6:.2f} MB, {p['load_s']} s, table at {p['table_top_px']} px"
             for n, p in result["report_pages"].items()
         )
+    views = f" + {result['views']:,} views" if result.get("views") else ""
     row = (
         f"| {result['date']} | {result['commit']} | {result['nproc']} | {result['load_average']:.1f} | "
-        f"{result['tables']} | {runs} | {'yes' if result['identical'] else 'NO'} | {pages} |\n"
+        f"{result['tables']}{views} | {runs} | {'yes' if result['identical'] else 'NO'} | {pages} |\n"
     )
     text = RESULTS_MD.read_text()
     header = "## Assessing an estate"
@@ -247,6 +275,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=300, help="tiny tables (default 300)")
     parser.add_argument("--concurrency", type=int, action="append", help="repeatable; default: 1 and default")
+    parser.add_argument("--views", type=int, default=0, help="views beside the tables (default 0)")
     parser.add_argument("--no-record", action="store_true")
     parser.add_argument("--pages", type=Path, help="only the pages, from this assessment.json")
     args = parser.parse_args()
@@ -257,7 +286,8 @@ def main() -> None:
             json.dumps({"pages": _pages(assessment, work), "report_pages": _report_pages(assessment, work)})
         )
         return
-    result = run(args.tables, args.concurrency or [1, None])
+    concurrencies = [c or None for c in args.concurrency] if args.concurrency else [1, None]
+    result = run(args.tables, concurrencies, args.views)
     print(json.dumps(result, indent=1))
     if not args.no_record:
         _record(result)

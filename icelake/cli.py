@@ -191,6 +191,9 @@ def _print_outcome(status: RunStatus, as_json: bool) -> None:
         stdout_console().print(report_table(report))
         if report.get("report_html_uri"):
             err.print(f"report: {report['report_html_uri']}", highlight=False, markup=False, soft_wrap=True)
+        objects = (status.output or {}).get("objects")  # views carried, tables not moved: one line
+        if objects:
+            err.print(f"icelake: {objects}", highlight=False, markup=False, soft_wrap=True)
     else:
         stdout_console().print(run_table(status))
     if status.execution_status != "SUCCEEDED":

@@ -67,7 +67,7 @@ from typing import Any
 
 from icelake.aws import warm
 from icelake.constants import ORCHESTRATOR_ACCOUNT_LOCAL, REGION_LOCAL
-from icelake.local import athena_saved, data_filters, glue_runtime, lambda_runtime
+from icelake.local import athena_saved, data_filters, glue_runtime, glue_views, lambda_runtime
 from icelake.local.lambda_runtime import register_handler
 from icelake.local.moto_server import embedded_aws
 from icelake.local.resources import (
@@ -198,6 +198,7 @@ def _apply_patches() -> None:
     _replace(FakeJob, "start_job_run", start_job_run)
     _replace(FakeJobRun, "as_dict", as_dict)
     data_filters.install(_replace)  # Lake Formation data cells filters, which moto lacks
+    glue_views.install(_replace)  # Glue multi-dialect views in the model's shapes
     athena_saved.install(_replace)  # BatchGetNamedQuery, ListPreparedStatements
 
     patterns: set[Any] = sfn_glue._SUPPORTED_INTEGRATION_PATTERNS  # the set every Glue task shares

@@ -107,8 +107,23 @@ def _put(glue: Any, carry: Carry, journal: _Journal, plan: ObjectPlan) -> str:
         return "unchanged"
     kwargs = {"VersionId": existing["VersionId"]} if existing.get("VersionId") else {}
     glue.update_table(DatabaseName=database, TableInput=carry.table_input, **kwargs)
-    journal.done.append((carry.target, {k: existing[k] for k in _INPUT_FIELDS if k in existing}))
+    journal.done.append((carry.target, as_input(existing)))
     return "updated"
+
+
+def as_input(entry: dict[str, Any]) -> dict[str, Any]:
+    """A GetTable answer as the TableInput that puts it back (a multi-dialect view's
+    representations without what only Glue sets)."""
+    table_input = {k: entry[k] for k in _INPUT_FIELDS if k in entry}
+    definition = table_input.get("ViewDefinition")
+    if definition:
+        representations = [
+            {k: v for k, v in r.items() if k != "IsStale"} for r in definition.get("Representations", [])
+        ]
+        table_input["ViewDefinition"] = {
+            k: v for k, v in definition.items() if k not in ("ViewVersionId", "ViewVersionToken")
+        } | {"Representations": representations}
+    return table_input
 
 
 def create_entry(glue: Any, database: str, table_input: dict[str, Any]) -> None:

@@ -151,7 +151,7 @@ def test_views_links_and_other_tables_of_a_renamed_database(
     assert planned["sales.raw_events"] == ("parquet_table", "not_moved", "")
     assert planned["sales.big_orders"] == ("spark_view", "carried", "v2_sales.big_orders")
     assert "3 views to carry, 1 resource link to carry, 1 Parquet table not moved" in stderr
-    page = render_assessment(assessment)
+    page = render_assessment(assessment).replace("<wbr>", "")  # the cells' break hints
     assert 'id="objects"' in page and "sales.raw_events" in page and "Parquet table" in page
 
     # When carrying the views fails part way (the run's tables are migrated)
@@ -185,7 +185,7 @@ def test_views_links_and_other_tables_of_a_renamed_database(
     assert "raw_events" not in target  # named, not moved
     source = {t["Name"]: t for t in catalog.list_tables(lake.source.client("glue"), "sales")}
     _assert_renamed(source, target)
-    html = lake.deps.artifacts.io.read(report["report_html_uri"]).decode()
+    html = lake.deps.artifacts.io.read(report["report_html_uri"]).decode().replace("<wbr>", "")
     assert "Views and other objects" in html and "v2_sales.big_orders" in html
     link = target["orders_link"]["TargetTable"]
     assert (link["CatalogId"], link["DatabaseName"], link["Name"]) == (TARGET_ACCOUNT, "v2_sales", "orders")
