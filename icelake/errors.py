@@ -284,6 +284,11 @@ class RetryableFetchError(Exception):
         self.failure, self.status, self.retry_after = failure, status, retry_after
 
 
+class NotRepairable(IcelakeError):
+    """Why one damaged file cannot be written again from the source (icelake.migrate.check.repair):
+    said in the table's outcome with the snapshots that need the file, never raised out of it."""
+
+
 class NoBase(IcelakeError):
     """Why a sync cannot start from the last synced version (icelake.migrate.plan.since): the
     plan is then full, and its outcome says this."""

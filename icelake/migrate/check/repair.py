@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from icelake.aws.fileio import FileIO, ObjectInfo, sha256_b64
+from icelake.errors import NotRepairable
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro.files import DeleteRewrite
 from icelake.migrate.avro.patch import ListHeads
@@ -82,15 +83,11 @@ def plan_repairs(damaged: list[Damage], sources: RepairSources) -> tuple[list[Re
             continue
         try:
             repairs.append(_repair(damage, proof, sources))
-        except _Refused as exc:
+        except NotRepairable as exc:
             refused.append(Unrepairable(damage, str(exc)))
     current = canonical(sources.current)
     repairs.sort(key=lambda r: WRITE_ORDER.get(r.proof.kind, 3 + (canonical(r.proof.target) == current)))
     return repairs, refused
-
-
-class _Refused(Exception):
-    """Why one file cannot be repaired (said in the outcome, never raised out of this module)."""
 
 
 def _repair(damage: Damage, proof: Proof, sources: RepairSources) -> Repair:
@@ -99,12 +96,12 @@ def _repair(damage: Damage, proof: Proof, sources: RepairSources) -> Repair:
     try:
         raw = sources.io.read(proof.source)
     except Exception as exc:
-        raise _Refused(
+        raise NotRepairable(
             f"its source {proof.source} cannot be read ({type(exc).__name__}: the source is gone)"
         ) from exc
     data = _rewritten(proof, raw, sources)
     if f"SHA256:{sha256_b64(data)}" != proof.checksum:
-        raise _Refused(
+        raise NotRepairable(
             f"rewriting it again from {proof.source} gives other bytes than were written: the source "
             "changed since the copy"
         )
@@ -114,7 +111,7 @@ def _repair(damage: Damage, proof: Proof, sources: RepairSources) -> Repair:
 def _source_as_copied(proof: Proof, io: FileIO) -> ObjectInfo:
     now = io.stat(proof.source)
     if now is None:
-        raise _Refused(f"its source {proof.source} is gone")
+        raise NotRepairable(f"its source {proof.source} is gone")
     changed = now.size != proof.source_size
     if not changed and proof.source_etag and now.etag:
         changed = now.etag != proof.source_etag
@@ -122,7 +119,7 @@ def _source_as_copied(proof: Proof, io: FileIO) -> ObjectInfo:
     if not changed and recorded and now.checksum and now.checksum[0] == recorded[0]:
         changed = now.checksum != recorded
     if changed:
-        raise _Refused(
+        raise NotRepairable(
             f"its source {proof.source} changed since the copy ({now.size} bytes, ETag {now.etag}; "
             f"copied: {proof.source_size} bytes, ETag {proof.source_etag})"
         )
