@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser demo test test-fast lint bench bench-large bench-scd2 bench-copy bench-sync bench-cutover clean synth announce-synth
+.PHONY: setup browser demo test test-fast lint bench bench-assess bench-large bench-scd2 bench-copy bench-sync bench-cutover clean synth announce-synth
 
 setup: $(STAMP)
 
@@ -44,6 +44,12 @@ bench: setup
 	$(BIN)/python -m benchmarks.assess_bench
 	$(BIN)/python -m benchmarks.scd2_bench
 	$(BIN)/python -m benchmarks.scd2_bench --history 2
+
+# The assessment of an estate (issue 48: tiny tables, the pages at 1,000 and 5,000) and its consumer
+# scan (issue 58: 1,000 tables, 500 Glue jobs, 2,000 named queries; budget 0.2 s a table).
+bench-assess: setup
+	$(BIN)/python -m benchmarks.assess_bench
+	$(BIN)/python -m benchmarks.consumer_bench
 
 # Large tables (issue 11): Iceberg's rewrite_table_path against icelake's plan plus rewrite on a
 # 1,000,000-file table, the same table's source check as S3 would list it (one listing against
