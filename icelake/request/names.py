@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from icelake.errors import InvalidRequestError
@@ -112,13 +112,18 @@ class Naming:
         return TargetName(db, name, self.location_of(db, name, source_location))
 
 
-def check_targets(naming: Naming, targets: dict[tuple[str, str], TargetName]) -> None:
+def check_targets(
+    naming: Naming,
+    targets: dict[tuple[str, str], TargetName],
+    renamed_elsewhere: Collection[tuple[str, str]] = (),
+) -> None:
     """Refuse, before anything runs, renames of tables the selection does not hold and two source
-    tables sent to one target table (or one target location), naming both of each pair."""
+    tables sent to one target table (or one target location), naming both of each pair.
+    `renamed_elsewhere`: the selection's other entries (views, links), whose renames are theirs."""
     problems = [
         f"target.renames names {source}, which the selection does not hold: select it, or remove the rename"
         for source in sorted(naming.renames)
-        if tuple(source.split(".")) not in targets
+        if tuple(source.split(".")) not in targets and tuple(source.split(".")) not in renamed_elsewhere
     ]
     problems += _collisions(targets.items(), lambda t: t.name, "target table")
     problems += _collisions(targets.items(), lambda t: t.location.rstrip("/"), "target location")

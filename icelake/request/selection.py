@@ -50,10 +50,10 @@ def work_items(request: MigrationRequest, deps: Deps, execution_arn: str | None 
     source is gone; names that collide are refused. `icelake assess` selects with this too."""
     naming = request.target.naming
     marked = _MarkedTargets(request, deps)
-    chosen, dropped = _selected(request, deps, marked)
+    chosen, dropped, others = _selected(request, deps, marked)
     targets = {key: naming.target_of(*key, _location(table)) for key, table in chosen.items()}
     targets |= {key: _found_target(naming, key, marked.of(key)) for key in dropped}
-    check_targets(naming, targets)
+    check_targets(naming, targets, renamed_elsewhere=others)
     _not_onto_sources(request, chosen, targets)
     items = [_item(request, key, targets[key], marked) for key in sorted(dropped)]
     for key, table in sorted(chosen.items()):
@@ -154,11 +154,13 @@ def _found_target(naming: Naming, key: Key, found: list[TargetName]) -> TargetNa
 
 def _selected(
     request: MigrationRequest, deps: Deps, marked: _MarkedTargets
-) -> tuple[dict[Key, Table], set[Key]]:
+) -> tuple[dict[Key, Table], set[Key], set[Key]]:
     """(the source's Iceberg tables the selection names, keyed by (database, name); the selected
-    tables icelake migrated before whose source is gone). Names that match nothing are refused."""
+    tables icelake migrated before whose source is gone; the selection's other entries, views and
+    the like, which icelake/objects/ carries or names). Names that match nothing are refused."""
     glue = deps.sessions(request).source.client("glue")
     chosen: dict[Key, Table] = {}
+    others: set[Key] = set()
     for database in request.selection.databases:
         if not catalog.database_exists(glue, database):
             raise InvalidRequestError(
@@ -167,13 +169,21 @@ def _selected(
         for table in catalog.list_tables(glue, database):
             if catalog.is_iceberg(table) and _matches(request, table["Name"]):
                 chosen[(database, table["Name"])] = table
+            elif _matches(request, table["Name"]):
+                others.add((database, table["Name"]))
     named, dropped = _named_tables(request, glue, marked)
+    others |= {_key(ident) for ident in request.selection.tables} - set(named) - dropped
     chosen |= named
     for database in request.selection.databases:
         names = {n for d, n in chosen if d == database}
         before = marked.in_database(database)
         dropped |= {(database, n) for n in before if n not in names and _matches(request, n)}
-    return chosen, dropped
+    return chosen, dropped, others
+
+
+def _key(ident: str) -> Key:
+    database, name = ident.split(".")
+    return (database, name)
 
 
 def _named_tables(

@@ -247,6 +247,8 @@ def test_a_view_reading_outside_the_migration_and_a_foreign_target_view(
         TableInput=spark_view("with_outside", "SELECT * FROM sales.orders JOIN other.dim"),
     )
     glue.create_table(DatabaseName="sales", TableInput=spark_view("ids", "SELECT id FROM sales.orders"))
+    recent = "SELECT c.name FROM sales.customers c WHERE c.id < 5"
+    glue.create_table(DatabaseName="sales", TableInput=spark_view("recent", recent))
     target_glue = lake.target.client("glue")
     catalog.ensure_database(target_glue, "v2_sales")
     theirs = spark_view("ids", "SELECT 42 AS id")
@@ -259,7 +261,9 @@ def test_a_view_reading_outside_the_migration_and_a_foreign_target_view(
     assert warned["status"] == "not_created" and "other.dim" in warned["message"]
 
     # When it is migrated
-    report = run_workflow(deployment, _request(lake, "outside"))
+    request = _request(lake, "outside")
+    request["target"]["renames"] = {"sales.customers": "crm.clients", "sales.recent": "v2_sales.recent_names"}
+    report = run_workflow(deployment, request)
 
     # Then that view is named with what it misses, not created, and the run is partial
     assert report["status"] == "partial"
@@ -268,6 +272,10 @@ def test_a_view_reading_outside_the_migration_and_a_foreign_target_view(
     assert objects["with_outside"]["status"] == "not_created"
     assert "other.dim" in objects["with_outside"]["message"]
     assert "with_outside" not in _views(lake)
+    # And a renamed view reads its renamed table, under its own new name
+    assert objects["recent"]["status"] == "created" and objects["recent"]["target"] == "v2_sales.recent_names"
+    made = target_glue.get_table(DatabaseName="v2_sales", Name="recent_names")["Table"]
+    assert made["ViewOriginalText"] == "SELECT c.name FROM crm.clients c WHERE c.id < 5"
     # And the target view icelake did not create is left as it is, with the tables' rule and words
     assert objects["ids"]["status"] == "not_created"
     assert "icelake did not create it" in objects["ids"]["message"]
