@@ -14,11 +14,11 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml package-lock.json
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	$(BIN)/pip install --quiet --no-deps -e .
 	npm ci --no-audit --no-fund --loglevel=error
-	$(MAKE) browser
 	touch $(STAMP)
 
-# A headless Chromium for the browser tests of the HTML pages: Debian's package when none is
-# installed (as root, or through sudo). Playwright's own browser builds are never downloaded.
+# A headless Chromium for the browser tests of the HTML pages (only they need it: `make demo` does
+# not): Debian's package when none is installed (as root, or through sudo). Playwright's own
+# browser builds are never downloaded.
 browser:
 	@command -v chromium-headless-shell >/dev/null || command -v chromium >/dev/null || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
@@ -27,10 +27,10 @@ browser:
 demo: setup
 	$(BIN)/python -m icelake.demo
 
-test: setup
+test: setup browser
 	$(BIN)/pytest
 
-test-fast: setup
+test-fast: setup browser
 	$(BIN)/pytest -m "not slow and not spark"
 
 lint: setup

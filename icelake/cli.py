@@ -11,9 +11,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from icelake.assess.cli import assess_app, assessment_table
+from icelake.assess.cli import assessment_table
 from icelake.assess.schema import Assessment
 from icelake.aws.clients import client as aws_client
+from icelake.cli_assess import assess_app  # with its command: directly, or --workflow
 from icelake.cli_options import options_command
 from icelake.cli_path import PathOptions, run_path
 from icelake.console import err, one_line_errors, stdout_console

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 ORCHESTRATOR_ACCOUNT_LOCAL = "123456789012"  # moto's default account: its Step Functions only run there
 REGION_LOCAL = "us-east-1"
+# The regions a price table ships for (icelake/assess/estimate/price_tables/<region>.json); a request
+# in mode assess elsewhere names its own (options.prices). tests/unit/test_prices.py holds the two equal.
+PRICED_REGIONS = ("eu-west-1", "us-east-1", "us-west-2")
+DEFAULT_PRICE_REGION = "us-east-1"  # the price region of a request whose target names none, off AWS
 
 MIGRATE_STATE_MACHINE = "icelake-migrate-tables"
 MIGRATE_ASL = "statemachines/migrate_tables.asl.json"

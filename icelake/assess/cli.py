@@ -1,6 +1,8 @@
 """`icelake assess`: what a migration would move, what would block it, how long it takes and what
 it costs, in assessment.json and assessment.html under --out. Reads AWS (or AWS_ENDPOINT_URL);
-writes nothing outside --out."""
+writes nothing outside --out. This module assesses directly, with the caller's credentials and the
+source and target roles; the command itself (icelake/cli_assess.py) also starts the deployed
+workflow's assess mode instead (--workflow), which needs no access to either lake."""
 
 from __future__ import annotations
 
@@ -27,7 +29,6 @@ from icelake.assess.pages.render import render_assessment
 from icelake.assess.schema import Assessment, TableAssessment
 from icelake.aws.fileio import io_for
 from icelake.aws.session import assume_role_session
-from icelake.cli_options import options_command
 from icelake.console import err, one_line_errors, stdout_console
 from icelake.constants import ARTIFACTS_BUCKET, LEDGER_TABLE
 from icelake.errors import IcelakeError
@@ -117,13 +118,30 @@ class AssessOptions:
             "tables (rewire.json, 'Rewire at cutover' in assessment.html); on by default.",
         ),
     ] = True
+    workflow: Annotated[
+        bool,
+        typer.Option(
+            "--workflow/--direct",
+            help="--workflow: the deployed workflow assesses --request (its mode assess) and the "
+            "assessment's files are fetched from the artifacts bucket: the operator's path on AWS "
+            "(docs/deploy.md 'The operator'). --direct (the default): assess here, reading both lakes "
+            "through the source and target roles.",
+        ),
+    ] = False
+    state_machine_arn: Annotated[
+        str | None, typer.Option(help="With --workflow: default, the deployed icelake state machine.")
+    ] = None
+    run_id: Annotated[
+        str | None, typer.Option(help="With --workflow: the run id (execution name); default: the time.")
+    ] = None
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="With --workflow: a line per table per state change.")
+    ] = False
 
 
-@assess_app.callback(invoke_without_command=True)
-@options_command(AssessOptions)
-def assess(options: AssessOptions) -> None:
-    """Assess an estate (--request) or one table (--metadata, --target-location) before moving it;
-    the exit codes are in assess_app's help."""
+def assess_directly(options: AssessOptions) -> None:
+    """Assess an estate (--request) or one table (--metadata, --target-location) here; the exit
+    codes are in assess_app's help."""
     o = options
     with one_line_errors():
         if (o.request is None) == (o.metadata is None):
@@ -133,6 +151,11 @@ def assess(options: AssessOptions) -> None:
         with Tally(err) as shown:
             assessment = _of_request(o, o.request, shown) if o.request else _of_table(o, shown)
         paths = write_assessment(assessment, o.out, _consumers(o))
+    show_assessment(assessment, paths, o.as_json)
+
+
+def show_assessment(assessment: Assessment, paths: tuple[Path, Path], as_json: bool) -> None:
+    """The assessment on the terminal (or one JSON object), and exit code 1 when a table is blocked."""
     summary = {
         "assessment_uri": paths[0].resolve().as_uri(),
         "assessment_html_uri": paths[1].resolve().as_uri(),
@@ -141,7 +164,7 @@ def assess(options: AssessOptions) -> None:
         "duration_s": assessment.run.duration_s,
         "totals": assessment.totals.model_dump(mode="json"),
     }
-    if o.as_json:
+    if as_json:
         sys.stdout.write(json.dumps(summary) + "\n")
     else:
         stdout_console().print(assessment_table(assessment))

@@ -24,6 +24,7 @@ from icelake.aws.session import DEFAULT_SESSION_SECONDS, check_session_duration
 from icelake.errors import IcelakeError
 from icelake.request.consumers import ConsumersSpec
 from icelake.request.names import Naming, split_name, template_fields
+from icelake.request.pricing import check_priced, check_prices_uri, price_region
 from icelake.request.schedule import interval_seconds
 from icelake.throughput import ThroughputModel
 
@@ -314,16 +315,22 @@ class Selection(_Frozen):
 
 
 class Options(_Frozen):
+    """README's "Options" table is generated from these fields and their comments (tools/options_table.py)."""
+
+    # Tables migrated (or assessed) at once: the Distributed Map's MaxConcurrency. Tables that go to
+    # the Glue job also wait for its MaxConcurrentRuns (the deployment's map_concurrency).
     concurrency: int = Field(default=4, ge=1, le=1000)
     # metadata | sample | rows: what Validate checks (migrate/check/validate.py; docs/migration.md)
     validation: Literal["metadata", "sample", "rows"] = "metadata"
     # live | all: what the target keeps of the older logged metadata versions
     # (icelake/migrate/history.py; README "History")
     history: Literal["live", "all"] = "live"
+    # Plan every table with the deployed roles and report, writing nothing: each ends dry_run.
     dry_run: bool = False
     # A table copies in the Glue job when it has more to copy than either threshold, else in a Lambda
     # (15-minute limit). See benchmarks/WORKFLOW_RESULTS.md for the measurement behind the defaults.
     glue_threshold_bytes: int = Field(default=100 * 1024**3, ge=0)
+    # The file-count threshold of the same choice (see glue_threshold_bytes).
     glue_threshold_files: int = Field(default=20_000, ge=0)
     # DurationSeconds of each assumed-role session (900..3600: role chaining). Sessions refresh before
     # they expire either way, so long Glue copies never run out of credentials.
@@ -352,6 +359,15 @@ class Options(_Frozen):
     # The throughput model of the estimates (mode assess, and the Plan step's choice of engine):
     # the parameters measured in one's own accounts (docs/assessment.md); None: the defaults.
     throughput: ThroughputModel | None = None
+    # mode "assess": the S3 URI of a price table in the shipped format (icelake/assess/estimate/
+    # price_tables/us-east-1.json) for the target's region, read with the workflow's role (put it in
+    # the artifacts bucket); None: the shipped table, which a region without one cannot use.
+    prices: str | None = None
+
+    @field_validator("prices")
+    @classmethod
+    def _prices(cls, v: str | None) -> str | None:
+        return check_prices_uri(v)
 
     @field_validator("session_duration_seconds")
     @classmethod
@@ -402,6 +418,15 @@ class MigrationRequest(_Frozen):
         if not re.match(r"^[A-Za-z0-9_.:-]{1,80}$", v):
             raise ValueError(f"run_id must be 1-80 letters, digits or _.:-, got {v!r}")
         return v
+
+    @property
+    def price_region(self) -> str:
+        return price_region(self.target.region)  # icelake/request/pricing.py
+
+    @model_validator(mode="after")
+    def _priced(self) -> MigrationRequest:
+        check_priced(self.mode, self.price_region, self.options.prices)
+        return self
 
     @model_validator(mode="after")
     def _not_onto_itself(self) -> MigrationRequest:

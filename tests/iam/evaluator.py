@@ -185,6 +185,7 @@ OPERATIONS: dict[tuple[str, str], Callable[[dict[str, Any], str], list[Need]]] =
     ],
     ("stepfunctions", "DescribeExecution"): lambda p, a: [("states:DescribeExecution", p["executionArn"])],
     ("stepfunctions", "StartExecution"): lambda p, a: [("states:StartExecution", p["stateMachineArn"])],
+    ("stepfunctions", "ListStateMachines"): _anywhere("states:ListStateMachines"),
     ("sns", "Publish"): lambda p, a: [("sns:Publish", p["TopicArn"])],
     ("events", "PutEvents"): lambda p, a: [
         ("events:PutEvents", f"arn:aws:events:{REGION}:{a}:event-bus/{e.get('EventBusName', 'default')}")

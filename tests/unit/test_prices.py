@@ -99,3 +99,48 @@ def test_missing_unreadable_and_unknown_are_one_line_errors(tmp_path: Path) -> N
         load_prices("us-east-1", tmp_path / "bad.json")
     with pytest.raises(PriceTableError, match=r"no DPU figure for Glue worker type 'Z\.9X'"):
         load_prices("us-east-1").glue_usd(1, "Z.9X", 60)
+
+
+def test_the_request_knows_the_regions_a_table_ships_for() -> None:
+    # the request layer (below the assessment) refuses an unpriced region by this list
+    from icelake.constants import PRICED_REGIONS
+
+    assert list(PRICED_REGIONS) == shipped_regions()
+
+
+def test_an_assessment_of_an_unpriced_region_is_refused_at_parse_naming_options_prices(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from icelake.errors import InvalidRequestError
+    from icelake.request.selection import parse_request
+
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
+    target = {"account_id": "222222222222", "bucket": "target-lake", "region": "sa-east-1"}
+    request = {
+        "run_id": "r",
+        "source": {"account_id": "111111111111"},
+        "target": target,
+        "selection": {"databases": ["sales"]},
+        "mode": "assess",
+    }
+    with pytest.raises(InvalidRequestError, match=r"options\.prices: no price table ships for sa-east-1"):
+        parse_request(request)
+    # with a price table named, or in a mode that prices nothing up front, it is taken
+    uri = "s3://icelake-artifacts-123456789012/prices/sa-east-1.json"
+    assert parse_request({**request, "options": {"prices": uri}}).options.prices == uri
+    assert parse_request({**request, "mode": "full"}).price_region == "sa-east-1"
+    # the workflow's own region when the target names none (AWS_REGION in a Lambda)
+    monkeypatch.setenv("AWS_REGION", "ap-southeast-2")
+    unnamed = {**request, "target": {k: v for k, v in target.items() if k != "region"}}
+    with pytest.raises(InvalidRequestError, match="no price table ships for ap-southeast-2"):
+        parse_request(unnamed)
+    with pytest.raises(InvalidRequestError, match="is not an S3 URI of a price table"):
+        parse_request({**request, "options": {"prices": "prices.json"}})
+
+
+def test_a_table_read_from_anywhere_must_be_for_its_region() -> None:
+    text = (TABLES / "us-east-1.json").read_text()
+    assert prices.price_table_of("us-east-1", text, "s3://b/k").region == "us-east-1"
+    with pytest.raises(PriceTableError, match="s3://b/k is for region 'us-east-1'"):
+        prices.price_table_of("sa-east-1", text, "s3://b/k")

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from icelake.aws.request_count import REQUEST_KINDS
 from icelake.errors import PriceTableError
 
-__all__ = ["REQUEST_KINDS", "PriceTable", "load_prices", "shipped_regions"]
+__all__ = ["REQUEST_KINDS", "PriceTable", "load_prices", "price_table_of", "shipped_regions"]
 
 # The price class S3 bills each request kind icelake counts (`REQUEST_KINDS`, a run's outcome and an
 # estimate alike) in: COPY (CopyObject, UploadPartCopy), PUT/POST and LIST are tier 1; GET and HEAD
@@ -154,6 +154,11 @@ def load_prices(region: str, override: Path | None = None) -> PriceTable:
                 f"cannot read the price table {override} ({err.strerror or err}); pass a readable JSON file"
             ) from err
         where = str(override)
+    return price_table_of(region, text, where)
+
+
+def price_table_of(region: str, text: str, where: str) -> PriceTable:
+    """The price table `text` (read from `where`: a file, an S3 URI), which must be for `region`."""
     table = _parse(text, where)
     if table.region != region:
         raise PriceTableError(

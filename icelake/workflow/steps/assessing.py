@@ -4,19 +4,17 @@ writes the run's assessment.json and assessment.html. Nothing is written to any 
 
 from __future__ import annotations
 
-import os
-
 from icelake.assess.consumers.scan import run_rewire
-from icelake.assess.estimate.cost import DEFAULT_REGION, regions_of
-from icelake.assess.estimate.prices import load_prices
+from icelake.assess.estimate.prices import PriceTable, load_prices, price_table_of
 from icelake.assess.gather.assessment import Settings, assemble
 from icelake.assess.gather.buckets import BucketReads
 from icelake.assess.gather.estate import assess_item, scope_of, settings_for
 from icelake.assess.pages.render import render_assessment
 from icelake.assess.schema import Finding, TableAssessment
 from icelake.aws.warm import kept
+from icelake.constants import DEFAULT_PRICE_REGION
 from icelake.request.deps import Artifacts, Deps
-from icelake.request.models import WorkItem
+from icelake.request.models import MigrationRequest, WorkItem
 from icelake.workflow.inputs import PlanInput
 from icelake.workflow.models import AssessResult, RunState, RunSummary
 
@@ -25,8 +23,8 @@ ASSESSMENT_NAME = "assessment.json"
 
 def assess(given: PlanInput, deps: Deps) -> AssessResult:
     item = given.item
-    region = regions_of(item.request)[1] or os.environ.get("AWS_REGION") or DEFAULT_REGION
-    settings = settings_for(item.request, load_prices(region), sync_days=item.request.options.sync_days)
+    prices = request_prices(item.request, deps)
+    settings = settings_for(item.request, prices, sync_days=item.request.options.sync_days)
     # The buckets' settings are read once per run in a warm container, not once per table.
     buckets = kept(("bucket-reads", item.run_id), BucketReads)
     assessed = assess_item(item, deps, settings, buckets=buckets)
@@ -36,6 +34,16 @@ def assess(given: PlanInput, deps: Deps) -> AssessResult:
     return AssessResult(
         table=item.name, blockers=len(assessed.blockers), warnings=len(assessed.warnings), assessment_key=key
     )
+
+
+def request_prices(request: MigrationRequest, deps: Deps) -> PriceTable:
+    """The prices an assessment of `request` uses: its options.prices (a price table in the shipped
+    format, read from S3 with the workflow's role), else the shipped table of its region (which
+    the request's parse has checked exists)."""
+    uri = request.options.prices
+    if uri is None:
+        return load_prices(request.price_region)
+    return price_table_of(request.price_region, deps.artifacts.io.read(uri).decode(), uri)
 
 
 def table_assessment(deps: Deps, run_id: str, table: str) -> TableAssessment | None:
@@ -75,14 +83,16 @@ def report_assessment(run_id: str, worklist_key: str, worklist_bucket: str | Non
             )
         tables.append(assessed)
     request = items[0].request if items else None
-    region = (regions_of(request)[1] if request else None) or os.environ.get("AWS_REGION") or DEFAULT_REGION
-    prices = load_prices(region)
     if request is not None:
-        settings = settings_for(request, prices, sync_days=request.options.sync_days)
+        settings = settings_for(request, request_prices(request, deps), sync_days=request.options.sync_days)
         scope = scope_of(request)
     else:
-        settings, scope = Settings(prices=prices), {}
+        settings, scope = Settings(prices=load_prices(DEFAULT_PRICE_REGION)), {}
     assessment = assemble(tables, settings, {**scope, "run_id": run_id})
+    if request is not None:  # the views and other entries, as `icelake assess --request` names them
+        from icelake.assess.gather.estate import with_objects
+
+        assessment = with_objects(assessment, request, deps, items)
     data = assessment.model_dump(mode="json")
     json_key, html_key = f"runs/{run_id}/assessment.json", f"runs/{run_id}/assessment.html"
     deps.artifacts.put_json(json_key, data)
