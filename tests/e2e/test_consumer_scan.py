@@ -5,7 +5,7 @@ state machine, a Lambda with the location in an environment variable, a DAG file
 prefix, and a job whose script the source role may not read. One assessment: rewire.json lists
 each with its place and its target reference, the unreadable script as unread with the permission
 it lacks; nothing in the source changed; assessment.html shows "Rewire at cutover" and filters it
-in a real browser."""
+in a real browser. A second, with --no-consumers, writes no rewire.json."""
 
 from __future__ import annotations
 
@@ -184,15 +184,7 @@ def test_assess_lists_every_consumer_to_rewire_and_what_it_could_not_read(lake: 
     assert job["arn"] == f"arn:aws:glue:us-east-1:{SOURCE_ACCOUNT}:job/orders-etl"
     # ... what it could not read is listed with why: the denied script (and the permission it
     # lacks), the script of a bucket that does not exist, the binary file under the code prefix
-    unread = {(u["consumer"]["name"], u["error"]): u for u in rewire["unread"]}
-    denied = unread[("secret-etl", "AccessDenied")]
-    assert denied["permission"] == f"s3:GetObject on arn:aws:s3:::{SOURCE_BUCKET}/private/secret_etl.py"
-    assert ("other-etl", "NoSuchBucket") in unread
-    assert (f"s3://{SOURCE_BUCKET}/dags/plugins.zip", "NotText") in unread
-    assert len(unread) == 3
-    counts = rewire["by_kind"]
-    assert counts["glue_job"] == {"read": 3, "referencing": 1, "references": 3, "unread": 2}
-    assert counts["code_file"] == {"read": 1, "referencing": 1, "references": 2, "unread": 1}
+    _unread_and_counts_listed(rewire)
     assert rewire["tables"] == 2 and rewire["source_account"] == SOURCE_ACCOUNT
     assert "9 reference(s) in 6 consumer(s) to rewire at cutover, 3 consumer(s) not read" in result.stderr
     # ... the source is as it was: icelake never edits a consumer
@@ -204,6 +196,29 @@ def test_assess_lists_every_consumer_to_rewire_and_what_it_could_not_read(lake: 
     assert "Rewire at cutover" in seen["text"] and "Not read (3)" in seen["text"]
     assert len(seen["rows"]) == 9 and seen["jobs"] == ["glue_job"] * 3
     assert "s3:GetObject on arn:aws:s3:::source-lake/private/secret_etl.py" in seen["text"]
+
+    # ... and --no-consumers skips the scan: no rewire.json, and the page says it was not scanned
+    skipped = tmp_path / "skipped"
+    again = CliRunner().invoke(
+        app, ["assess", "--request", str(request), "--out", str(skipped), "--no-consumers"]
+    )
+    assert again.exit_code == 0, again.output
+    assert not (skipped / "rewire.json").exists() and "to rewire at cutover" not in again.stderr
+    assert "Consumers not scanned" in (skipped / "assessment.html").read_text()
+
+
+def _unread_and_counts_listed(rewire: dict[str, Any]) -> None:
+    """The denied script (with the permission it lacks), the script of a bucket that does not
+    exist and the binary file under the code prefix are unread; the counts by kind agree."""
+    unread = {(u["consumer"]["name"], u["error"]): u for u in rewire["unread"]}
+    denied = unread[("secret-etl", "AccessDenied")]
+    assert denied["permission"] == f"s3:GetObject on arn:aws:s3:::{SOURCE_BUCKET}/private/secret_etl.py"
+    assert ("other-etl", "NoSuchBucket") in unread
+    assert (f"s3://{SOURCE_BUCKET}/dags/plugins.zip", "NotText") in unread
+    assert len(unread) == 3
+    counts = rewire["by_kind"]
+    assert counts["glue_job"] == {"read": 3, "referencing": 1, "references": 3, "unread": 2}
+    assert counts["code_file"] == {"read": 1, "referencing": 1, "references": 2, "unread": 1}
 
 
 def _rewire_in_browser(page_file: Path) -> dict[str, Any]:
