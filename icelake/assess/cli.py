@@ -32,6 +32,7 @@ from icelake.aws.session import assume_role_session
 from icelake.console import err, one_line_errors, stdout_console
 from icelake.constants import ARTIFACTS_BUCKET, LEDGER_TABLE
 from icelake.errors import IcelakeError
+from icelake.objects.kinds import summary_line
 from icelake.request.deps import Deps, WorkflowEnv
 from icelake.request.models import MigrationRequest
 from icelake.request.schedule import DEFAULT_SYNC_SCHEDULE, interval_seconds
@@ -169,6 +170,9 @@ def show_assessment(assessment: Assessment, paths: tuple[Path, Path], as_json: b
     else:
         stdout_console().print(assessment_table(assessment))
         err.print(f"assessment: {summary['assessment_html_uri']}", highlight=False, markup=False)
+        line = summary_line(assessment.objects, "'Views and other objects' in assessment.html", planned=True)
+        if line:
+            err.print(f"icelake: {line}", highlight=False, markup=False, soft_wrap=True)
     if assessment.totals.blocked_tables:
         err.print(
             f"icelake: {assessment.totals.blocked_tables} of {assessment.totals.tables} table(s) blocked: "
