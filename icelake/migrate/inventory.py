@@ -111,6 +111,17 @@ def stat_by_listing(
     counted = set(unsettled)
     if full:
         unsettled += [u for u, info in found.items() if info is not None and info is not _UNSETTLED]
+    found.update(zip(unsettled, stat_each(io, unsettled, workers, phase, counted), strict=True))
+    # Every wanted key is settled, by a listing or a HEAD.
+    assert all(info is not _UNSETTLED for info in found.values())
+    return found
+
+
+def stat_each(
+    io: FileIO, uris: list[str], workers: int, phase: Phase | None, counted: set[str]
+) -> list[ObjectInfo | None]:
+    """A HEAD (`io.stat`) of each uri on `workers` threads, in order; `phase` advances for the
+    uris in `counted` (those no listing settled, not those asked again for what a HEAD says)."""
 
     def head(uri: str) -> ObjectInfo | None:
         info = io.stat(uri)
@@ -118,10 +129,7 @@ def stat_by_listing(
             phase.advance()
         return info
 
-    found.update(zip(unsettled, map_in_chunks(head, unsettled, workers), strict=True))
-    # Every wanted key is settled, by a listing or a HEAD.
-    assert all(info is not _UNSETTLED for info in found.values())
-    return found
+    return map_in_chunks(head, uris, workers)
 
 
 def _group(

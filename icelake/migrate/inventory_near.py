@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Unpack
 
 from icelake.aws.fileio import FileIO, ObjectInfo
-from icelake.migrate.inventory import KEYS_PER_PAGE, StatOptions
+from icelake.migrate.inventory import KEYS_PER_PAGE, StatOptions, stat_each
 from icelake.migrate.plan_scan import map_in_chunks
 from icelake.uris import canonical
 
@@ -51,15 +51,7 @@ def stat_near(
 
     map_in_chunks(settle, list(by_directory), workers)
     asked = unsettled + ([u for u, info in found.items() if info is not None] if full else [])
-    counted = set(unsettled)
-
-    def head(uri: str) -> ObjectInfo | None:
-        info = io.stat(uri)
-        if phase and uri in counted:
-            phase.advance()
-        return info
-
-    found.update(zip(asked, map_in_chunks(head, asked, workers), strict=True))
+    found.update(zip(asked, stat_each(io, asked, workers, phase, set(unsettled)), strict=True))
     return found
 
 
