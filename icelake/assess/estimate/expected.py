@@ -20,15 +20,17 @@ def expected_requests(
     *,
     prune: bool,
     target_kms: bool = False,
+    present: int = 0,
 ) -> dict[str, dict[str, int]]:
     """What the copy (its own plan, `replanned`: what planning sent, then its writes) and Validate
     (its file check, then the prune that follows a validated sync when `prune`) will send, when
-    the copy is a Lambda's; `file_check`: the check's share (`by_engine` places it)."""
+    the copy is a Lambda's; `file_check`: the check's share (`by_engine` places it). `present`:
+    the rewritten files the target already holds (a re-run's), asked and not written."""
     check = _validate_requests(plan, target_location)
     validate = check
     if prune:
         validate = added(check, prune_requests(len(plan.manifest_lists), len(plan.manifests)))
-    copy = migration_requests(plan, target_kms=target_kms)
+    copy = migration_requests(plan, target_kms=target_kms, present=present)
     return {"copy": added(replanned, copy), "validate": validate, "file_check": check}
 
 

@@ -66,9 +66,15 @@ def requests_off(t: Outcome) -> float | None:
     return (h.requests_total(t.get("requests")) - estimated) / estimated if estimated else None
 
 
+def _phases_seconds(t: Outcome) -> float:
+    """What the estimate's time covers: the table's Plan, Copy and Validate (or Rollback), each as
+    its step counted it; `seconds` alone is the copy's, a re-run's fraction of a second."""
+    return float(sum((t.get("duration_s") or {}).values()) or t.get("seconds") or 0.0)
+
+
 def _time_off(t: Outcome) -> float | None:
     estimated = float((t.get("estimate") or {}).get("duration_s", 0.0))
-    return (_actual_seconds(t) - estimated) / estimated if estimated else None
+    return (_phases_seconds(t) - estimated) / estimated if estimated else None
 
 
 def verification(t: Outcome) -> str:
@@ -123,7 +129,7 @@ def standout(tables: Sequence[Outcome]) -> str:
         for t, d in furthest(tables, requests_off)
     ]
     times = [
-        _percent(t, d, h.duration(_actual_seconds(t)), h.duration(float(t["estimate"]["duration_s"])))
+        _percent(t, d, h.duration(_phases_seconds(t)), h.duration(float(t["estimate"]["duration_s"])))
         for t, d in furthest(tables, _time_off)
     ]
     slowest = sorted(tables, key=lambda t: (-_actual_seconds(t), str(t["table"])))[:STANDOUT]

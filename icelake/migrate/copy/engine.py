@@ -351,21 +351,31 @@ def _result(
 # A rewritten file (delete file, manifest, manifest list, metadata.json): its source read, the
 # target key asked (`FileJobs.put`: absent on a first run) and the new bytes put.
 WRITE_REQUESTS: dict[str, int] = {"get": 1, "head": 1, "put": 1}
+# One the target already holds byte for byte (a re-run's, `FileJobs.put`): read and asked, not put
+# (the target's HEAD names its SHA-256, so the bytes are not read back).
+PRESENT_REQUESTS: dict[str, int] = {"get": 1, "head": 1}
+
+
+def rewritten_files(plan: TablePlan) -> int:
+    """The files a migration of `plan` writes anew: delete files, manifests, lists, metadata.json."""
+    return len(plan.delete_files) + len(plan.manifests) + len(plan.manifest_lists) + len(plan.metadata_files)
 
 
 def migration_requests(
-    plan: TablePlan, settings: CopySettings | None = None, *, target_kms: bool = False
+    plan: TablePlan, settings: CopySettings | None = None, *, target_kms: bool = False, present: int = 0
 ) -> dict[str, int]:
-    """The S3 requests `run_migration` sends after its plan, for a target that holds none of the
-    table's new files yet: the target's metadata directory listed again before writing, each
-    rewritten file (`WRITE_REQUESTS`) and each copy (`copy.copy_requests`; `target_kms`: the target
-    is written under a KMS key). Estimates use it: keep it in step with `_execute`."""
+    """The S3 requests `run_migration` sends after its plan: the target's metadata directory
+    listed again before writing, each rewritten file (`WRITE_REQUESTS`, or `PRESENT_REQUESTS` for
+    the `present` ones the target holds already: none on a first run, all on a re-run) and each
+    copy (`copy.copy_requests`; `target_kms`: the target is written under a KMS key). Estimates
+    use it: keep it in step with `_execute`."""
     settings = settings or CopySettings()
-    rewritten = len(plan.delete_files) + len(plan.manifests)
-    rewritten += len(plan.manifest_lists) + len(plan.metadata_files)
+    written = rewritten_files(plan) - present
     counts: Counter[str] = Counter({"list": 1})
     for kind, n in WRITE_REQUESTS.items():
-        counts[kind] += n * rewritten
+        counts[kind] += n * written
+    for kind, n in PRESENT_REQUESTS.items():
+        counts[kind] += n * present
     small: Counter[bool] = Counter()  # small copies, by whether they HEAD the source first
     for task in plan.copies:
         info = task.info

@@ -26,7 +26,13 @@ from icelake.request.deps import Artifacts, Deps, Sessions
 from icelake.request.models import WorkItem
 from icelake.request.target import prefix_maps
 from icelake.workflow.models import PlanResult, TableOutcome
-from icelake.workflow.steps.shared import copy_facts, item_facts, record_outcome, source_prefixes
+from icelake.workflow.steps.shared import (
+    copy_facts,
+    item_facts,
+    record_outcome,
+    record_planned,
+    source_prefixes,
+)
 
 MAX_COMMITS = 200  # a carry-over's commits per run, and those an outcome lists (payloads stay small)
 BY_HAND = (
@@ -132,16 +138,7 @@ def carry_plan(item: WorkItem, deps: Deps, carry: CarryPlan, previous: str, targ
     keys = sorted(k for k in carry.written() if k in earlier or target_io.stat(k) is None)
     write_journal(deps.artifacts.io, journal_uri, keys)
     size = sum(f.file_size_in_bytes for f in carry.files)
-    deps.ledger.record_table(
-        item.run_id,
-        item.name,
-        "PLANNED",
-        source_metadata=item.source_metadata_location,
-        target_metadata=carry.metadata,
-        previous_target_metadata=previous,
-        target_table_existed=True,
-        engine="lambda",
-    )
+    record_planned(deps.ledger, item, carry.metadata, previous, True, "lambda")
     return PlanResult(
         item=item,
         engine="lambda",

@@ -14,6 +14,7 @@ from icelake.assess.estimate.expected import expected_requests
 from icelake.aws import catalog
 from icelake.aws.fileio import FileIO
 from icelake.aws.request_count import RequestCount, subtracted
+from icelake.migrate.copy.engine import rewritten_files
 from icelake.migrate.journal import JOURNAL_NAME, new_target_keys, write_journal
 from icelake.migrate.models import Orphans
 from icelake.migrate.plan.build import build_plan
@@ -30,6 +31,7 @@ from icelake.throughput import ThroughputModel
 from icelake.workflow.inputs import PlanInput
 from icelake.workflow.models import PlanResult
 from icelake.workflow.steps.carrying import carry_plan, promoted_state
+from icelake.workflow.steps.shared import record_planned
 
 LOCK_LEASE_SECONDS = 24 * 3600  # longer than any table's copy; only a dead run's hold ever expires
 
@@ -77,16 +79,7 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
     if figures is None:
         figures = _plan_here(item, src_io, dst_io, source, journal_uri, deps, sessions.requests, before)
     engine, rule = _engine(item, figures, synced, previous)
-    ledger.record_table(
-        item.run_id,
-        item.name,
-        "PLANNED",
-        source_metadata=item.source_metadata_location,
-        target_metadata=figures.target_metadata,
-        previous_target_metadata=previous,
-        target_table_existed=existing is not None,
-        engine=engine,
-    )
+    record_planned(ledger, item, figures.target_metadata, previous, existing is not None, engine)
     return PlanResult(
         item=item,
         engine=engine,
@@ -257,7 +250,11 @@ def _plan_here(
         source=source,
     )
     replanned = subtracted(requests.counts(), before)
-    write_journal(deps.artifacts.io, journal_uri, new_target_keys(table_plan, dst_io))
+    new_keys = new_target_keys(table_plan, dst_io)
+    write_journal(deps.artifacts.io, journal_uri, new_keys)
+    # The copies are all new keys; the other new keys are the rewritten files not there yet. A
+    # re-run's target holds every rewritten file: the copy asks of each and writes none.
+    present = rewritten_files(table_plan) - (len(new_keys) - len(table_plan.copies))
     return Figures(
         "lambda",
         table_plan.files_planned,
@@ -271,6 +268,7 @@ def _plan_here(
             item.target_location,
             replanned,
             prune=item.request.options.prune,
+            present=present,
         ),
         table_plan.copies.prefix_spread()[1] if table_plan.copies else 1.0,
         table_plan.manifest_entries() if table_plan.sync == "full" else 0,

@@ -50,6 +50,23 @@ def source_prefixes(item: WorkItem) -> list[str]:
     )
 
 
+def record_planned(
+    ledger: Ledger, item: WorkItem, target_metadata: str, previous: str | None, existed: bool, engine: str
+) -> None:
+    """The table's PLANNED record: the source version pinned, the target's next and previous
+    metadata, whether the target table existed, and the engine that copies it."""
+    ledger.record_table(
+        item.run_id,
+        item.name,
+        "PLANNED",
+        source_metadata=item.source_metadata_location,
+        target_metadata=target_metadata,
+        previous_target_metadata=previous,
+        target_table_existed=existed,
+        engine=engine,
+    )
+
+
 def record_outcome(ledger: Ledger, outcome: TableOutcome, state: str, **attrs: Any) -> None:
     """The table's last ledger record of the run carries its whole outcome (see reporting)."""
     ledger.record_table(outcome.run_id, outcome.table, state, outcome=outcome.model_dump_json(), **attrs)
