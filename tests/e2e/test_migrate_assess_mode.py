@@ -4,18 +4,23 @@ touched. A full migration of the same tables then sends the requests it estimate
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import boto3
 import pytest
 
+from icelake.constants import PRICED_REGIONS
+from icelake.errors import InvalidRequestError
 from icelake.local.deploy import LocalDeployment
 from icelake.local.embedded import run_execution
+from icelake.request.selection import parse_request
 from icelake.workflow.client import read_report
 from tests.e2e.conftest import run_workflow
 from tests.lake import TARGET_BUCKET, Lake, add_source_table, bucket_state, catalog_state
 
 pytestmark = pytest.mark.slow
+PRICE_TABLES = Path(__file__).resolve().parents[2] / "icelake" / "assess" / "estimate" / "price_tables"
 
 
 def test_an_assessment_run_writes_both_files_and_touches_no_target(
@@ -44,6 +49,10 @@ def test_an_assessment_run_writes_both_files_and_touches_no_target(
     bucket, _, key = summary["report_html_uri"].removeprefix("s3://").partition("/")
     page = boto3.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read().decode()
     assert page.startswith("<!DOCTYPE html>") and "sales.orders" in page
+    # ... and what reads the tables, scanned with the source role (none in this lake)
+    rewire = read_report(summary["report_uri"].replace("assessment.json", "rewire.json"))
+    assert rewire["tables"] == 2 and rewire["references"] == [] and rewire["unread"] == []
+    assert "Rewire at cutover" in page
     # ... and what reads the tables, scanned with the source role (none in this lake)
     rewire = read_report(summary["report_uri"].replace("assessment.json", "rewire.json"))
     assert rewire["tables"] == 2 and rewire["references"] == [] and rewire["unread"] == []
@@ -97,3 +106,41 @@ def test_a_glue_copy_sends_what_the_assessment_estimated_phase_by_phase(
         assert measured["copy"][kind] == estimated["copy"][kind], (kind, measured["copy"], estimated["copy"])
     assert measured["copy"]["head"] - estimated["copy"]["head"] == outcome["files_rewritten"]
     assert 0 <= measured["copy"]["get"] - estimated["copy"]["get"] <= 2 * 3
+
+
+def test_a_region_without_shipped_prices_is_assessed_with_options_prices_and_refused_without(
+    world: tuple[Lake, LocalDeployment],
+) -> None:
+    # Given a table whose target is in ap-south-1, where no price table ships, and a price table
+    # for it in the shipped format in the artifacts bucket (us-east-1's figures, relabelled: a test's)
+    lake, deployment = world
+    add_source_table(lake, "orders", [[1, 2], [3]])
+    region = "ap-south-1"
+    assert region not in PRICED_REGIONS
+    table = json.loads((PRICE_TABLES / "us-east-1.json").read_text())
+    table |= {"region": region, "note": "a test's: us-east-1's figures under ap-south-1"}
+    key = f"prices/{region}.json"
+    boto3.client("s3").put_object(Bucket=lake.env.artifacts_bucket, Key=key, Body=json.dumps(table).encode())
+    target = {k: v for k, v in lake.request("x")["target"].items() if k != "kms_key_id"}
+    request = lake.request("assess-ap", mode="assess", target={**target, "region": region})
+
+    # When the request names no prices: it is refused when it is parsed, naming the option, by the
+    # CLI before anything starts and by the workflow's Inventory before any table is read
+    with pytest.raises(InvalidRequestError, match=r"options\.prices: no price table ships for ap-south-1"):
+        parse_request(request)
+    refused = run_execution(deployment.state_machine_arn, request, timeout=300, name="assess-ap-0")
+    error, cause = refused.failure()
+    assert refused.status == "FAILED" and str(error).startswith("InvalidRequest"), (error, cause)
+    assert "options.prices: no price table ships for ap-south-1" in str(cause)
+
+    # When it names options.prices: the assessment is written, priced with that table
+    priced = {
+        **request,
+        "options": {**request["options"], "prices": f"s3://{lake.env.artifacts_bucket}/{key}"},
+    }
+    result = run_execution(deployment.state_machine_arn, priced, timeout=300, name="assess-ap")
+    assert result.status == "SUCCEEDED", result.failure()
+    assessment = read_report(dict(result.output)["report_uri"])
+    assert assessment["model"]["prices"]["region"] == region
+    (orders,) = assessment["tables"]
+    assert orders["estimate"]["cost_usd"]["total"] > 0 and not orders["blockers"]
