@@ -66,6 +66,7 @@ def carry(plan: ObjectPlan, request: MigrationRequest, sessions: Sessions) -> li
     wanted = {db for c in plan.carries for db, _ in c.needs} | {c.target[0] for c in plan.carries}
     available = target_names(glue, wanted)
     journal = _Journal()
+    migrated = {o.target for o in plan.objects.values() if o.action == "migrated" and o.target}
     current: Carry | None = None
     try:
         for current in plan.carries:
@@ -73,7 +74,8 @@ def carry(plan: ObjectPlan, request: MigrationRequest, sessions: Sessions) -> li
                 continue
             missing = missing_reads(current, available)
             if missing:
-                plan.named(current.source, status="not_created", message=not_on_target_message(missing))
+                message = not_on_target_message(missing, migrated)
+                plan.named(current.source, status="not_created", message=message)
                 continue
             status = _put(glue, current, journal, plan)
             if status == "not_ours":

@@ -69,7 +69,15 @@ def missing_reads(carry: Carry, available: set[Key]) -> list[str]:
     return [f"{db}.{name}" for db, name in carry.needs if (db, name) not in available]
 
 
-def not_on_target_message(missing: list[str]) -> str:
+def not_on_target_message(missing: list[str], failed: set[str] | None = None) -> str:
+    """Why a view was not created; `failed`: the target names of this run's tables that did not
+    end migrated (a view on one of them waits for it)."""
+    ours = [m for m in missing if m in (failed or set())]
+    if ours:
+        return (
+            f"it reads {', '.join(ours)}, which this run did not migrate (see that table's outcome), so "
+            "it was not created: it is created by the run that migrates it"
+        )
     return (
         f"it reads {', '.join(missing)}, which is neither in this migration nor on the target, so it "
         "was not created: migrate what it reads too (select it), or create it on the target, and run again"
