@@ -127,17 +127,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--bandwidth-mib-s", type=float, default=d.bandwidth_mib_s)
     ap.add_argument("--large-object-mib", type=float, default=d.large_object_mib)
     a = ap.parse_args(argv)
+    same = ("seed", "burst_s", "slowdown_ms", "latency_median_ms", "latency_p99_ms", "bandwidth_mib_s")
     config = ModelConfig(
-        seed=a.seed,
         per_prefix_writes_per_s=a.writes_per_s,
         per_prefix_reads_per_s=a.reads_per_s,
-        burst_s=a.burst_s,
-        slowdown_ms=a.slowdown_ms,
-        latency_median_ms=a.latency_median_ms,
-        latency_p99_ms=a.latency_p99_ms,
         latency=not a.no_latency,
-        bandwidth_mib_s=a.bandwidth_mib_s,
         large_object_mib=a.large_object_mib,
+        **{name: getattr(a, name) for name in same},  # the options named as the model's fields
     )
     server, _ = serve(config, a.port)
     print(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -42,10 +43,18 @@ class CompleteEvent(BaseModel):
     batch_uris: list[str]
 
 
-@metrics_of_one_invocation(metrics)
-@logger.inject_lambda_context
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
+
+
+def _powertools(fn: Handler) -> Handler:
+    """Both handlers' Powertools, outermost first: one invocation's metrics, the Lambda context in
+    the log, a trace, the metrics flushed."""
+    return metrics_of_one_invocation(metrics)(
+        logger.inject_lambda_context(tracer.capture_lambda_handler(metrics.log_metrics(fn)))
+    )
+
+
+@_powertools
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = FetchEvent.model_validate(event)
     outcome = fetch_source(request.fetch, settings().raw_root, resume=request.cursor)
@@ -58,10 +67,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return {**outcome.model_dump(mode="json"), "pending_count": outcome.pending_count}
 
 
-@metrics_of_one_invocation(metrics)
-@logger.inject_lambda_context
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@_powertools
 def complete_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = CompleteEvent.model_validate(event)
     done, quarantined = complete_or_report(request.batch_uris)
