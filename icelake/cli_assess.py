@@ -12,8 +12,10 @@ import json
 from pathlib import Path
 
 import typer
+from botocore.exceptions import ClientError
 
 from icelake.assess.cli import AssessOptions, assess_app, assess_directly, show_assessment
+from icelake.assess.consumers.scan import REWIRE_NAME
 from icelake.assess.estimate.cost import SYNC_DAYS
 from icelake.assess.schema import Assessment
 from icelake.aws.clients import client as aws_client
@@ -47,6 +49,7 @@ DIRECT_ONLY = {
     "--sync-interval": "give options.sync_interval in the request",
     "--region": "the workflow prices the target's region (target.region), else its own",
     "--concurrency": "the workflow assesses options.concurrency tables at once",
+    "--no-consumers": 'give "consumers": {"scan": false} in the request',
 }
 
 
@@ -59,6 +62,7 @@ def _direct_flags(o: AssessOptions) -> list[str]:
         "--sync-interval": o.sync_interval is not None,
         "--region": o.region is not None,
         "--concurrency": o.concurrency is not None,
+        "--no-consumers": not o.consumers,
     }
     return [flag for flag, is_given in given.items() if is_given]
 
@@ -105,7 +109,8 @@ def _ended_well(status: RunStatus) -> None:
 
 
 def fetch_assessment(status: RunStatus, out: Path) -> tuple[Assessment, tuple[Path, Path]]:
-    """The run's assessment.json (read with its status) and assessment.html, written into `out`."""
+    """The run's assessment.json (read with its status), assessment.html and rewire.json (when the
+    run scanned the consumers), written into `out`."""
     report = status.report or {}
     assessment = Assessment.model_validate(report)
     html_uri = str((status.output or {}).get("report_html_uri", ""))
@@ -117,8 +122,25 @@ def fetch_assessment(status: RunStatus, out: Path) -> tuple[Assessment, tuple[Pa
         json_path, html_path = out / "assessment.json", out / "assessment.html"
         json_path.write_text(json.dumps(report, indent=1) + "\n")
         html_path.write_bytes(html)
+        rewire = _rewire_beside(bucket, key)
+        if rewire is not None:  # the run scanned the consumers (consumers.scan, on by default)
+            (out / REWIRE_NAME).write_bytes(rewire)
     except OSError as exc:
         raise IcelakeError(
             f"cannot write the assessment to {out} ({exc.strerror or exc}): pass another --out"
         ) from exc
     return assessment, (json_path, html_path)
+
+
+def _rewire_beside(bucket: str, html_key: str) -> bytes | None:
+    """The run's rewire.json beside its assessment.html, or None when the run wrote none."""
+    key = html_key.rsplit("/", 1)[0] + "/" + REWIRE_NAME
+    try:
+        body: bytes = aws_client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            return None
+        raise IcelakeError(
+            f"cannot read s3://{bucket}/{key} ({exc}): check the operator's read of runs/"
+        ) from exc
+    return body

@@ -60,6 +60,7 @@ def test_the_operators_commands_make_only_calls_the_documented_policy_allows(
     written = json.loads((out / "assessment.json").read_text())
     assert [t["table"] for t in written["tables"]] == ["sales.orders"]
     assert (out / "assessment.html").read_text().startswith("<!DOCTYPE html>")
+    assert json.loads((out / "rewire.json").read_text())["tables"] == 1  # the scan's list, fetched too
     assert started[0] == 0 and status[0] == 0 and verified[0] == 0, (started, status, verified)
     assert carried[0] in (0, 1), carried
 
