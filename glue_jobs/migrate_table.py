@@ -40,7 +40,7 @@ from icelake.aws.fileio.spec import OPENED_REQUESTS
 from icelake.aws.request_count import added, subtracted
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, AssumedRole, check_session_duration, pyiceberg_props
 from icelake.glue_args import in_glue, resolve_options
-from icelake.migrate.check.record import RECORD_NAME, RecordBuilder, write_record
+from icelake.migrate.check.record import RECORD_NAME, RecordBuilder, add_to_record
 from icelake.migrate.check.row_digest import compare_rows
 from icelake.migrate.check.validate import checked_target_files
 from icelake.migrate.copy.distributed import SparkRunner, executor_spec, size_copies
@@ -235,7 +235,7 @@ def write_copy_record(journal_uri: str | None, record: RecordBuilder | None) -> 
     read it): the executors sent each copy's back with its outcome."""
     if journal_uri and record is not None and len(record):
         uri = journal_uri.rsplit("/", 1)[0] + "/" + RECORD_NAME
-        write_record(io_for(uri), uri, record.table())
+        add_to_record(io_for(uri), uri, record)
 
 
 def journal_plan(journal_uri: str, dst: FileIOSpec, plan: TablePlan) -> None:

@@ -16,6 +16,7 @@ import pytest
 from glue_jobs import migrate_table as glue_job
 from icelake.aws.fileio import FileIO, FileIOSpec, LocalFileIO, S3FileIO
 from icelake.migrate import MigrationResult, migrate_table
+from icelake.migrate.check.record import RECORD_NAME, read_record
 from icelake.migrate.copy.engine import FileJobs
 from icelake.migrate.journal import read_journal, write_journal
 from icelake.uris import PrefixMap, canonical
@@ -129,6 +130,10 @@ def test_glue_job_journals_every_key_it_creates_before_writing(
     created = {canonical(uri) for uri, _info in LocalFileIO().list(str(out))}
     journaled = {canonical(k) for k in read_journal(LocalFileIO(), journal)}
     assert created and journaled == created | {canonical(earlier)}
+    # and the copy record beside it has the proof of each, the executors' copies included
+    record, absent = read_record(LocalFileIO(), [str(tmp_path / RECORD_NAME)])
+    assert absent == [] and {canonical(p.target) for p in record} == created
+    assert all(p.size == LocalFileIO().stat(p.target).size for p in record)  # type: ignore[union-attr]
 
 
 @pytest.fixture(scope="module")

@@ -59,7 +59,11 @@ class _Walk:
     io: FileIO
     record: Record
     check: ProofCheck
-    reached_by: dict[str, set[int]] = field(default_factory=dict)
+    reached_by: dict[str, set[int]] = field(default_factory=dict)  # lists and manifests
+    # A data or delete file's manifest (others that name it too in `more_owners`): a million files
+    # hold a string each here, not a set of snapshots.
+    owner: dict[str, str] = field(default_factory=dict)
+    more_owners: dict[str, list[str]] = field(default_factory=dict)
 
     def heads(self, files: Iterable[tuple[str, int | None, str]]) -> set[str]:
         """HEAD each file on threads and compare it; returns the damaged paths."""
@@ -101,6 +105,18 @@ class _Walk:
     def reach(self, path: str, snapshots: Iterable[int]) -> None:
         self.reached_by.setdefault(path, set()).update(snapshots)
 
+    def owned(self, path: str, manifest: str) -> None:
+        first = self.owner.setdefault(path, manifest)
+        if first != manifest:
+            self.more_owners.setdefault(path, []).append(manifest)
+
+    def snapshots(self, path: str) -> tuple[int, ...]:
+        """The snapshots that need `path`: those whose lists reach it, or reach a manifest naming it."""
+        found = set(self.reached_by.get(path, ()))
+        for manifest in (self.owner.get(path), *self.more_owners.get(path, ())):
+            found.update(self.reached_by.get(manifest or "", ()))
+        return tuple(sorted(found))
+
 
 def proved_files(
     io: FileIO, metadata: str, record: Record, source_prefixes: Iterable[str] = ()
@@ -111,12 +127,32 @@ def proved_files(
     if walk.heads([(metadata, None, "metadata file")]):
         return _done(walk, started)
     meta, _gz = mj.parse_metadata(metadata, io.read(metadata))
+    walk.check.other += _under_sources(meta, source_prefixes)
+    manifests = _lists(walk, meta)
+    bad = walk.heads((p, length, "manifest") for p, length in manifests.items())
+    files: dict[str, tuple[int | None, str]] = {}
+    for path in manifests:
+        entries = [] if path in bad else walk.read(path, "manifest", entry_fields)
+        for status, content, file_path, size, _ref, _format in entries:
+            if status != DELETED:
+                files[file_path] = (size, "delete file" if content else "data file")
+                walk.owned(file_path, path)
+    walk.heads((p, size, what) for p, (size, what) in files.items())
+    return _done(walk, started)
+
+
+def _under_sources(meta: mj.Metadata, source_prefixes: Iterable[str]) -> list[str]:
     sources = [canonical(p) for p in source_prefixes]
-    walk.check.other += [
+    return [
         f"table location or property {path} is under a source prefix"
         for path in (meta["location"], *(meta.get("properties", {}).get(k) for k in mj.PATH_PROPERTIES))
         if path and any(is_under(canonical(path), s) for s in sources)
     ]
+
+
+def _lists(walk: _Walk, meta: mj.Metadata) -> dict[str, int | None]:
+    """The logged metadata files, statistics files and manifest lists checked; the manifests the
+    lists that are whole name, with their recorded lengths."""
     lists = {s["manifest-list"]: s["snapshot-id"] for s in meta.get("snapshots", []) if "manifest-list" in s}
     first: list[tuple[str, int | None, str]] = [
         (p, None, "logged metadata file") for p in mj.metadata_log(meta)
@@ -132,24 +168,12 @@ def proved_files(
             walk.reach(ref.path, [snapshot])
     for inline in mj.inline_manifests(meta):
         manifests.setdefault(inline, None)
-    bad = walk.heads((p, length, "manifest") for p, length in manifests.items())
-    files: dict[str, tuple[int | None, str]] = {}
-    for path in manifests:
-        entries = [] if path in bad else walk.read(path, "manifest", entry_fields)
-        for status, content, file_path, size, _ref, _format in entries:
-            if status != DELETED:
-                files[file_path] = (size, "delete file" if content else "data file")
-                walk.reach(file_path, walk.reached_by.get(path, ()))
-    walk.heads((p, size, what) for p, (size, what) in files.items())
-    return _done(walk, started)
+    return manifests
 
 
 def _done(walk: _Walk, started: float) -> ProofCheck:
     check = walk.check
-    check.damaged = [
-        Damage(d.path, d.what, d.problem, tuple(sorted(walk.reached_by.get(d.path, ()))))
-        for d in check.damaged
-    ]
+    check.damaged = [Damage(d.path, d.what, d.problem, walk.snapshots(d.path)) for d in check.damaged]
     check.seconds = round(time.monotonic() - started, 3)
     return check
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icelake.aws.fileio import FileIO, ObjectInfo, is_absent
@@ -105,6 +106,22 @@ def write_record(io: FileIO, uri: str, table: pa.Table) -> None:
     buffer = _io.BytesIO()
     pq.write_table(table, buffer, compression="zstd")
     io.write(uri, buffer.getvalue())
+
+
+def add_to_record(io: FileIO, uri: str, rows: RecordBuilder) -> None:
+    """This attempt's rows added to the run's record: an earlier attempt of the same run (a
+    retried step) wrote the objects this one found identical and skipped, and its proofs stay;
+    a row of this attempt replaces an earlier one of the same key."""
+    table = rows.table()
+    try:
+        earlier = pq.read_table(pa.BufferReader(io.read(uri))).cast(SCHEMA)
+    except Exception as exc:
+        if not is_absent(exc):
+            raise
+    else:
+        kept = pc.invert(pc.is_in(earlier.column("target"), value_set=table.column("target")))
+        table = pa.concat_tables([earlier.filter(kept), table])
+    write_record(io, uri, table)
 
 
 class Record:

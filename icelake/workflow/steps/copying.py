@@ -4,7 +4,7 @@ same plan. The result goes to the artifacts bucket for Validate."""
 from __future__ import annotations
 
 from icelake.aws.fileio import io_for
-from icelake.migrate.check.record import RECORD_NAME, RecordBuilder, write_record
+from icelake.migrate.check.record import RECORD_NAME, RecordBuilder, add_to_record
 from icelake.migrate.copy.engine import migrate_table
 from icelake.migrate.models import MigrationResult
 from icelake.migrate.settings import EngineSettings
@@ -43,7 +43,7 @@ def copy(given: PlannedInput, deps: Deps) -> MigrationResult:
     ).model_copy(update={"requests": sessions.requests.counts()})
     if len(record):  # what this run wrote, and the proof of each (verify and repair read it)
         record_uri = deps.artifacts.uri(Artifacts.key(item.run_id, item.name, RECORD_NAME))
-        write_record(deps.artifacts.io, record_uri, record.table())
+        add_to_record(deps.artifacts.io, record_uri, record)
     io_for(planned.copy_result_uri, deps.orchestrator).write(
         planned.copy_result_uri, result.model_dump_json().encode()
     )

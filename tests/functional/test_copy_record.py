@@ -1,0 +1,86 @@
+"""The copy record (icelake/migrate/check/record.py) on the embedded AWS: every object a migration
+writes is on it with the proof S3 gave, a HEAD of an untouched object agrees with it, one
+overwritten with bytes of the same length does not (and says what differs), a retried attempt
+adds to its run's record, and a table's records read as one with the later run winning."""
+
+from __future__ import annotations
+
+from icelake.aws.fileio import S3FileIO
+from icelake.migrate import migrate_table
+from icelake.migrate.check.record import (
+    COPY,
+    Proof,
+    RecordBuilder,
+    add_to_record,
+    differs,
+    read_record,
+    write_record,
+)
+from icelake.migrate.settings import EngineSettings
+from tests.lake import SOURCE_BUCKET, TARGET_BUCKET, Lake, add_source_table
+
+
+def test_every_object_written_is_on_the_record_and_a_same_length_overwrite_differs(lake: Lake) -> None:
+    # Given a table migrated S3 to S3 under the target's KMS key, its record kept
+    metadata = add_source_table(lake, "orders", [[1, 2], [3]])
+    src, dst = S3FileIO(lake.source.client("s3")), S3FileIO(lake.target.client("s3"), kms_key_id=lake.kms_key)
+    builder = RecordBuilder()
+    target = f"s3://{TARGET_BUCKET}/w/orders"
+    result = migrate_table(metadata, target, src_io=src, dst_io=dst, settings=EngineSettings(record=builder))
+    uri = f"s3://{TARGET_BUCKET}/records/r1/record.parquet"
+    write_record(dst, uri, builder.table())
+    record, absent = read_record(dst, [f"s3://{TARGET_BUCKET}/records/r0/record.parquet", uri])
+
+    # Then every object of the target is on it, each proof is what a HEAD says now
+    written = {u for u, _info in dst.list(target)}
+    assert {p.target for p in record} == written and absent == [
+        f"s3://{TARGET_BUCKET}/records/r0/record.parquet"
+    ]
+    assert all(differs(p, dst.stat(p.target)) is None for p in record)
+    copies = [p for p in record if p.kind == COPY]
+    assert len(copies) == result.files_copied == 2
+    assert all(p.checksum and p.source.startswith(f"s3://{SOURCE_BUCKET}/") and p.source_etag for p in copies)
+    rewritten = [p for p in record if p.kind != COPY]
+    assert {p.kind for p in rewritten} == {"data manifest", "manifest list", "metadata"}
+    assert all(p.checksum and p.checksum.startswith("SHA256:") for p in rewritten)
+
+    # When a copy and a manifest list are overwritten with bytes of the same length
+    s3 = lake.target.client("s3")
+    for proof in (copies[0], next(p for p in rewritten if p.kind == "manifest list")):
+        key = proof.target.split("/", 3)[3]
+        s3.put_object(Bucket=TARGET_BUCKET, Key=key, Body=b"\0" * proof.size)
+        # Then the record tells, naming what differs
+        said = differs(proof, dst.stat(proof.target))
+        assert said is not None and "recorded" in said, said
+    assert differs(copies[1], None) == "missing at the target"
+
+
+def test_a_retried_attempt_adds_to_its_runs_record_and_later_runs_win(lake: Lake) -> None:
+    io = S3FileIO(lake.target.client("s3"))
+    first = RecordBuilder()
+    for i in range(3):
+        first.add(
+            Proof(f"s3://t/d/{i}.parquet", COPY, 10, f"e{i}", None, f"s3://s/d/{i}.parquet", 10, f"e{i}")
+        )
+    uri = f"s3://{TARGET_BUCKET}/runs/r1/t/record.parquet"
+    add_to_record(io, uri, first)  # an attempt that died after its copies
+    retried = RecordBuilder()
+    retried.add(Proof("s3://t/d/2.parquet", COPY, 10, "again", None, "s3://s/d/2.parquet", 10, "e2"))
+    retried.add(Proof("s3://t/m/l.avro", "manifest list", 5, None, "SHA256:x", "s3://s/m/l.avro"))
+    add_to_record(io, uri, retried)  # the retry found 0 and 1 identical and skipped them
+    later = RecordBuilder()
+    later.add(Proof("s3://t/d/0.parquet", COPY, 11, "newer", None, "s3://s/d/0.parquet", 11, "n0"))
+    later_uri = f"s3://{TARGET_BUCKET}/runs/r2/t/record.parquet"
+    add_to_record(io, later_uri, later)
+
+    record, absent = read_record(io, [uri, later_uri])
+    assert absent == []
+    assert {p.target: p.etag for p in record} == {
+        "s3://t/d/0.parquet": "newer",
+        "s3://t/d/1.parquet": "e1",
+        "s3://t/d/2.parquet": "again",
+        "s3://t/m/l.avro": None,
+    }
+    assert record.get("s3://t/m/l.avro") == Proof(
+        "s3://t/m/l.avro", "manifest list", 5, None, "SHA256:x", "s3://s/m/l.avro"
+    )
