@@ -17,7 +17,7 @@ from icelake.aws.clients import client as aws_client
 from icelake.cli_assess import assess_app  # with its command: directly, or --workflow
 from icelake.cli_options import options_command
 from icelake.cli_path import PathOptions, run_path
-from icelake.console import err, one_line_errors, stdout_console
+from icelake.console import err, one_line_errors, say, stdout_console
 from icelake.errors import IcelakeError
 from icelake.ingest.cli import ingest_app
 from icelake.request.selection import parse_request
@@ -191,19 +191,14 @@ def _print_outcome(status: RunStatus, as_json: bool) -> None:
     elif report:
         stdout_console().print(report_table(report))
         if report.get("report_html_uri"):
-            err.print(f"report: {report['report_html_uri']}", highlight=False, markup=False, soft_wrap=True)
+            say(f"report: {report['report_html_uri']}")
         objects = (status.output or {}).get("objects")  # views carried, tables not moved: one line
         if objects:
-            err.print(f"icelake: {objects}", highlight=False, markup=False, soft_wrap=True)
+            say(f"icelake: {objects}")
     else:
         stdout_console().print(run_table(status))
     if status.execution_status != "SUCCEEDED":
-        err.print(
-            f"icelake: run {status.run_id} {status.execution_status}: {status.error}",
-            highlight=False,
-            markup=False,
-            soft_wrap=True,
-        )
+        say(f"icelake: run {status.run_id} {status.execution_status}: {status.error}")
         # the Inventory refused the request (it reads the catalogs): bad input, as a refusal here
         raise typer.Exit(2 if (status.error or "").startswith("InvalidRequest") else 1)
     if status.output and status.output.get("status") != "succeeded":

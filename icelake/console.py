@@ -20,6 +20,11 @@ PIPE_WIDTH = 160  # rich assumes 80 columns off a terminal, which cuts table nam
 err = Console(stderr=True, soft_wrap=True)  # one line per message, never hard-wrapped in logs
 
 
+def say(text: str) -> None:
+    """One line on stderr as written: no markup and no highlighting (a name in [brackets] stays)."""
+    err.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
 def stdout_console() -> Console:
     """A console for results on stdout: the terminal's width, or a wide one in logs and pipes."""
     return Console(width=None if sys.stdout.isatty() else PIPE_WIDTH)
