@@ -15,7 +15,7 @@ import os
 import threading
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import boto3
 import botocore.loaders
@@ -63,29 +63,33 @@ AnswerHook = Callable[[Any, int], None]
 _CALL_HOOKS: list[CallHook] = []
 _ANSWER_HOOKS: list[AnswerHook] = []
 _HOOKS_LOCK = threading.Lock()
+H = TypeVar("H", CallHook, AnswerHook)
 ROLE_ATTR = "_icelake_role_arn"  # set on a core session acting as an assumed role
 
 
-def add_call_hook(hook: CallHook) -> None:
+def _hooked(hooks: list[H], hook: H, on: bool) -> None:
+    """`hook` added to `hooks` (`on`), or taken out if it is there."""
     with _HOOKS_LOCK:
-        _CALL_HOOKS.append(hook)
+        if on:
+            hooks.append(hook)
+        elif hook in hooks:
+            hooks.remove(hook)
+
+
+def add_call_hook(hook: CallHook) -> None:
+    _hooked(_CALL_HOOKS, hook, True)
 
 
 def remove_call_hook(hook: CallHook) -> None:
-    with _HOOKS_LOCK:
-        if hook in _CALL_HOOKS:
-            _CALL_HOOKS.remove(hook)
+    _hooked(_CALL_HOOKS, hook, False)
 
 
 def add_answer_hook(hook: AnswerHook) -> None:
-    with _HOOKS_LOCK:
-        _ANSWER_HOOKS.append(hook)
+    _hooked(_ANSWER_HOOKS, hook, True)
 
 
 def remove_answer_hook(hook: AnswerHook) -> None:
-    with _HOOKS_LOCK:
-        if hook in _ANSWER_HOOKS:
-            _ANSWER_HOOKS.remove(hook)
+    _hooked(_ANSWER_HOOKS, hook, False)
 
 
 def _observe(core: botocore.session.Session) -> None:
