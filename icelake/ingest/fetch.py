@@ -344,16 +344,11 @@ def _out_of_budget(config: FetchConfig, elapsed: float, this_call: int) -> bool:
 def _cursor(run: _Run, names: list[str], records: int, newest: Any, position: PagePosition) -> FetchCursor:
     """Where the next invocation goes on: the pages landed so far and the next page's position."""
     return FetchCursor(
-        run_id=run.run_id,
-        fetched_at=run.fetched_at,
-        pages=tuple(names),
-        record_count=records,
         next_page=position.page,
         next_cursor=position.cursor,
         seen_cursors=position.seen,
-        since=run.since,
-        watermark_max=newest,
         invocations=run.invocation,
+        **_landed(run, names, records, newest),
     )
 
 
@@ -363,15 +358,22 @@ def _manifest(config: FetchConfig, run: _Run, names: list[str], records: int, ne
         batch_id=f"{config.source}/{config.endpoint}/{run.run_id}",
         source=config.source,
         endpoint=config.endpoint,
-        run_id=run.run_id,
-        fetched_at=run.fetched_at,
-        pages=tuple(names),
-        record_count=records,
         records_path=config.records_path,
         full_load=config.full_load,
-        since=run.since,
-        watermark_max=newest,
+        **_landed(run, names, records, newest),
     )
+
+
+def _landed(run: _Run, names: list[str], records: int, newest: Any) -> dict[str, Any]:
+    """What a cursor and a manifest both say of the run's pages landed so far."""
+    return {
+        "run_id": run.run_id,
+        "fetched_at": run.fetched_at,
+        "pages": tuple(names),
+        "record_count": records,
+        "since": run.since,
+        "watermark_max": newest,
+    }
 
 
 def fetch_to_landing(
