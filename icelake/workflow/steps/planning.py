@@ -84,21 +84,14 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
         item=item,
         engine=engine,
         engine_rule=rule,
-        planned_in=figures.planned_in,
-        files_planned=figures.files_planned,
-        bytes_planned=figures.bytes_planned,
-        files_to_copy=figures.files_to_copy,
-        bytes_to_copy=figures.bytes_to_copy,
         previous_target_metadata=previous,
         target_table_existed=existing is not None,
         target_metadata_location=figures.target_metadata,
         journal_key=journal_key,
         journal_uri=journal_uri,
         copy_result_uri=deps.artifacts.uri(Artifacts.key(item.run_id, item.name, "copy-result.json")),
-        orphans=figures.orphans,
         expected_requests=figures.expected_requests or {},
-        manifest_entries=figures.manifest_entries,
-        snapshots=figures.snapshots,
+        **figures.result_fields(),
     )
 
 
@@ -116,7 +109,7 @@ def _promoted(
             item, deps, found.status, found.why, previous, previous is not None, kind=found.kind
         )
         return stopped.model_copy(update={"stranded": found.commits})
-    holder = _claim(item, deps)
+    holder = claim(item, deps)
     if holder:
         return _stopped(item, deps, "busy", holder, previous, True)
     return carry_plan(item, deps, found.carry, previous, sessions.target_io())
@@ -125,7 +118,7 @@ def _promoted(
 def _busy(item: WorkItem, deps: Deps) -> tuple[Stopped, str] | None:
     """Why the table is left alone before anything is read: another run holds it; else None, with
     the table claimed for this run (a promoted table never gets here: `_promoted`)."""
-    holder = _claim(item, deps)
+    holder = claim(item, deps)
     if holder:
         return "busy", holder
     return None
@@ -219,6 +212,23 @@ class Figures:
     manifest_entries: int = 0
     snapshots: int = 0
 
+    def result_fields(self) -> dict[str, Any]:
+        """What the plan's result takes from the figures, by the same names."""
+        return {name: getattr(self, name) for name in _RESULT_FIELDS}
+
+
+# Figures' fields that PlanResult holds as they are.
+_RESULT_FIELDS = (
+    "planned_in",
+    "files_planned",
+    "bytes_planned",
+    "files_to_copy",
+    "bytes_to_copy",
+    "orphans",
+    "manifest_entries",
+    "snapshots",
+)
+
 
 def _plan_here(
     item: WorkItem,
@@ -286,8 +296,9 @@ def _with_current_source(item: WorkItem, sessions: Sessions) -> WorkItem:
     return item.model_copy(update={"source_metadata_location": location})
 
 
-def _claim(item: WorkItem, deps: Deps) -> str | None:
-    """Take the table for this run; None when taken, else why another run has it."""
+def claim(item: WorkItem, deps: Deps) -> str | None:
+    """Take the table for this run; None when taken, else why another run has it (the Plan step
+    and a repair's writes take it alike)."""
     ledger = deps.ledger
     holder = ledger.claim_table(item.target_location, item.run_id, item.execution_arn, LOCK_LEASE_SECONDS)
     if holder is None:
