@@ -153,11 +153,12 @@ class _Renamer:
         self.needs: set[Key] = set()
 
     def __call__(self, text: str, dialect: str) -> str:
-        for ref in view_sql.references(text, dialect):
+        found = view_sql.references(text, dialect)
+        for ref in found:
             source = (ref.database or self.database, ref.table)
             self.reads.add(source)
             self.needs.add(self.names.get(source, source))  # not in the migration: as written
-        return view_sql.rename(text, dialect, self.names, self.database)
+        return view_sql.rename(text, dialect, self.names, self.database, found)
 
 
 def _texts(table: dict[str, Any], dialect: str, renamed: _Renamer, target_db: str) -> dict[str, str]:

@@ -79,12 +79,18 @@ def quote(name: str, dialect: str) -> str:
     return f"`{name}`" if dialect == "spark" else f'"{name}"'
 
 
-def rename(sql: str, dialect: str, names: dict[tuple[str, str], tuple[str, str]], default_db: str) -> str:
+def rename(
+    sql: str,
+    dialect: str,
+    names: dict[tuple[str, str], tuple[str, str]],
+    default_db: str,
+    found: list[Reference] | None = None,
+) -> str:
     """The SQL with each reference that `names` maps ((database, table) -> (database, table);
     an unqualified reference is of `default_db`) written as its new, qualified name. References
-    `names` does not hold stay as written."""
+    `names` does not hold stay as written. `found`: the SQL's references, if read already."""
     out, at = [], 0
-    for ref in references(sql, dialect):
+    for ref in references(sql, dialect) if found is None else found:
         new = names.get((ref.database or default_db, ref.table))
         if new is None:
             continue
