@@ -38,16 +38,20 @@ _GIB = 1024**3
 _PACKAGE_DIR = "price_tables"
 
 
-class Price(BaseModel):
-    """A price in USD and where it comes from (the AWS pricing page and the line on it)."""
+class _Frozen(BaseModel):
+    """A price table's parts: read as written, unknown keys refused."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Price(_Frozen):
+    """A price in USD and where it comes from (the AWS pricing page and the line on it)."""
+
     usd: float = Field(ge=0)
     source: str = Field(min_length=1)
 
 
-class Prices(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class Prices(_Frozen):
     s3_request_tier1_per_1000: Price
     s3_request_tier2_per_1000: Price
     s3_request_delete_per_1000: Price
@@ -59,28 +63,24 @@ class Prices(BaseModel):
     transfer_inter_region_gb: Price
 
 
-class MinimumRule(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class MinimumRule(_Frozen):
     value: float = Field(ge=0)
     source: str = Field(min_length=1)
 
 
-class WorkerDpuRule(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class WorkerDpuRule(_Frozen):
     value: dict[str, float]
     source: str = Field(min_length=1)
 
 
-class Billing(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class Billing(_Frozen):
     glue_min_billed_s: MinimumRule
     glue_dpu_per_worker: WorkerDpuRule
 
 
-class PriceTable(BaseModel):
+class PriceTable(_Frozen):
     """One region's prices, dated, with the cost of each kind of work icelake does."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
     schema_version: Literal[1]
     region: str
     currency: Literal["USD"]
