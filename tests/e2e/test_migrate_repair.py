@@ -145,6 +145,16 @@ def test_damage_is_named_at_every_tier_and_repaired_from_the_source(
     assert all("cannot be read" in p for p in unrecorded.problems), unrecorded.problems
     assert bucket_state(lake.target, TARGET_BUCKET) == target_damaged  # verify wrote nothing
 
+    # A run that holds the tables (a sync going on) keeps the repair off them: busy, nothing written
+    locations = [t["target_metadata_location"].rsplit("/metadata/", 1)[0] for t in migrated.values()]
+    assert all(lake.deps.ledger.claim_table(loc, "a-sync", None, 3600) is None for loc in locations)
+    held = _run(deployment, lake, "repair-0", "repair", "metadata")
+    for table in damaged:
+        assert held[table]["status"] == "busy" and "a-sync" in held[table]["error"]["message"], held
+    assert bucket_state(lake.target, TARGET_BUCKET) == target_damaged
+    for location in locations:
+        lake.deps.ledger.release_table(location, "a-sync")
+
     # When repaired, at the metadata tier
     repaired = _run(deployment, lake, "repair-1", "repair", "metadata")
     for table, paths in damaged.items():

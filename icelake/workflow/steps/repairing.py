@@ -20,9 +20,10 @@ from icelake.migrate.plan.target import table_prefix_map
 from icelake.request.deps import Artifacts, Deps, Sessions
 from icelake.request.models import WorkItem
 from icelake.request.target import prefix_maps
-from icelake.workflow.failures import table_error
+from icelake.workflow.failures import stopped_error, table_error
 from icelake.workflow.inputs import PlanInput
 from icelake.workflow.models import TableOutcome
+from icelake.workflow.steps.planning import claim
 from icelake.workflow.steps.shared import item_facts, record_outcome
 from icelake.workflow.steps.verifying import copy_record, migrated_target, outcome_of, verified_report, verify
 
@@ -87,7 +88,15 @@ def _repaired(item: WorkItem, deps: Deps, sessions: Sessions) -> TableOutcome:
     def journal(keys: list[str]) -> None:  # before the first write, as every copy's
         write_journal(deps.artifacts.io, deps.artifacts.uri(journal_key), keys)
 
-    written = write_repairs(repairs, source_io, sessions.target_io(), journal)
+    busy = claim(item, deps) if repairs else None  # writes wait for no other run: it holds the table
+    if busy is not None:
+        error = stopped_error("busy", busy, "Repair")
+        return TableOutcome(status="busy", error=error, target_metadata_location=current, **facts)
+    try:
+        written = write_repairs(repairs, source_io, sessions.target_io(), journal)
+    finally:
+        if repairs:
+            deps.ledger.release_table(item.target_location, item.run_id)
     if written:
         proofs = RecordBuilder()
         for proof in written:
