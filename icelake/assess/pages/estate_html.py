@@ -13,10 +13,19 @@ from typing import Any
 PAGE_ROWS = 50
 NAMES_SHOWN = 200  # table names a kind lists before "and N more" (the filter finds every one)
 
+# The order of two rows by column i (ascending when `up`): numbers by their data-v value, text
+# otherwise; both pages' tables sort with it.
+BY_COLUMN_JS = """function(i,up){return function(a,b){
+  var x=a.cells[i].getAttribute("data-v"),y=b.cells[i].getAttribute("data-v");
+  if(x!==null&&y!==null){return (parseFloat(x)-parseFloat(y))*(up?1:-1);}
+  return a.cells[i].textContent.localeCompare(b.cells[i].textContent)*(up?1:-1);
+};}"""
+
 # Filters, sorts and pages every table.paged: the box matches a table's name exactly first, else
 # every word as part of its name, engine, state or kinds; 50 rows a page.
 _SCRIPT = """
 (function(){
+var byColumn=BY_COLUMN;
 document.querySelectorAll("table.paged").forEach(function(t){
   if(t.classList.contains("ready")){return;}
   var body=t.tBodies[0],all=Array.prototype.slice.call(body.rows),shown=all,page=0,size=ROWS;
@@ -43,11 +52,7 @@ document.querySelectorAll("table.paged").forEach(function(t){
   t.querySelectorAll("th").forEach(function(th,i){
     th.addEventListener("click",function(){
       var up=th.getAttribute("aria-sort")!=="ascending";
-      all.sort(function(a,b){
-        var x=a.cells[i].getAttribute("data-v"),y=b.cells[i].getAttribute("data-v");
-        if(x!==null&&y!==null){return (parseFloat(x)-parseFloat(y))*(up?1:-1);}
-        return a.cells[i].textContent.localeCompare(b.cells[i].textContent)*(up?1:-1);
-      });
+      all.sort(byColumn(i,up));
       t.querySelectorAll("th").forEach(function(h){h.removeAttribute("aria-sort");});
       th.setAttribute("aria-sort",up?"ascending":"descending");
       all.forEach(function(r){body.appendChild(r);});
@@ -61,7 +66,7 @@ document.querySelectorAll("table.paged").forEach(function(t){
   t.classList.add("ready");filter();
 });
 })();
-""".replace("ROWS", str(PAGE_ROWS))
+""".replace("ROWS", str(PAGE_ROWS)).replace("BY_COLUMN", BY_COLUMN_JS)
 
 CSS = """
 table.paged:not(.ready) tbody tr:nth-child(n+51){display:none}

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from icelake.assess.estimate.cost import COST_KEYS
+from icelake.assess.pages.estate_html import BY_COLUMN_JS
 from icelake.assess.pages.estate_html import CSS as ESTATE_CSS
 from icelake.aws.request_count import REQUEST_KINDS
 
@@ -43,23 +44,22 @@ border-radius:4px;font-size:12px;margin:4px 0}.hint{color:#5b6776}
 
 # Sorts a table by the clicked header: numbers by their data-v value, text otherwise.
 _SORT_JS = """
+(function(){
+var byColumn=BY_COLUMN;
 document.querySelectorAll("table.sortable").forEach(function(t){
   t.querySelectorAll("th").forEach(function(th,i){
     th.addEventListener("click",function(){
       var body=t.tBodies[0],rows=Array.prototype.slice.call(body.rows);
       var up=th.getAttribute("aria-sort")!=="ascending";
-      rows.sort(function(a,b){
-        var x=a.cells[i].getAttribute("data-v"),y=b.cells[i].getAttribute("data-v");
-        if(x!==null&&y!==null){return (parseFloat(x)-parseFloat(y))*(up?1:-1);}
-        return a.cells[i].textContent.localeCompare(b.cells[i].textContent)*(up?1:-1);
-      });
+      rows.sort(byColumn(i,up));
       t.querySelectorAll("th").forEach(function(h){h.removeAttribute("aria-sort");});
       th.setAttribute("aria-sort",up?"ascending":"descending");
       rows.forEach(function(r){body.appendChild(r);});
     });
   });
 });
-"""
+})();
+""".replace("BY_COLUMN", BY_COLUMN_JS)
 
 _COLORS = ("#2f6feb", "#8250df", "#1a7f37", "#bf8700", "#cf222e", "#0a7ea4", "#6e7781")
 
