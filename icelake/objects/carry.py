@@ -16,7 +16,7 @@ from icelake.aws import lake_formation as lf
 from icelake.errors import IcelakeError
 from icelake.objects.model import CatalogObject
 from icelake.objects.plan import SHA_PARAMETER, Carry, Key, ObjectPlan
-from icelake.objects.survey import from_json, missing_reads, not_on_target_message, target_names
+from icelake.objects.survey import from_json, missing_reads, not_on_target_message, target_entries
 from icelake.request.deps import Deps, Sessions
 from icelake.request.models import MigrationRequest
 
@@ -57,6 +57,7 @@ class _Journal:
 
     done: list[tuple[Key, dict[str, Any] | None]] = field(default_factory=list)
     carried: list[Key] = field(default_factory=list)  # source keys, as done
+    databases: set[str] = field(default_factory=set)  # target databases known to exist
 
 
 def carry(plan: ObjectPlan, request: MigrationRequest, sessions: Sessions) -> list[CatalogObject]:
@@ -64,8 +65,9 @@ def carry(plan: ObjectPlan, request: MigrationRequest, sessions: Sessions) -> li
     did. Returns every entry's object, with its status."""
     glue = sessions.target.client("glue")
     wanted = {db for c in plan.carries for db, _ in c.needs} | {c.target[0] for c in plan.carries}
-    available = target_names(glue, wanted)
-    journal = _Journal()
+    entries = target_entries(glue, wanted)  # read once: no GetTable a view
+    available = set(entries)
+    journal = _Journal(databases={db for db, _ in available})
     migrated = {o.target for o in plan.objects.values() if o.action == "migrated" and o.target}
     current: Carry | None = None
     try:
@@ -77,7 +79,7 @@ def carry(plan: ObjectPlan, request: MigrationRequest, sessions: Sessions) -> li
                 message = not_on_target_message(missing, migrated)
                 plan.named(current.source, status="not_created", message=message)
                 continue
-            status = _put(glue, current, journal, plan)
+            status = _put(glue, current, journal, plan, entries.get(current.target))
             if status == "not_ours":
                 continue
             journal.carried.append(current.source)
@@ -89,11 +91,15 @@ def carry(plan: ObjectPlan, request: MigrationRequest, sessions: Sessions) -> li
     return list(plan.objects.values())
 
 
-def _put(glue: Any, carry: Carry, journal: _Journal, plan: ObjectPlan) -> str:
-    """created, updated, unchanged, or not_ours (named: a target entry icelake did not create)."""
+def _put(
+    glue: Any, carry: Carry, journal: _Journal, plan: ObjectPlan, existing: dict[str, Any] | None
+) -> str:
+    """created, updated, unchanged, or not_ours (named: a target entry icelake did not create).
+    `existing`: the target's entry as listed when carrying began."""
     database, name = carry.target
-    catalog.ensure_database(glue, database)
-    existing = catalog.get_table(glue, database, name)
+    if database not in journal.databases:
+        catalog.ensure_database(glue, database)
+        journal.databases.add(database)
     owner = carry.table_input["Parameters"][catalog.OWNER_PARAMETER]
     if existing is None:
         create_entry(glue, database, carry.table_input)

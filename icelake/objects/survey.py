@@ -56,13 +56,18 @@ def survey(request: MigrationRequest, sessions: Sessions, migrated: set[Key]) ->
     return plan_objects(entries, migrated, context_of(request, sessions.region("dst") or "us-east-1"))
 
 
-def target_names(glue: Any, databases: set[str]) -> set[Key]:
-    """Every entry of the target databases a plan's views read from (one listing a database)."""
-    found: set[Key] = set()
+def target_entries(glue: Any, databases: set[str]) -> dict[Key, dict[str, Any]]:
+    """Every entry of these target databases (one listing a database, pages of 100), by key."""
+    found: dict[Key, dict[str, Any]] = {}
     for database in sorted(databases):
         if catalog.database_exists(glue, database):
-            found |= {(database, t["Name"]) for t in catalog.list_tables(glue, database)}
+            found |= {(database, t["Name"]): t for t in catalog.list_tables(glue, database)}
     return found
+
+
+def target_names(glue: Any, databases: set[str]) -> set[Key]:
+    """The names of every entry of these target databases."""
+    return set(target_entries(glue, databases))
 
 
 def missing_reads(carry: Carry, available: set[Key]) -> list[str]:
