@@ -9,6 +9,7 @@ its own module (see the package's docstring).
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TypedDict
 
@@ -16,9 +17,10 @@ from icelake.aws.fileio import FileIO, ObjectInfo
 from icelake.errors import NoBase
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro.files import ManifestRef
+from icelake.migrate.avro.patch import PlannedManifest
 from icelake.migrate.copy.cpu_pool import CpuPools
 from icelake.migrate.plan.copies import decide_copies
-from icelake.migrate.plan.incremental import increment, near_reads
+from icelake.migrate.plan.incremental import Increment, increment, near_reads
 from icelake.migrate.plan.model import DeleteFileTask, TablePlan
 from icelake.migrate.plan.reach import Reach, reach
 from icelake.migrate.plan.reads import PlanContext, read_metadata
@@ -71,20 +73,15 @@ def build_plan(
         target_metadata=target_metadata,
         meta=meta,
         prefix_map=prefix_map,
-        metadata_files=reached.metadata_files,
-        manifest_lists=reached.lists,
-        manifests=reached.manifests,
         delete_files=_delete_files(reached, found.info, prefix_map.map),
         copies=copies,
         skipped_copies=skipped,
-        prefix_counts=reached.prefix_counts,
-        planned_manifests=reached.planned,
         history=settings.history,
         orphans=found.orphans,
         absent_manifests=reached.older.absent_manifests if settings.history == "all" else {},
         tally=found.tally,
         sync_reason=full_reason,
-        **_planned_totals(reached.metadata_files, reached.lists, reached.manifests, found.info),
+        **_walked(reached, found.info),
     )
 
 
@@ -111,23 +108,18 @@ def incremental_plan(
         target_metadata=prefix_map.require(source_metadata),
         meta=meta,
         prefix_map=prefix_map,
-        metadata_files=inc.metadata_files,
-        manifest_lists=inc.lists,
-        manifests=inc.manifests,
         delete_files=[
             DeleteFileTask(p, prefix_map.map(p) or "", f) for p, f in inc.delete_formats.items() if info[p]
         ],
         copies=copies,
         skipped_copies=skipped,
-        prefix_counts=inc.prefix_counts,
-        planned_manifests=inc.planned,
         history=settings.history,
         tally=tally,
         sync="incremental",
         sync_reason=f"the target holds the last sync, {base.source_metadata}, and the source continues it",
         kept_logs=inc.kept_logs,
         reused_lengths=inc.reused_lengths,
-        **_planned_totals(inc.metadata_files, inc.lists, inc.manifests, info),
+        **_walked(inc, info),
     )
 
 
@@ -140,22 +132,32 @@ def _delete_files(
     ]
 
 
-class _Totals(TypedDict):
+class _Walked(TypedDict):
+    metadata_files: list[str]
+    manifest_lists: list[str]
+    manifests: dict[str, ManifestRef]
+    prefix_counts: Counter[str]
+    planned_manifests: dict[str, PlannedManifest]
     files_planned: int
     bytes_planned: int
 
 
-def _planned_totals(
-    metadata_files: list[str],
-    lists: list[str],
-    manifests: dict[str, ManifestRef],
-    info: dict[str, ObjectInfo | None],
-) -> _Totals:
-    """files_planned (every file present at the source and every metadata file) and bytes_planned."""
+def _walked(walk: Reach | Increment, info: dict[str, ObjectInfo | None]) -> _Walked:
+    """What a plan takes from the metadata it walked, the whole table's or a sync's: the metadata
+    files, lists and manifests, the files by prefix, the manifests as planned, and its totals:
+    files_planned (every file present at the source and every metadata file) and bytes_planned."""
     present, bytes_planned = 0, 0
     for found in info.values():
         if found is not None:
             present += 1
             bytes_planned += found.size
-    metadata = len(metadata_files) + len(lists) + len(manifests)
-    return {"files_planned": present + metadata, "bytes_planned": bytes_planned}
+    metadata = len(walk.metadata_files) + len(walk.lists) + len(walk.manifests)
+    return {
+        "metadata_files": walk.metadata_files,
+        "manifest_lists": walk.lists,
+        "manifests": walk.manifests,
+        "prefix_counts": walk.prefix_counts,
+        "planned_manifests": walk.planned,
+        "files_planned": present + metadata,
+        "bytes_planned": bytes_planned,
+    }
