@@ -16,7 +16,13 @@ from icelake.aws import lake_formation as lf
 from icelake.errors import IcelakeError
 from icelake.objects.model import CatalogObject
 from icelake.objects.plan import SHA_PARAMETER, Carry, Key, ObjectPlan
-from icelake.objects.survey import from_json, missing_reads, not_on_target_message, target_entries
+from icelake.objects.survey import (
+    check_reads,
+    from_json,
+    missing_reads,
+    not_on_target_message,
+    target_entries,
+)
 from icelake.request.deps import Deps, Sessions
 from icelake.request.models import MigrationRequest
 
@@ -67,6 +73,10 @@ def carry(plan: ObjectPlan, request: MigrationRequest, sessions: Sessions) -> li
     wanted = {db for c in plan.carries for db, _ in c.needs} | {c.target[0] for c in plan.carries}
     entries = target_entries(glue, wanted)  # read once: no GetTable a view
     available = set(entries)
+    if request.options.dry_run:  # writes nothing: names what a run could not create, as assess does
+        migrated = {o.target for o in plan.objects.values() if o.action == "migrated" and o.target}
+        check_reads(plan, available | {(t.split(".")[0], t.split(".", 1)[1]) for t in migrated})
+        return list(plan.objects.values())
     journal = _Journal(databases={db for db, _ in available})
     migrated = {o.target for o in plan.objects.values() if o.action == "migrated" and o.target}
     current: Carry | None = None

@@ -20,13 +20,14 @@ from icelake.request.selection import parse_request
 ACCOUNT = "123456789012"  # moto's: one account plays both sides, the databases apart
 
 
-def _request() -> Any:
+def _request(**options: Any) -> Any:
     return parse_request(
         {
             "run_id": "r1",
             "source": {"account_id": ACCOUNT},
             "target": {"account_id": ACCOUNT, "bucket": "target", "database_prefix": "v2_"},
             "selection": {"databases": ["sales"]},
+            "options": options,
         }
     )
 
@@ -35,8 +36,8 @@ def _view(name: str, sql: str) -> dict[str, Any]:
     return {"Name": name, "TableType": "VIRTUAL_VIEW", "ViewOriginalText": sql, "ViewExpandedText": sql}
 
 
-def _carry(glue: Any) -> dict[str, Any]:
-    request = _request()
+def _carry(glue: Any, **options: Any) -> dict[str, Any]:
+    request = _request(**options)
     plan = plan_objects(
         source_entries(request, glue),
         {("sales", "orders"), ("sales", "lost")},
@@ -63,6 +64,11 @@ def test_updates_rollbacks_and_views_on_tables_the_run_did_not_migrate(
         DatabaseName="sales", TableInput=_view("a_big", "SELECT * FROM sales.orders WHERE id > 1")
     )
     glue.create_table(DatabaseName="sales", TableInput=_view("b_lost", "SELECT * FROM sales.lost"))
+
+    # A dry run names what it would do and writes nothing
+    dry = _carry(glue, dry_run=True)
+    assert (dry["sales.a_big"].status, dry["sales.b_lost"].status) == ("planned", "planned")
+    assert catalog.get_table(glue, "v2_sales", "a_big") is None
 
     # A first carry: a_big created; b_lost reads a table this run did not migrate (its table failed)
     first = _carry(glue)
