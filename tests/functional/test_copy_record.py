@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from icelake.aws.fileio import S3FileIO
 from icelake.migrate import migrate_table
+from icelake.migrate.check.proved import proved_files
 from icelake.migrate.check.record import (
     COPY,
     Proof,
@@ -43,6 +44,10 @@ def test_every_object_written_is_on_the_record_and_a_same_length_overwrite_diffe
     rewritten = [p for p in record if p.kind != COPY]
     assert {p.kind for p in rewritten} == {"data manifest", "manifest list", "metadata"}
     assert all(p.checksum and p.checksum.startswith("SHA256:") for p in rewritten)
+    # and the verify's check finds it whole: the copies by the location's listing, the rewritten
+    # files (recorded by their SHA-256) by a HEAD each
+    whole = proved_files(dst, result.target_metadata_location, record)
+    assert (whole.files, whole.heads, whole.problems) == (len(written), len(rewritten), [])
 
     # When a copy and a manifest list are overwritten with bytes of the same length
     s3 = lake.target.client("s3")
@@ -53,6 +58,12 @@ def test_every_object_written_is_on_the_record_and_a_same_length_overwrite_diffe
         said = differs(proof, dst.stat(proof.target))
         assert said is not None and "recorded" in said, said
     assert differs(copies[1], None) == "missing at the target"
+    damaged = proved_files(dst, result.target_metadata_location, record).damaged
+    assert {d.path for d in damaged} == {
+        copies[0].target,
+        next(p for p in rewritten if p.kind == "manifest list").target,
+    }
+    assert all("recorded" in d.problem and d.snapshots for d in damaged), damaged
 
 
 def test_a_retried_attempt_adds_to_its_runs_record_and_later_runs_win(lake: Lake) -> None:

@@ -1,8 +1,14 @@
-"""Every file a target's metadata reaches, checked against the copy record by one HEAD each
-(`verify`'s `metadata` tier, which every tier starts with): its size, and its ETag or full-object
-checksum as recorded when icelake wrote it (`check/record.py`). No data is read; manifest lists
-and manifests are read to find what they reach, and a missing or unreadable one is named and its
-subtree left (what it would reach cannot be known from the target alone).
+"""Every file a target's metadata reaches, checked against the copy record (`verify`'s `metadata`
+tier, which every tier starts with): its size, and its ETag or full-object checksum as recorded
+when icelake wrote it (`check/record.py`). No data is read; manifest lists and manifests are read
+to find what they reach, and a missing or unreadable one is named and its subtree left (what it
+would reach cannot be known from the target alone).
+
+Where the record holds an ETag (a copy: CopyObject answers with the copy's ETag, which any later
+write of the key changes) the file under the table location is answered by one listing of the
+location (1,000 keys, sizes and ETags a request) rather than a HEAD: a million data files are a
+thousand LISTs, not a million HEADs (hours in one Lambda). The rest, rewritten files recorded by
+their SHA-256 and files elsewhere, get one HEAD each (`ChecksumMode=ENABLED`).
 
 A file not on the record (a target migrated before records were kept, or a promoted table's
 commits by others) is checked by its size as the metadata records it, and counted as such.
@@ -42,6 +48,7 @@ class Damage:
 @dataclass
 class ProofCheck:
     files: int = 0  # referenced files checked
+    heads: int = 0  # of those, by a HEAD each (the rest by the location's listing)
     unrecorded: int = 0  # of those, not on the record: checked by size only
     damaged: list[Damage] = field(default_factory=list)
     other: list[str] = field(default_factory=list)  # not a file's damage (a path under the source)
@@ -64,15 +71,21 @@ class _Walk:
     # hold a string each here, not a set of snapshots.
     owner: dict[str, str] = field(default_factory=dict)
     more_owners: dict[str, list[str]] = field(default_factory=dict)
+    location: str = ""  # canonical table location, once listed
+    listed: dict[str, ObjectInfo] = field(default_factory=dict)
 
     def heads(self, files: Iterable[tuple[str, int | None, str]]) -> set[str]:
-        """HEAD each file on threads and compare it; returns the damaged paths."""
+        """Check each file, by the listing where it answers, else a HEAD on threads; returns the
+        damaged paths."""
         items = list(dict.fromkeys(files))
+        answered = {path: info for path, _r, _w in items for ok, info in [self._from_listing(path)] if ok}
+        to_head = [path for path, _r, _w in items if path not in answered]
+        headed = dict(zip(to_head, map_ahead(self._stat, to_head, HEAD_THREADS), strict=True))
+        self.check.heads += len(to_head)
         bad: set[str] = set()
-        for (path, recorded, what), info in zip(
-            items, map_ahead(self._stat, [i[0] for i in items], HEAD_THREADS), strict=True
-        ):
+        for path, recorded, what in items:
             self.check.files += 1
+            info = answered[path] if path in answered else headed[path]
             problem = self._compare(path, recorded, info)
             if problem is not None:
                 self.check.damaged.append(Damage(path, what, problem))
@@ -81,6 +94,18 @@ class _Walk:
 
     def _stat(self, path: str) -> ObjectInfo | None:
         return self.io.stat(path)
+
+    def _from_listing(self, path: str) -> tuple[bool, ObjectInfo | None]:
+        """(whether the listing answers for `path`, what it says: None is absent). It answers
+        for a file under the listed location that the record proves by its ETag, or that is not
+        on the record (checked by size)."""
+        c = canonical(path)
+        if not self.location or not is_under(c, self.location):
+            return False, None
+        proof = self.record.get(path)
+        if proof is not None and not proof.etag:
+            return False, None
+        return True, self.listed.get(c)
 
     def _compare(self, path: str, recorded: int | None, info: ObjectInfo | None) -> str | None:
         proof = self.record.get(path)
@@ -128,6 +153,8 @@ def proved_files(
         return _done(walk, started)
     meta, _gz = mj.parse_metadata(metadata, io.read(metadata))
     walk.check.other += _under_sources(meta, source_prefixes)
+    walk.location = canonical(meta["location"])
+    walk.listed = {canonical(uri): info for uri, info in io.list(meta["location"])}
     manifests = _lists(walk, meta)
     bad = walk.heads((p, length, "manifest") for p, length in manifests.items())
     files: dict[str, tuple[int | None, str]] = {}
@@ -178,8 +205,10 @@ def _done(walk: _Walk, started: float) -> ProofCheck:
     return check
 
 
-def proof_requests(files: int, lists: int, manifests: int) -> dict[str, int]:
-    """The S3 requests `proved_files` sends: a HEAD per file it reaches (the metadata file
-    included) and a GET of the metadata file, each manifest list and each manifest. Estimates use
-    it: keep it in step with `proved_files`."""
-    return {"head": files, "get": 1 + lists + manifests}
+def proof_requests(headed: int, objects_at_location: int, lists: int, manifests: int) -> dict[str, int]:
+    """The S3 requests `proved_files` sends: a HEAD per file the listing does not answer for
+    (`headed`: the metadata file, the rewritten files, what lies outside the table location), the
+    table location listed (1,000 keys a page), and a GET of the metadata file, each manifest list
+    and each manifest. Estimates use it: keep it in step with `proved_files`."""
+    pages = max(1, -(-objects_at_location // 1000))
+    return {"head": headed, "list": pages, "get": 1 + lists + manifests}

@@ -84,10 +84,10 @@ def verify_alone(
 
 
 def _files_done(files: ProofCheck) -> str:
-    unrecorded = files.unrecorded
-    if not unrecorded:
-        return "every file's size and checksum as recorded"
-    return f"{unrecorded} files not on the copy record checked by size only"
+    how = f"{files.heads} by a HEAD each, the rest by the table location's listing"
+    if not files.unrecorded:
+        return f"every file's size and ETag or checksum as recorded ({how})"
+    return f"{files.unrecorded} files not on the copy record checked by size only ({how})"
 
 
 def unreadable_files(target_metadata: str, props: dict[str, str], exc: Exception) -> list[Damage]:
