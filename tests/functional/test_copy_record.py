@@ -7,17 +7,20 @@ from __future__ import annotations
 
 from icelake.aws.fileio import S3FileIO
 from icelake.migrate import migrate_table
-from icelake.migrate.check.proved import proved_files
+from icelake.migrate.check.proved import Damage, proved_files
 from icelake.migrate.check.record import (
     COPY,
     Proof,
+    Record,
     RecordBuilder,
     add_to_record,
     differs,
     read_record,
     write_record,
 )
+from icelake.migrate.check.repair import RepairSources, plan_repairs, write_repairs
 from icelake.migrate.settings import EngineSettings
+from icelake.uris import PrefixMap
 from tests.lake import SOURCE_BUCKET, TARGET_BUCKET, Lake, add_source_table
 
 
@@ -95,3 +98,45 @@ def test_a_retried_attempt_adds_to_its_runs_record_and_later_runs_win(lake: Lake
     assert record.get("s3://t/m/l.avro") == Proof(
         "s3://t/m/l.avro", "manifest list", 5, None, "SHA256:x", "s3://s/m/l.avro"
     )
+
+
+def test_every_kind_of_metadata_file_is_repaired_to_the_bytes_recorded(lake: Lake) -> None:
+    # Given a migrated table (three commits: logged metadata.json files, lists, manifests), its record
+    metadata = add_source_table(lake, "orders", [[1, 2], [3], [4]])
+    src, dst = S3FileIO(lake.source.client("s3")), S3FileIO(lake.target.client("s3"), kms_key_id=lake.kms_key)
+    builder = RecordBuilder()
+    target = f"s3://{TARGET_BUCKET}/w/orders"
+    result = migrate_table(metadata, target, src_io=src, dst_io=dst, settings=EngineSettings(record=builder))
+    record = Record(Proof(*row.values()) for row in builder.table().to_pylist())
+    current = result.target_metadata_location
+    # When the current and a logged metadata.json, a manifest and a list are deleted, and a data
+    # file overwritten
+    lost = {
+        k: [p.target for p in record if p.kind == k] for k in ("metadata", "data manifest", "manifest list")
+    }
+    gone = [
+        current,
+        next(p for p in lost["metadata"] if p != current),
+        lost["data manifest"][0],
+        lost["manifest list"][-1],
+    ]
+    for uri in gone:
+        lake.target.client("s3").delete_object(Bucket=TARGET_BUCKET, Key=uri.split("/", 3)[3])
+    data = next(p for p in record if p.kind == COPY)
+    lake.target.client("s3").put_object(
+        Bucket=TARGET_BUCKET, Key=data.target.split("/", 3)[3], Body=b"\0" * data.size
+    )
+    damaged = [Damage(uri, "file", "missing at the target") for uri in gone] + [
+        Damage(data.target, "data file", "x")
+    ]
+
+    # Then each is rewritten from its source to the recorded bytes (or copied again), journaled
+    # first, the current metadata.json last; and the table checks whole again
+    prefix_map = PrefixMap([(f"s3://{SOURCE_BUCKET}/lake/sales/orders", target)])
+    repairs, refused = plan_repairs(damaged, RepairSources(src, prefix_map, record, current))
+    assert refused == [] and repairs[-1].proof.target == current
+    journaled: list[list[str]] = []
+    written = write_repairs(repairs, src, dst, journaled.append)
+    assert journaled == [sorted([*gone, data.target])] and {p.target for p in written} == {*gone, data.target}
+    check = proved_files(dst, current, record)
+    assert check.problems == [] and check.files == len(record)
