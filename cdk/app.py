@@ -10,10 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from aws_cdk import App, Aspects, Environment, Tags
-from cdk_nag import AwsSolutionsChecks
 
-from cdk.access import SourceAccessStack, TargetAccessStack
-from cdk.aspects import NoRedundantDependsOn
 from cdk.build import REPO
 from cdk.config import CONFIG_ENV, CONFIG_KEY, Settings, load_config_file
 
@@ -32,9 +29,6 @@ def build_app(
     """The app; `context` overrides every other source (tests, `python app.py -c`), `config` names a
     file of context keys (else `-c config=PATH` or ICELAKE_CONFIG), `outdir` defaults to CDK_OUTDIR
     or build/cdk.out."""
-    from cdk.ingest import IngestStack
-    from cdk.orchestrator import OrchestratorStack
-
     if outdir is None and not os.environ.get("CDK_OUTDIR"):
         outdir = DEFAULT_OUTDIR
     # The CDK CLI passes cdk.json's context (and its -c keys) itself; `python app.py` reads cdk.json here.
@@ -52,6 +46,14 @@ def build_app(
             if app.node.try_get_context(key) is None:
                 app.node.set_context(key, value)
     settings = Settings.from_context(app.node)
+    # The stacks and cdk-nag load their jsii modules (seconds): a context mistake is told before that.
+    from cdk_nag import AwsSolutionsChecks
+
+    from cdk.access import SourceAccessStack, TargetAccessStack
+    from cdk.aspects import NoRedundantDependsOn
+    from cdk.ingest import IngestStack
+    from cdk.orchestrator import OrchestratorStack
+
     build_dir = Path(app.outdir).resolve().parent / "cdk-bundles"
     orchestrator_env = Environment(account=settings.orchestrator_account, region=settings.orchestrator_region)
 

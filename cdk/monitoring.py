@@ -17,8 +17,7 @@ from cdk.common import AslStateMachine, sns_alarm
 from cdk.component import Component
 from cdk.config import Settings
 from icelake.constants import EVENT_SOURCE, GLUE_MIGRATE_JOB
-from icelake.workflow.models import FILES_PRUNED_METRIC, OUTCOME_METRICS
-from icelake.workflow.steps.shared import FAILED_STATUSES
+from icelake.workflow.models import FAILED_STATUSES, FILES_PRUNED_METRIC, OUTCOME_METRICS
 from icelake.workflow.wiring import METRICS_NAMESPACE, MIGRATE_SERVICE
 
 # Source of the events that start a migration (the Report step's own events use EVENT_SOURCE, so a

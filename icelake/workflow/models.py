@@ -90,6 +90,17 @@ OutcomeStatus = Literal[
     "verified",
     "damaged",
 ]
+# Outcomes that mean the table is not where the request wanted it (README "Outcome states"): the
+# run's failed count, its alarm and the dashboard's failed line (cdk/monitoring.py) read this one tuple.
+FAILED_STATUSES: tuple[OutcomeStatus, ...] = (
+    "failed",
+    "rolled_back",
+    "diverged",
+    "source_dropped",
+    "busy",
+    "damaged",
+    "stranded",
+)
 # The CloudWatch metric (namespace icelake) that counts each outcome: the Report Lambda publishes
 # them and the dashboard graphs them, from this one table.
 OUTCOME_METRICS: dict[str, str] = {

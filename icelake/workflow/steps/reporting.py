@@ -19,9 +19,8 @@ from icelake.objects.model import NOT_CARRIED, objects_by_kind
 from icelake.request.deps import Artifacts, Deps
 from icelake.workflow.failures import MAX_MESSAGE, TableError, table_error
 from icelake.workflow.inputs import ReportInput, WriterDetails
-from icelake.workflow.models import RunReport, RunState, RunSummary, TableOutcome
+from icelake.workflow.models import FAILED_STATUSES, RunReport, RunState, RunSummary, TableOutcome
 from icelake.workflow.steps.assessing import report_assessment
-from icelake.workflow.steps.shared import FAILED_STATUSES
 
 
 def report(given: ReportInput, deps: Deps) -> RunSummary:

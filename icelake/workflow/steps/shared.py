@@ -11,9 +11,6 @@ from icelake.migrate.models import MigrationResult
 from icelake.request.models import WorkItem
 from icelake.workflow.models import PlanResult, TableOutcome
 
-# Outcomes that mean the table is not where the request wanted it (README "Outcome states").
-FAILED_STATUSES = ("failed", "rolled_back", "diverged", "source_dropped", "busy", "damaged", "stranded")
-
 
 def item_facts(item: WorkItem, registered: dict[str, Any] | None = None) -> dict[str, Any]:
     """What every outcome of the item says of its target: its name, the earlier targets a changed
