@@ -150,10 +150,11 @@ def create_entry(glue: Any, database: str, table_input: dict[str, Any]) -> None:
 
 
 def _access(carry: Carry, request: MigrationRequest, sessions: Sessions) -> list[str]:
-    """The view's Lake Formation grants, carried as a table's are (icelake/aws/lake_formation.py):
-    the source's grants to the mapped principals, and `lake_formation_principals`."""
+    """The view's Lake Formation access, carried as a table's is (icelake/aws/lake_formation.py):
+    the source's grants to the mapped principals, its LF-tags, and `lake_formation_principals`."""
     spec = request.target
-    if not (spec.lake_formation.copy_permissions or spec.lake_formation_principals):
+    copy = spec.lake_formation
+    if not (copy.copy_permissions or copy.copy_tags or spec.lake_formation_principals):
         return []
     target_lf = sessions.target.client("lakeformation")
     source, target = lf.TableRef(*carry.source), lf.TableRef(*carry.target)
@@ -162,6 +163,9 @@ def _access(carry: Carry, request: MigrationRequest, sessions: Sessions) -> list
         source_lf = sessions.source.client("lakeformation")
         carried = lf.carry_grants(source_lf, target_lf, source, target, spec.lake_formation.principal_map)
         warnings += carried.warnings
+    if copy.copy_tags:
+        columns = [c["Name"] for c in carry.table_input.get("StorageDescriptor", {}).get("Columns", [])]
+        lf.carry_tags(sessions.source.client("lakeformation"), target_lf, source, target, columns)
     lf.grant_principals(target_lf, target, spec.lake_formation_principals)
     return warnings
 
