@@ -292,3 +292,12 @@ class NotRepairable(IcelakeError):
 class NoBase(IcelakeError):
     """Why a sync cannot start from the last synced version (icelake.migrate.plan.since): the
     plan is then full, and its outcome says this."""
+
+
+class NotCarried(IcelakeError):
+    """A view or resource link that cannot be carried (icelake.objects.plan), with why and what to do."""
+
+
+class UnreadableSql(IcelakeError, ValueError):
+    """A view's SQL the parser cannot read (icelake.objects.sql): the view is named with this
+    message, never guessed at."""

@@ -9,7 +9,7 @@ import binascii
 import json
 from typing import Any
 
-from icelake.objects.sql import UnreadableSql
+from icelake.errors import UnreadableSql
 
 START, END = "/* Presto View: ", " */"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icelake.aws.catalog import OWNER_PARAMETER
-from icelake.errors import IcelakeError
+from icelake.errors import IcelakeError, NotCarried, UnreadableSql
 from icelake.objects import envelope, kinds
 from icelake.objects import sql as view_sql
 from icelake.objects.model import CatalogObject, ObjectStatus
@@ -23,10 +23,6 @@ SHA_PARAMETER = "icelake.view_sha256"  # the carried definition's digest: a re-r
 # The Glue fields a view's TableInput carries (the pointer-free rest of GetTable's answer).
 _VIEW_FIELDS = ("Description", "Owner", "Retention", "StorageDescriptor", "PartitionKeys", "TableType")
 _SPARK_NAMESPACE = "view.catalogAndNamespace.part.1"  # a Spark view's current database when made
-
-
-class NotCarried(Exception):
-    """An entry that cannot be carried, with why and what to do."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +92,7 @@ def plan_objects(entries: Mapping[Key, dict[str, Any]], migrated: set[Key], cont
     for key in sorted(carried):
         try:
             carry = _carry(key, entries[key], objects[key].kind, names, context)
-        except view_sql.UnreadableSql as exc:
+        except UnreadableSql as exc:
             plan.named(key, status="not_created", target=_name(names[key]), message=_unreadable(exc))
             continue
         except NotCarried as exc:
@@ -182,7 +178,7 @@ def _definition(definition: dict[str, Any], renamed: _Renamer, context: Context)
     for rep in definition.get("Representations", []):
         dialect = view_sql.DIALECTS.get(str(rep.get("Dialect", "")).upper())
         if dialect is None:
-            raise view_sql.UnreadableSql(f"a representation in dialect {rep.get('Dialect')!r}")
+            raise UnreadableSql(f"a representation in dialect {rep.get('Dialect')!r}")
         moved = {k: rep[k] for k in ("Dialect", "DialectVersion", "ValidationConnection") if k in rep}
         for text in ("ViewOriginalText", "ViewExpandedText"):
             if rep.get(text):

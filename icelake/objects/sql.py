@@ -11,13 +11,11 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from icelake.errors import UnreadableSql
+
 # Glue's dialect names -> sqlglot's: Athena's engine is Trino (Presto before it).
 DIALECTS = {"ATHENA": "trino", "SPARK": "spark", "REDSHIFT": "redshift"}
 _PLAIN = re.compile(r"^[a-z_][a-z0-9_]*$")
-
-
-class UnreadableSql(ValueError):
-    """SQL the parser cannot read: the view is named with this message, never guessed at."""
 
 
 @dataclass(frozen=True)

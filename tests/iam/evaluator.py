@@ -73,6 +73,11 @@ def _anywhere(action: str) -> Callable[..., list[Need]]:
     return lambda p, a: [(action, "*")]
 
 
+def _workgroup(action: str) -> Callable[..., list[Need]]:
+    """An Athena action on one workgroup (the call's WorkGroup, else the default one)."""
+    return lambda p, a: [(action, f"arn:aws:athena:{REGION}:{a}:workgroup/{p.get('WorkGroup', 'primary')}")]
+
+
 def _list(p: dict[str, Any], a: str) -> list[Need]:
     return [("s3:ListBucket", f"arn:aws:s3:::{p['Bucket']}", {"s3:prefix": p.get("Prefix", "")})]
 
@@ -186,6 +191,22 @@ OPERATIONS: dict[tuple[str, str], Callable[[dict[str, Any], str], list[Need]]] =
     ("stepfunctions", "DescribeExecution"): lambda p, a: [("states:DescribeExecution", p["executionArn"])],
     ("stepfunctions", "StartExecution"): lambda p, a: [("states:StartExecution", p["stateMachineArn"])],
     ("stepfunctions", "ListStateMachines"): _anywhere("states:ListStateMachines"),
+    # the assessment's consumer scan (icelake/assess/consumers/): listings IAM sees as "*", reads of
+    # one workgroup or state machine by its ARN
+    ("stepfunctions", "DescribeStateMachine"): lambda p, a: [
+        ("states:DescribeStateMachine", p["stateMachineArn"])
+    ],
+    ("glue", "GetJobs"): _anywhere("glue:GetJobs"),
+    ("glue", "GetCrawlers"): _anywhere("glue:GetCrawlers"),
+    ("lambda", "ListFunctions"): _anywhere("lambda:ListFunctions"),
+    ("athena", "ListWorkGroups"): _anywhere("athena:ListWorkGroups"),
+    ("athena", "ListNamedQueries"): _workgroup("athena:ListNamedQueries"),
+    ("athena", "ListPreparedStatements"): _workgroup("athena:ListPreparedStatements"),
+    ("athena", "GetPreparedStatement"): _workgroup("athena:GetPreparedStatement"),
+    # the named queries' workgroups are not in the call: IAM checks the workgroup each query is in
+    ("athena", "BatchGetNamedQuery"): lambda p, a: [
+        ("athena:BatchGetNamedQuery", f"arn:aws:athena:{REGION}:{a}:workgroup/primary")
+    ],
     ("sns", "Publish"): lambda p, a: [("sns:Publish", p["TopicArn"])],
     ("events", "PutEvents"): lambda p, a: [
         ("events:PutEvents", f"arn:aws:events:{REGION}:{a}:event-bus/{e.get('EventBusName', 'default')}")

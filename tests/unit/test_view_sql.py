@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from icelake.errors import UnreadableSql
 from icelake.objects import envelope
-from icelake.objects.sql import UnreadableSql, references, rename, to_spark
+from icelake.objects.sql import references, rename, to_spark
 
 NAMES = {("sales", "orders"): ("v2_sales", "orders"), ("sales", "customers"): ("crm", "client-list")}
 
