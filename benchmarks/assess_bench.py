@@ -20,18 +20,15 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import os
-import platform
 import re
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.results_md import with_row
+from benchmarks.results_md import record_row, run_facts
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
@@ -215,13 +212,7 @@ def run(tables: int, concurrencies: list[int | None], views: int = 0) -> dict[st
         pages = _pages(outputs[0], work)
         report_pages = _report_pages(outputs[0], work)
     return {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "commit": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO, check=False
-        ).stdout.strip(),
-        "nproc": os.cpu_count(),
-        "python": platform.python_version(),
-        "load_average": os.getloadavg()[0],
+        **run_facts(),
         "tables": tables,
         "views": views,
         "seed_s": round(seed_s, 1),
@@ -254,21 +245,20 @@ def _record(result: dict[str, Any]) -> None:
         f"| {result['date']} | {result['commit']} | {result['nproc']} | {result['load_average']:.1f} | "
         f"{result['tables']}{views} | {runs} | {'yes' if result['identical'] else 'NO'} | {pages} |\n"
     )
-    text = RESULTS_MD.read_text()
-    header = "## Assessing an estate"
-    if header not in text:
-        text = text.rstrip("\n") + (
-            f"\n\n{header} (`python -m benchmarks.assess_bench`)\n\n"
-            "Tiny tables (two commits, one data file each) in one database on embedded AWS; `icelake "
-            "assess --request` as its own process against the moto server of the bench's process. "
-            "Seconds per table: the command's wall time (imports included) over the tables, and in "
-            "brackets the assessing alone (its last progress line). Pages: assessment.html rendered "
-            "from the real assessment's tables repeated to 1,000 and 5,000, its size, its time to the "
-            "load event in headless Chromium at 1280 px and where the table of tables begins.\n\n"
-            "| date | commit | nproc | load avg | tables | s per table by concurrency | same output | "
-            "pages |\n|---|---|---|---|---|---|---|---|\n"
-        )
-    RESULTS_MD.write_text(with_row(text, header, row.rstrip("\n")))
+    record_row(
+        RESULTS_MD,
+        "## Assessing an estate",
+        "`python -m benchmarks.assess_bench`: tiny tables (two commits, one data file each) in one "
+        "database on embedded AWS; `icelake assess --request` as its own process against the moto "
+        "server of the bench's process. Seconds per table: the command's wall time (imports included) "
+        "over the tables, and in brackets the assessing alone (its last progress line). Pages: "
+        "assessment.html rendered from the real assessment's tables repeated to 1,000 and 5,000, its "
+        "size, its time to the load event in headless Chromium at 1280 px and where the table of "
+        "tables begins.\n\n"
+        "| date | commit | nproc | load avg | tables | s per table by concurrency | same output | "
+        "pages |\n|---|---|---|---|---|---|---|---|\n",
+        row.rstrip("\n"),
+    )
 
 
 def main() -> None:

@@ -19,19 +19,15 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
-import platform
-import subprocess
 import tempfile
 import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from benchmarks.assess_bench import REPO, RESULTS_MD, _seed
-from benchmarks.results_md import with_row
+from benchmarks.results_md import record_row, run_facts
 
 BENCH_DIR = Path(__file__).resolve().parent
 BUDGET_S_PER_TABLE = 0.2  # issue 58's "Done when"
@@ -130,13 +126,7 @@ def run(tables: int, jobs: int, queries: int) -> dict[str, Any]:
         rewire = scan_request(request, lake.deps)
         scan_s = time.monotonic() - t0
     return {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "commit": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO, check=False
-        ).stdout.strip(),
-        "nproc": os.cpu_count(),
-        "python": platform.python_version(),
-        "load_average": round(os.getloadavg()[0], 1),
+        **run_facts(),
         "tables": tables,
         "jobs": jobs,
         "named_queries": queries,
@@ -162,20 +152,19 @@ def _record(result: dict[str, Any]) -> None:
         f"{sum(k['read'] for k in read.values()):,} | {result['references']:,} | {result['unread']} | "
         f"{result['scan_s']} | {result['scan_s_per_table']} | {'yes' if result['within_budget'] else 'NO'} |"
     )
-    text = RESULTS_MD.read_text()
-    header = "## Consumer scan"
-    if header not in text:
-        text = text.rstrip("\n") + (
-            f"\n\n{header} (`python -m benchmarks.consumer_bench`, `make bench-assess`)\n\n"
-            "The assessment's consumer scan (issue 58) on embedded AWS, in the bench's process against "
-            "its moto server: the selection, then Glue jobs (a ~2 KB script each in S3), crawlers, "
-            "Athena named queries (two workgroups) and prepared statements, state machines, Lambda "
-            "functions and DAG files, on 8 threads. Budget: 0.2 s a table.\n\n"
-            "| date | commit | nproc | load avg | tables | jobs | named queries | consumers read | "
-            "references | unread | scan s | s per table | within budget |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-        )
-    RESULTS_MD.write_text(with_row(text, header, row))
+    record_row(
+        RESULTS_MD,
+        "## Consumer scan",
+        "`python -m benchmarks.consumer_bench`, `make bench-assess`: the assessment's consumer scan "
+        "(issue 58) on embedded AWS, in the bench's process against its moto server: the selection, "
+        "then Glue jobs (a ~2 KB script each in S3), crawlers, Athena named queries (two workgroups) "
+        "and prepared statements, state machines, Lambda functions and DAG files, on 8 threads. "
+        "Budget: 0.2 s a table.\n\n"
+        "| date | commit | nproc | load avg | tables | jobs | named queries | consumers read | "
+        "references | unread | scan s | s per table | within budget |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        row,
+    )
 
 
 def main() -> None:

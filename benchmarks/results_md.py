@@ -2,7 +2,28 @@
 
 from __future__ import annotations
 
+import os
+import platform
+import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run_facts() -> dict[str, Any]:
+    """Where and when a result was measured: its row's first columns (date, commit, cores, load)."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO, check=False
+    )
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "commit": commit.stdout.strip(),
+        "nproc": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_average": round(os.getloadavg()[0], 1),
+    }
 
 
 def with_row(text: str, heading: str, row: str) -> str:

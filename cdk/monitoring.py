@@ -4,6 +4,9 @@ composes them with the components of cdk/migration.py."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_events as events
@@ -41,38 +44,27 @@ class MigrationRules(Component):
         super().__init__(scope, cid)
         # Scheduled incremental sync: only with a `sync_request` (validated at synth, mode incremental).
         if settings.sync_request is not None:
-            events.Rule(
+            _scheduled_run(
                 self,
                 "IncrementalSync",
-                rule_name="icelake-incremental-sync",
-                description="Starts an incremental sync migration on a schedule",
-                schedule=events.Schedule.expression(settings.sync_schedule),
-                enabled=settings.sync_enabled,
-                targets=[
-                    targets.SfnStateMachine(
-                        state_machine,
-                        input=events.RuleTargetInput.from_object(settings.sync_request),
-                        retry_attempts=2,
-                    )
-                ],
+                rule=("icelake-incremental-sync", "Starts an incremental sync migration on a schedule"),
+                schedule=(settings.sync_schedule, settings.sync_enabled),
+                state_machine=state_machine,
+                request=settings.sync_request,
             )
             # Scheduled verify (day 2): the same tables checked again, nothing written; with
             # repair_on_damage, mode repair writes the damaged files again from the source.
             mode = "repair" if settings.repair_on_damage else "verify"
-            events.Rule(
+            _scheduled_run(
                 self,
                 "ScheduledVerify",
-                rule_name="icelake-verify",
-                description="Verifies the migrated and promoted targets on a schedule (mode verify)",
-                schedule=events.Schedule.expression(settings.verify_schedule),
-                enabled=settings.verify_enabled,
-                targets=[
-                    targets.SfnStateMachine(
-                        state_machine,
-                        input=events.RuleTargetInput.from_object({**settings.sync_request, "mode": mode}),
-                        retry_attempts=2,
-                    )
-                ],
+                rule=(
+                    "icelake-verify",
+                    "Verifies the migrated and promoted targets on a schedule (mode verify)",
+                ),
+                schedule=(settings.verify_schedule, settings.verify_enabled),
+                state_machine=state_machine,
+                request={**settings.sync_request, "mode": mode},
             )
         # Any event with source icelake.request starts a migration with the event's detail as request.
         events.Rule(
@@ -210,23 +202,13 @@ class MigrationMonitoring(Component):
         alarm(
             "LambdaErrorsAlarm",
             "icelake-lambda-errors",
-            cw.MathExpression(
-                expression=" + ".join(f"e_{k}" for k in errors),
-                using_metrics={f"e_{k}": m for k, m in errors.items()},
-                period=period,
-                label="Step Lambda errors",
-            ),
+            _summed(errors, "e", period, "Step Lambda errors"),
             "A step Lambda raised: the workflow retried or rolled the table back; see the function's logs.",
         )
         alarm(
             "LambdaThrottlesAlarm",
             "icelake-lambda-throttles",
-            cw.MathExpression(
-                expression=" + ".join(f"t_{k}" for k in throttles),
-                using_metrics={f"t_{k}": m for k, m in throttles.items()},
-                period=period,
-                label="Step Lambda throttles",
-            ),
+            _summed(throttles, "t", period, "Step Lambda throttles"),
             "Step Lambdas are throttled: lower the request's concurrency or raise the account's "
             "Lambda quota.",
         )
@@ -293,3 +275,43 @@ class MigrationMonitoring(Component):
                 title="Target files pruned", left=[metric(FILES_PRUNED_METRIC, "pruned")], width=8
             ),
         ]
+
+
+def _scheduled_run(
+    scope: Construct,
+    cid: str,
+    *,
+    rule: tuple[str, str],
+    schedule: tuple[str, bool],
+    state_machine: sfn.IStateMachine,
+    request: dict[str, Any],
+) -> events.Rule:
+    """A rule that starts the workflow with `request` on `schedule` (expression, enabled); `rule`
+    is its name and description."""
+    name, description = rule
+    expression, enabled = schedule
+    return events.Rule(
+        scope,
+        cid,
+        rule_name=name,
+        description=description,
+        schedule=events.Schedule.expression(expression),
+        enabled=enabled,
+        targets=[
+            targets.SfnStateMachine(
+                state_machine, input=events.RuleTargetInput.from_object(request), retry_attempts=2
+            )
+        ],
+    )
+
+
+def _summed(
+    metrics: Mapping[str, cw.IMetric], prefix: str, period: Duration, label: str
+) -> cw.MathExpression:
+    """One line that adds up `metrics` (each named `<prefix>_<key>` in the expression)."""
+    return cw.MathExpression(
+        expression=" + ".join(f"{prefix}_{k}" for k in metrics),
+        using_metrics={f"{prefix}_{k}": m for k, m in metrics.items()},
+        period=period,
+        label=label,
+    )

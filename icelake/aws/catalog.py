@@ -24,6 +24,8 @@ _TABLE_INPUT_FIELDS = (
     "Parameters",
     "TargetTable",
 )
+# A view's TableInput takes its SQL back too (a rollback's restore of a view icelake updated).
+VIEW_INPUT_FIELDS = (*_TABLE_INPUT_FIELDS, "ViewOriginalText", "ViewExpandedText", "ViewDefinition")
 
 
 def _is_not_found(exc: ClientError) -> bool:

@@ -26,22 +26,6 @@ from icelake.objects.survey import (
 from icelake.request.deps import Deps, Sessions
 from icelake.request.models import MigrationRequest
 
-# What GetTable answers that a view's or link's TableInput takes back (a rollback's restore).
-_INPUT_FIELDS = (
-    "Name",
-    "Description",
-    "Owner",
-    "Retention",
-    "StorageDescriptor",
-    "PartitionKeys",
-    "TableType",
-    "Parameters",
-    "TargetTable",
-    "ViewOriginalText",
-    "ViewExpandedText",
-    "ViewDefinition",
-)
-
 
 def plan_key(run_id: str) -> str:
     """Where the Inventory keeps a run's plan of views and other entries (artifacts bucket)."""
@@ -132,7 +116,7 @@ def _put(
 def as_input(entry: dict[str, Any]) -> dict[str, Any]:
     """A GetTable answer as the TableInput that puts it back (a multi-dialect view's
     representations without what only Glue sets)."""
-    table_input = {k: entry[k] for k in _INPUT_FIELDS if k in entry}
+    table_input = {k: entry[k] for k in catalog.VIEW_INPUT_FIELDS if k in entry}
     definition = table_input.get("ViewDefinition")
     if definition:
         representations = [

@@ -6,21 +6,24 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from icelake.assess.consumers.context import ScanContext, all_pages
+from icelake.assess.consumers.context import Listing, ScanContext
 from icelake.assess.consumers.model import Consumer, Unread
 
 BATCH = 50  # BatchGetNamedQuery's most ids a call
+WORKGROUPS = Listing("the workgroups", "athena:ListWorkGroups", "athena", "list_work_groups", "WorkGroups")
+
+
+def _of_workgroup(workgroup: str, arn: str, noun: str, operation: str, key: str) -> Listing:
+    """A listing of one workgroup's `noun` (athena:ListNamedQueries for list_named_queries)."""
+    action = "".join(part.title() for part in operation.split("_"))
+    return Listing(
+        f"the {noun} of workgroup {workgroup}", f"athena:{action} on {arn}", "athena", operation, key
+    )
 
 
 def scan_workgroups(ctx: ScanContext) -> None:
-    athena = ctx.client("athena")
-    pages = ctx.attempt(
-        Consumer(kind="athena_named_query", name="*"),
-        "the workgroups",
-        "athena:ListWorkGroups",
-        partial(all_pages, athena, "list_work_groups"),
-    )
-    names = [w["Name"] for page in pages or [] for w in page.get("WorkGroups", [])]
+    workgroups = ctx.listed(Consumer(kind="athena_named_query", name="*"), WORKGROUPS)
+    names = [w["Name"] for w in workgroups]
     ctx.each(names, lambda name: _workgroup(ctx, name))
 
 
@@ -28,13 +31,8 @@ def _workgroup(ctx: ScanContext, workgroup: str) -> None:
     athena = ctx.client("athena")
     arn = ctx.arn("athena", f"workgroup/{workgroup}")
     queries = Consumer(kind="athena_named_query", name="*", arn=arn, workgroup=workgroup)
-    pages = ctx.attempt(
-        queries,
-        f"the named queries of workgroup {workgroup}",
-        f"athena:ListNamedQueries on {arn}",
-        partial(all_pages, athena, "list_named_queries", WorkGroup=workgroup),
-    )
-    ids = [i for page in pages or [] for i in page.get("NamedQueryIds", [])]
+    listing = _of_workgroup(workgroup, arn, "named queries", "list_named_queries", "NamedQueryIds")
+    ids = ctx.listed(queries, listing, WorkGroup=workgroup)
     for start in range(0, len(ids), BATCH):
         batch = ids[start : start + BATCH]
         got = ctx.attempt(
@@ -72,24 +70,19 @@ def _unprocessed(queries: Consumer, failed: dict[str, Any]) -> Unread:
 def _prepared_statements(ctx: ScanContext, workgroup: str, arn: str) -> None:
     athena = ctx.client("athena")
     listing = Consumer(kind="athena_prepared_statement", name="*", arn=arn, workgroup=workgroup)
-    pages = ctx.attempt(
-        listing,
-        f"the prepared statements of workgroup {workgroup}",
-        f"athena:ListPreparedStatements on {arn}",
-        partial(all_pages, athena, "list_prepared_statements", WorkGroup=workgroup),
+    statements = _of_workgroup(
+        workgroup, arn, "prepared statements", "list_prepared_statements", "PreparedStatements"
     )
-    for page in pages or []:
-        for summary in page.get("PreparedStatements", []):
-            name = summary["StatementName"]
-            consumer = Consumer(kind="athena_prepared_statement", name=name, workgroup=workgroup)
-            got = ctx.attempt(
-                consumer,
-                f"prepared statement {name} of workgroup {workgroup}",
-                f"athena:GetPreparedStatement on {arn}",
-                partial(athena.get_prepared_statement, StatementName=name, WorkGroup=workgroup),
-            )
-            if got is not None:
-                ctx.counted(consumer)
-                ctx.scan(
-                    consumer, "statement", got["PreparedStatement"].get("QueryStatement", ""), lines=True
-                )
+    summaries = ctx.listed(listing, statements, WorkGroup=workgroup)
+    for summary in summaries:
+        name = summary["StatementName"]
+        consumer = Consumer(kind="athena_prepared_statement", name=name, workgroup=workgroup)
+        got = ctx.attempt(
+            consumer,
+            f"prepared statement {name} of workgroup {workgroup}",
+            f"athena:GetPreparedStatement on {arn}",
+            partial(athena.get_prepared_statement, StatementName=name, WorkGroup=workgroup),
+        )
+        if got is not None:
+            ctx.counted(consumer)
+            ctx.scan(consumer, "statement", got["PreparedStatement"].get("QueryStatement", ""), lines=True)

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from botocore.config import Config
 from botocore.exceptions import ClientError
@@ -21,6 +21,17 @@ T = TypeVar("T")
 DENIED = frozenset({"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "Forbidden", "403"})
 # botocore's standard retries: a throttled listing is retried, not reported unread.
 _CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=16)
+
+
+class Listing(NamedTuple):
+    """A listing call: what it lists (for an unread entry), the permission it needs, and where the
+    items are (service, operation, the pages' key)."""
+
+    what: str
+    permission: str
+    service: str
+    operation: str
+    key: str
 
 
 @dataclass
@@ -93,6 +104,15 @@ class ScanContext:
             )
             self.not_read(entry)
             return None
+
+    def listed(self, consumer: Consumer, listing: Listing, **kwargs: Any) -> list[Any]:
+        """The items of every page of `listing` (records, or ids), or none with `consumer` listed
+        unread as `attempt` says."""
+        client = self.client(listing.service)
+        pages = self.attempt(
+            consumer, listing.what, listing.permission, lambda: all_pages(client, listing.operation, **kwargs)
+        )
+        return [item for page in pages or [] for item in page.get(listing.key, [])]
 
     def not_read(self, entry: Unread) -> None:
         with self._lock:

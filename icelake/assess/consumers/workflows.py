@@ -5,24 +5,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from functools import partial
 from typing import Any
 
-from icelake.assess.consumers.context import ScanContext, all_pages, leaves
+from icelake.assess.consumers.context import Listing, ScanContext, leaves
 from icelake.assess.consumers.model import Consumer, Unread
 
+STATE_MACHINES = Listing(
+    "the state machines", "states:ListStateMachines", "stepfunctions", "list_state_machines", "stateMachines"
+)
+FUNCTIONS = Listing("the functions", "lambda:ListFunctions", "lambda", "list_functions", "Functions")
 _NESTED = ("Branches", "Iterator", "ItemProcessor")  # a state's own states: walked as states
 
 
 def scan_state_machines(ctx: ScanContext) -> None:
-    sfn = ctx.client("stepfunctions")
-    pages = ctx.attempt(
-        Consumer(kind="state_machine", name="*"),
-        "the state machines",
-        "states:ListStateMachines",
-        partial(all_pages, sfn, "list_state_machines"),
-    )
-    machines = [m for page in pages or [] for m in page.get("stateMachines", [])]
+    machines = ctx.listed(Consumer(kind="state_machine", name="*"), STATE_MACHINES)
     ctx.each(machines, lambda m: _machine(ctx, m))
 
 
@@ -63,26 +59,19 @@ def _states(states: dict[str, Any], outer: str) -> Iterator[tuple[str, dict[str,
 
 
 def scan_functions(ctx: ScanContext) -> None:
-    functions = ctx.client("lambda")
-    pages = ctx.attempt(
-        Consumer(kind="lambda_function", name="*"),
-        "the functions",
-        "lambda:ListFunctions",
-        partial(all_pages, functions, "list_functions"),
-    )
-    for page in pages or []:
-        for function in page.get("Functions", []):
-            consumer = Consumer(
-                kind="lambda_function", name=function["FunctionName"], arn=function["FunctionArn"]
-            )
-            environment = function.get("Environment") or {}
-            error = environment.get("Error")
-            if error:  # values under a KMS key the role may not use
-                ctx.not_read(_env_unread(consumer, error, function.get("KMSKeyArn")))
-                continue
-            ctx.counted(consumer)
-            for name, value in (environment.get("Variables") or {}).items():
-                ctx.scan(consumer, f"variable {name}", str(value))
+    functions = ctx.listed(Consumer(kind="lambda_function", name="*"), FUNCTIONS)
+    for function in functions:
+        consumer = Consumer(
+            kind="lambda_function", name=function["FunctionName"], arn=function["FunctionArn"]
+        )
+        environment = function.get("Environment") or {}
+        error = environment.get("Error")
+        if error:  # values under a KMS key the role may not use
+            ctx.not_read(_env_unread(consumer, error, function.get("KMSKeyArn")))
+            continue
+        ctx.counted(consumer)
+        for name, value in (environment.get("Variables") or {}).items():
+            ctx.scan(consumer, f"variable {name}", str(value))
 
 
 def _env_unread(consumer: Consumer, error: dict[str, Any], key: str | None) -> Unread:

@@ -8,7 +8,6 @@ after promotion; the Glue table is never touched."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from icelake.migrate import metadata_json as mj
@@ -20,12 +19,19 @@ from icelake.migrate.plan.target import table_prefix_map
 from icelake.request.deps import Artifacts, Deps, Sessions
 from icelake.request.models import WorkItem
 from icelake.request.target import prefix_maps
-from icelake.workflow.failures import stopped_error, table_error
+from icelake.workflow.failures import stopped_error
 from icelake.workflow.inputs import PlanInput
 from icelake.workflow.models import TableOutcome
 from icelake.workflow.steps.planning import claim
-from icelake.workflow.steps.shared import item_facts, record_outcome
-from icelake.workflow.steps.verifying import copy_record, migrated_target, outcome_of, verified_report, verify
+from icelake.workflow.steps.shared import item_facts
+from icelake.workflow.steps.verifying import (
+    copy_record,
+    migrated_target,
+    outcome_of,
+    timed_outcome,
+    verified_report,
+    verify,
+)
 
 UNREPAIRED_HINT = (
     "each file named was left as it is, with why: restore it from a backup or the bucket's object "
@@ -43,21 +49,7 @@ def verify_or_repair(given: PlanInput, deps: Deps) -> TableOutcome:
 
 
 def repair(given: PlanInput, deps: Deps) -> TableOutcome:
-    started = time.monotonic()
-    item = given.item
-    sessions = deps.sessions(item.request)
-    try:
-        outcome = _repaired(item, deps, sessions)
-    except Exception as exc:  # a role denied, a record that cannot be read: said, not raised
-        error = table_error(type(exc).__name__, str(exc), "Repair")
-        outcome = TableOutcome(
-            run_id=item.run_id, table=item.name, status="failed", error=error, **item_facts(item)
-        )
-    outcome = outcome.model_copy(
-        update={"seconds": round(time.monotonic() - started, 3), "requests": sessions.requests.counts()}
-    )
-    record_outcome(deps.ledger, outcome, outcome.status.upper())
-    return outcome
+    return timed_outcome(given, deps, "Repair", _repaired)
 
 
 def _repaired(item: WorkItem, deps: Deps, sessions: Sessions) -> TableOutcome:

@@ -10,6 +10,7 @@ verified: `failed` and `diverged` say why."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from icelake.aws import catalog
@@ -32,13 +33,22 @@ DAMAGED_HINT = (
 
 
 def verify(given: PlanInput, deps: Deps) -> TableOutcome:
+    return timed_outcome(given, deps, "Verify", _verified)
+
+
+def timed_outcome(
+    given: PlanInput, deps: Deps, step: str, check: Callable[[WorkItem, Deps, Sessions], TableOutcome]
+) -> TableOutcome:
+    """`check`'s outcome with its time and requests, recorded in the ledger; whatever it raises
+    (a manifest that no longer parses, a role denied, a record that cannot be read) is the table's
+    failure, said and not raised, so one table never stops the Map."""
     started = time.monotonic()
     item = given.item
     sessions = deps.sessions(item.request)
     try:
-        outcome = _verified(item, deps, sessions)
-    except Exception as exc:  # e.g. a manifest that no longer parses, a role denied: said, not raised
-        error = table_error(type(exc).__name__, str(exc), "Verify")
+        outcome = check(item, deps, sessions)
+    except Exception as exc:
+        error = table_error(type(exc).__name__, str(exc), step)
         outcome = TableOutcome(
             run_id=item.run_id, table=item.name, status="failed", error=error, **item_facts(item)
         )
