@@ -31,7 +31,7 @@ test: setup browser
 	$(BIN)/pytest
 
 test-fast: setup browser
-	$(BIN)/pytest -m "not slow and not spark"
+	$(BIN)/pytest -m "not slow and not spark" tests/unit tests/functional
 
 lint: setup
 	$(BIN)/ruff check .

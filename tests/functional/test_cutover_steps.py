@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import boto3
+import pytest
 
 from icelake.aws import catalog
 from icelake.workflow import steps
@@ -42,6 +43,7 @@ def _item(lake: Lake, run_id: str, **options: Any) -> dict[str, Any]:
     return dict(item)
 
 
+@pytest.mark.slow
 def test_a_source_that_moves_during_every_sync_is_never_promoted(lake: Lake) -> None:
     add_source_table(lake, "orders", [[1], [2]])
     item = _item(lake, "cutover-1", cutover_attempts=3)
@@ -63,6 +65,7 @@ def test_a_source_that_moves_during_every_sync_is_never_promoted(lake: Lake) -> 
     assert catalog.PROMOTED_PARAMETER not in target  # not promoted
 
 
+@pytest.mark.slow
 def test_a_quiet_source_is_promoted_and_mark_source_points_at_the_target(lake: Lake) -> None:
     add_source_table(lake, "orders", [[1], [2]])
     item = _item(lake, "cutover-2", mark_source=True)

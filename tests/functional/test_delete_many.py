@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from icelake.aws.clients import new_session
 from icelake.aws.fileio import S3FileIO
 from icelake.local.moto_server import embedded_aws
 
 
+@pytest.mark.slow
 def test_deletes_go_in_batches_of_a_thousand_and_spare_other_keys() -> None:
     with embedded_aws():
         s3 = new_session().client("s3")

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import boto3
+import pytest
 
 from icelake.aws.lake_formation import TableRef, moved_resource
 from icelake.aws.ledger import Ledger
@@ -47,6 +48,7 @@ def _permissions(session: boto3.Session, database: str, table: str) -> dict[str,
     }
 
 
+@pytest.mark.slow
 def test_grants_and_tags_of_the_source_are_carried_to_mapped_principals_once(lake: Lake) -> None:
     # Given a source table whose analyst may select (and grant select) and describe, an auditor
     # who may select, and LF-tags on the table and on one column

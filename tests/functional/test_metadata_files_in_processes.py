@@ -92,6 +92,7 @@ def test_a_file_a_worker_cannot_rewrite_is_explained_by_the_caller(long_history:
         list(rewritten_metadata_files(uris, IO, prefix_map, frozenset(uris), cpu))
 
 
+@pytest.mark.slow
 def test_a_long_history_migrates_with_processes_and_reads_like_the_source(
     long_history: str, tmp_path: Path
 ) -> None:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
 from icelake.aws.fileio import LocalFileIO
@@ -36,6 +37,7 @@ def _indented_table(root: Path, commits: int) -> str:
     return catalog.load_table("db.t").metadata_location
 
 
+@pytest.mark.slow
 def test_every_metadata_file_keeps_its_text_with_the_paths_mapped(tmp_path: Path) -> None:
     # Given a table whose logged metadata files are enough for worker processes
     current = _indented_table(tmp_path / "src", MIN_MANIFESTS_FOR_PROCESSES + 2)

@@ -202,6 +202,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([exe, *args], capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.slow
 def test_cli_json_contract(source: tuple[SqlCatalog, str], tmp_path: Path) -> None:
     _, meta = source
     target = f"file://{tmp_path}/dst/t"

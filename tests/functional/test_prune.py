@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
 from icelake.aws.fileio import LocalFileIO, ObjectInfo
@@ -47,6 +48,7 @@ def _listing(root: Path) -> set[str]:
     return {canonical(uri) for uri, _ in IO.list(str(root))}
 
 
+@pytest.mark.slow
 def test_prune_deletes_the_expired_files_icelake_wrote_and_asks_about_nothing_else(tmp_path: Path) -> None:
     # Given a source table of 60 appends migrated once, its keys journaled as icelake's
     catalog = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/src")

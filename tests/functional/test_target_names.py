@@ -51,6 +51,7 @@ def _run(lake: Lake, request: dict[str, Any]) -> tuple[dict[str, dict[str, Any]]
     return outcomes, states
 
 
+@pytest.mark.slow
 def test_templates_and_renames_name_the_targets_and_a_changed_rename_is_a_new_target(lake: Lake) -> None:
     # Given two source tables
     add_source_table(lake, "orders", [[1, 2], [3]])

@@ -46,6 +46,7 @@ def _worklist(lake: Lake, result: Any) -> list[dict[str, Any]]:
     return list(json.loads(body))
 
 
+@pytest.mark.slow
 def test_full_then_incremental_run(lake: Lake) -> None:
     # Given two Iceberg tables in the source account's catalog
     add_source_table(lake, "orders", [[1, 2], [3]])
@@ -119,6 +120,7 @@ def test_target_table_that_is_not_ours_is_refused(lake: Lake) -> None:
         steps.plan(PlanInput.model_validate({"item": _worklist(lake, inv)[0]}), lake.deps)
 
 
+@pytest.mark.slow
 def test_failure_after_copy_is_rolled_back_to_exactly_the_previous_state(lake: Lake) -> None:
     # Given a table migrated once (so the target has a previous version)
     add_source_table(lake, "orders", [[1, 2]])
@@ -184,6 +186,7 @@ def _copied_with(lake: Lake, rows: RowsValidation) -> PlannedInput:
     return given
 
 
+@pytest.mark.slow
 def test_validate_takes_the_rows_the_glue_job_compared(lake: Lake) -> None:
     given = _copied_with(lake, RowsValidation(snapshots_compared=2, files_read=4, rows=5, seconds=1.5))
     outcome = steps.validate(given, lake.deps)
@@ -192,6 +195,7 @@ def test_validate_takes_the_rows_the_glue_job_compared(lake: Lake) -> None:
     assert outcome.engines == {"plan": "lambda", "copy": "lambda", "validate": "glue"}
 
 
+@pytest.mark.slow
 def test_rows_the_glue_job_found_different_fail_validation(lake: Lake) -> None:
     problem = "snapshot 7: same row count (3) but different rows"
     given = _copied_with(lake, RowsValidation(snapshots_compared=2, problems=[problem]))

@@ -218,6 +218,7 @@ def _both(data: bytes, deletes: dict[str, DeleteRewrite]) -> tuple[bytes, list[s
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(manifests())
 def test_data_manifests_are_patched_to_the_fastavro_bytes(data: bytes) -> None:
@@ -229,6 +230,7 @@ def test_data_manifests_are_patched_to_the_fastavro_bytes(data: bytes) -> None:
     assert patch_manifest(data, _map, lambda p, c: c == 1) == slow
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(manifests(content=st.sampled_from([0, 1, 2])))
 def test_a_data_manifest_spliced_where_the_plan_found_its_paths_is_the_fastavro_bytes(data: bytes) -> None:
@@ -275,6 +277,7 @@ def test_a_splice_is_refused_for_bytes_other_than_those_planned_and_the_rewrite_
     )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(manifests(content=st.sampled_from([0, 1, 2])), st.booleans())
 def test_position_deletes_fall_back_with_the_same_bytes_and_calls(data: bytes, rewrite_all: bool) -> None:
@@ -427,6 +430,7 @@ def _entry_skipper(version: int) -> Any:
     return avro_binary.chain([c.skip(f["type"]) for f in fields])
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.sampled_from([1, 2, 3]), st.data())
 def test_pattern_runs_end_where_the_skippers_end(version: int, data: st.DataObject) -> None:
@@ -688,6 +692,7 @@ def list_histories(draw: st.DrawFn) -> tuple[list[bytes], dict[str, int]]:
     return lists, pool[1]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(list_histories())
 def test_lists_rewritten_with_shared_heads_each_give_the_fastavro_bytes(
@@ -828,6 +833,7 @@ def test_a_manifest_list_the_patch_does_not_know_goes_the_fastavro_way() -> None
     assert rewritten["manifest_path"] == _map("s3://b/m.avro") and rewritten["manifest_length"] == 9  # type: ignore[call-overload]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(manifest_lists())
 def test_manifest_refs_are_read_from_the_bytes_as_fastavro_decodes_them(

@@ -3,6 +3,7 @@ in columns, with whole manifests of live entries set at once, exactly as entry b
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -51,6 +52,7 @@ def entries(draw: st.DrawFn) -> EntryFields:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.lists(entries(), max_size=8), max_size=6))
 def test_manifests_taken_in_columns_record_each_file_as_entry_by_entry(

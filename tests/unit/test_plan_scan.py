@@ -37,6 +37,7 @@ def _same(data: bytes) -> Any:
     return outcomes[0]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(manifests(content=st.sampled_from([0, 1, 2])))
 def test_entry_fields_equal_the_fastavro_decode(data: bytes) -> None:
@@ -47,6 +48,7 @@ def test_entry_fields_equal_the_fastavro_decode(data: bytes) -> None:
     assert read_entry_fields(data, lambda _schema: True) == fields
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(manifests(content=st.sampled_from([0, 1, 2])), st.data())
 def test_damaged_manifests_give_the_fastavro_result(data: bytes, draw: st.DataObject) -> None:
