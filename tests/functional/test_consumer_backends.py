@@ -6,50 +6,21 @@ botocore's own model."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import botocore.session
 import pytest
 from botocore.exceptions import ClientError
 
-from icelake.local.embedded import moto_patches
-from icelake.local.moto_server import embedded_aws
-from tests.lake import Lake, build_lake
+from tests.lake import Lake
+from tests.shapes import BASE_TYPES, check_shape
 
 MODEL = botocore.session.get_session().get_service_model("athena")
-_TYPES: dict[str, Any] = {
-    "string": str,
-    "boolean": bool,
-    "integer": int,
-    "long": int,
-    "list": list,
-    "structure": dict,
-    "timestamp": (int, float),
-}
+_TYPES = {**BASE_TYPES, "timestamp": (int, float)}
 
 
-@pytest.fixture
-def lake(tmp_path: Path) -> Iterator[Lake]:
-    with moto_patches(Path(__file__).resolve().parents[2]), embedded_aws():
-        yield build_lake(tmp_path / "local")
-
-
-def _check(shape: Any, value: Any, where: str) -> None:
-    assert isinstance(value, _TYPES[shape.type_name]), f"{where}: {value!r} is not a {shape.type_name}"
-    if shape.type_name == "structure":
-        unknown = set(value) - set(shape.members)
-        assert not unknown, f"{where}: {sorted(unknown)} are not members of {shape.name}"
-        for name, member in value.items():
-            _check(shape.members[name], member, f"{where}.{name}")
-    elif shape.type_name == "list":
-        for i, item in enumerate(value):
-            _check(shape.member, item, f"{where}[{i}]")
-
-
-def test_saved_queries_answer_in_the_models_shapes(lake: Lake) -> None:
-    athena = lake.source.client("athena")
+def test_saved_queries_answer_in_the_models_shapes(patched_lake: Lake) -> None:
+    athena = patched_lake.source.client("athena")
     answers: list[tuple[str, dict[str, Any]]] = []
     athena.meta.events.register(
         "after-call.athena",
@@ -102,4 +73,4 @@ def test_saved_queries_answer_in_the_models_shapes(lake: Lake) -> None:
     ]
     assert len(added) == 4
     for name, body in added:
-        _check(MODEL.operation_model(name).output_shape, body, name)
+        check_shape(MODEL.operation_model(name).output_shape, body, name, _TYPES)

@@ -6,40 +6,17 @@ output shape (no member the model does not define, each of the model's type)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import botocore.session
 import pytest
 from botocore.exceptions import ClientError
 
-from icelake.local.embedded import moto_patches
-from icelake.local.moto_server import embedded_aws
-from tests.lake import SOURCE_ACCOUNT, Lake, build_lake
+from tests.lake import SOURCE_ACCOUNT, Lake
+from tests.shapes import check_shape
 
 MODEL = botocore.session.get_session().get_service_model("lakeformation")
 PRINCIPAL = f"arn:aws:iam::{SOURCE_ACCOUNT}:role/analyst"
-_TYPES = {"string": str, "boolean": bool, "integer": int, "long": int, "list": list, "structure": dict}
-
-
-@pytest.fixture
-def lake(tmp_path: Path) -> Iterator[Lake]:
-    """The sample lake on an embedded AWS with icelake's patches (data cells filters among them)."""
-    with moto_patches(Path(__file__).resolve().parents[2]), embedded_aws():
-        yield build_lake(tmp_path / "local")
-
-
-def _check(shape: Any, value: Any, where: str) -> None:
-    assert isinstance(value, _TYPES[shape.type_name]), f"{where}: {value!r} is not a {shape.type_name}"
-    if shape.type_name == "structure":
-        unknown = set(value) - set(shape.members)
-        assert not unknown, f"{where}: {sorted(unknown)} are not members of {shape.name}"
-        for name, member in value.items():
-            _check(shape.members[name], member, f"{where}.{name}")
-    elif shape.type_name == "list":
-        for i, item in enumerate(value):
-            _check(shape.member, item, f"{where}[{i}]")
 
 
 def _raw_answers(lf: Any) -> list[tuple[str, dict[str, Any]]]:
@@ -56,8 +33,8 @@ def _raw_answers(lf: Any) -> list[tuple[str, dict[str, Any]]]:
     return seen
 
 
-def test_data_cells_filters_and_their_grants_answer_in_the_models_shapes(lake: Lake) -> None:
-    lf = lake.source.client("lakeformation")
+def test_data_cells_filters_and_their_grants_answer_in_the_models_shapes(patched_lake: Lake) -> None:
+    lf = patched_lake.source.client("lakeformation")
     answers = _raw_answers(lf)
     table = {"DatabaseName": "sales", "Name": "orders"}
     rows = {
@@ -113,7 +90,7 @@ def test_data_cells_filters_and_their_grants_answer_in_the_models_shapes(lake: L
         lf.get_data_cells_filter(**{**key, "Name": "ids_only"})
     assert [f["Name"] for f in lf.list_data_cells_filter(Table=table)["DataCellsFilters"]] == ["eu_rows"]
     # filters are kept per account, as Lake Formation keeps them
-    assert lake.target.client("lakeformation").list_data_cells_filter()["DataCellsFilters"] == []
+    assert patched_lake.target.client("lakeformation").list_data_cells_filter()["DataCellsFilters"] == []
 
     # Every answer, raw, in the output shape of its operation in botocore's model
     operations = {name for name, _ in answers}
@@ -124,4 +101,4 @@ def test_data_cells_filters_and_their_grants_answer_in_the_models_shapes(lake: L
         "DeleteDataCellsFilter",
     } <= operations
     for name, body in answers:
-        _check(MODEL.operation_model(name).output_shape, body, name)
+        check_shape(MODEL.operation_model(name).output_shape, body, name)
