@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from moto import mock_aws
 
+from icelake.local import s3tables
+
 
 @pytest.fixture(scope="session")
 def spark_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -20,7 +22,9 @@ def spark(spark_warehouse: Path) -> Iterator[object]:
     """local[2] Spark with the Iceberg runtime; catalog `src` is a Hadoop catalog in a temp dir."""
     from icelake.local.spark import local_spark
 
-    session = local_spark({"src": str(spark_warehouse / "src")}, app_name="icelake-tests")
+    import json, os
+    extra = json.loads(os.environ.get("ICELAKE_SPARK_EXTRA", "{}"))
+    session = local_spark({"src": str(spark_warehouse / "src")}, app_name="icelake-tests", extra_conf=extra)
     yield session
     session.stop()
 
@@ -33,5 +37,5 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    with mock_aws():
+    with mock_aws(), s3tables.patched():  # S3 Tables as AWS serves it, as in every embedded AWS
         yield

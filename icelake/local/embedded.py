@@ -45,7 +45,9 @@ versions rather than misbehave):
    ("Object of type datetime is not JSON serializable") as soon as they reach the execution output.
    They become epoch milliseconds, which is how Step Functions shows them.
 6. Operations moto lacks, added from botocore's model: Lake Formation data cells filters
-   (`data_filters`), Athena's BatchGetNamedQuery and ListPreparedStatements (`athena_saved`).
+   (`data_filters`), Athena's BatchGetNamedQuery and ListPreparedStatements (`athena_saved`);
+   S3 Tables' maintenance settings, tags and policies, and the limits of a table bucket's storage
+   (`s3tables`, which every embedded AWS of moto_server.py installs too).
 7. Not a patch: moto's process-wide config `stepfunctions.execute_state_machine=True` (POSTed to
    /moto-api/config); without it executions stay RUNNING with canned output. Restored on exit.
 
@@ -67,7 +69,7 @@ from typing import Any
 
 from icelake.aws import warm
 from icelake.constants import ORCHESTRATOR_ACCOUNT_LOCAL, REGION_LOCAL
-from icelake.local import athena_saved, data_filters, glue_runtime, glue_views, lambda_runtime
+from icelake.local import athena_saved, data_filters, glue_runtime, glue_views, lambda_runtime, s3tables
 from icelake.local.lambda_runtime import register_handler
 from icelake.local.moto_server import embedded_aws
 from icelake.local.resources import (
@@ -200,6 +202,7 @@ def _apply_patches() -> None:
     data_filters.install(_replace)  # Lake Formation data cells filters, which moto lacks
     glue_views.install(_replace)  # Glue multi-dialect views in the model's shapes
     athena_saved.install(_replace)  # BatchGetNamedQuery, ListPreparedStatements
+    _undo.append(s3tables.acquired())  # S3 Tables' settings, tags, policies; its storage's limits
 
     patterns: set[Any] = sfn_glue._SUPPORTED_INTEGRATION_PATTERNS  # the set every Glue task shares
     if ResourceCondition.WaitForTaskToken not in patterns:

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 
 from icelake.aws import warm
 from icelake.errors import PortInUseError
+from icelake.local import s3tables
 
 LOCAL_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -51,22 +52,26 @@ def embedded_aws(port: int | None = None) -> Iterator[str]:
     if port:
         _refuse_taken(port)  # moto's server would wait forever for a bind that failed in its thread
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port or 0, verbose=False)
-    server.start()
-    port = server.get_host_and_port()[1]
-    endpoint = f"http://127.0.0.1:{port}"
-    # moto's backends are process-global: start every embedded AWS from an empty state.
-    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=30)
-    env = {**LOCAL_CREDENTIALS, "AWS_ENDPOINT_URL": endpoint, "MOTO_PORT": str(port)}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    warm.forget()  # sessions kept from an earlier embedded AWS hold credentials this one never issued
-    try:
-        yield endpoint
-    finally:
-        warm.forget()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        server.stop()
+    # S3 Tables as AWS serves it, in every embedded AWS (moto builds a service's routes at first use)
+    with s3tables.patched():
+        server.start()
+        port = server.get_host_and_port()[1]
+        endpoint = f"http://127.0.0.1:{port}"
+        # moto's backends are process-global: start every embedded AWS from an empty state.
+        urllib.request.urlopen(
+            urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=30
+        )
+        env = {**LOCAL_CREDENTIALS, "AWS_ENDPOINT_URL": endpoint, "MOTO_PORT": str(port)}
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        warm.forget()  # sessions kept from an earlier embedded AWS hold credentials this one never issued
+        try:
+            yield endpoint
+        finally:
+            warm.forget()
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            server.stop()
