@@ -27,15 +27,20 @@ POLICY = json.dumps(
 
 
 def _check(shape: Any, value: Any, where: str) -> None:
-    """check_shape, and into a map's values (the maintenance configurations are maps)."""
+    """check_shape, every structure's required members present, and into maps' values (the
+    maintenance configurations are maps)."""
     check_shape(shape, value, where, TYPES)
     if shape.type_name == "map":
         for key, item in value.items():
             _check(shape.value, item, f"{where}[{key}]")
+    elif shape.type_name == "list":
+        for i, item in enumerate(value):
+            _check(shape.member, item, f"{where}[{i}]")
     elif shape.type_name == "structure":
+        missing = sorted(set(shape.required_members) - set(value))
+        assert not missing, f"{where}: required members {missing} of {shape.name} missing"
         for name, member in value.items():
-            if shape.members[name].type_name == "map":
-                _check(shape.members[name], member, f"{where}.{name}")
+            _check(shape.members[name], member, f"{where}.{name}")
 
 
 class Answers:
@@ -254,7 +259,24 @@ def test_table_answers_and_metadata_location_commits_in_the_models_shapes(aws: b
             )
         assert _code(refused) == ("BadRequestException", 400)
     assert s3tables.get_table_metadata_location(**table)["metadataLocation"] == location
-    assert answers.check() >= {"GetTable", "GetTableMetadataLocation", "UpdateTableMetadataLocation"}
+    # moto's own listings and reads, in the model's shapes too
+    bucket = table["tableBucketARN"]
+    s3tables.get_table_bucket(tableBucketARN=bucket)
+    s3tables.list_table_buckets()
+    s3tables.get_namespace(tableBucketARN=bucket, namespace="sales")
+    s3tables.list_namespaces(tableBucketARN=bucket)
+    (listed,) = s3tables.list_tables(tableBucketARN=bucket, namespace="sales")["tables"]
+    assert listed["tableARN"] == got["tableARN"] and listed["type"] == "customer"
+    assert answers.check() >= {
+        "GetTable",
+        "GetTableMetadataLocation",
+        "UpdateTableMetadataLocation",
+        "GetTableBucket",
+        "ListTableBuckets",
+        "GetNamespace",
+        "ListNamespaces",
+        "ListTables",
+    }
 
 
 # ------------------------------------------------------------------------- the table's storage

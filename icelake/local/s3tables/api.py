@@ -14,7 +14,9 @@ Brought to the model: GetTable (no nulls; `modifiedBy` is the creator until a ch
 answers; `managedByService` only for a table a service manages), GetTableMetadataLocation (no
 null location before the first commit), UpdateTableMetadataLocation (answers `tableARN` and the
 namespace as a list; refuses a location outside the warehouse location's own bucket, or one not
-ending in `.metadata.json` / `.metadata.json.gz`, as AWS does: moto's check was a string prefix).
+ending in `.metadata.json` / `.metadata.json.gz`, as AWS does: moto's check was a string prefix),
+CreateNamespace (`tableBucketARN`), ListTables (each summary's `tableARN` and `type`), and the
+model's 204 for DeleteTable, DeleteNamespace, DeleteTableBucket and RenameTable.
 
 What it does not do: run any maintenance (nothing compacts, expires or removes files here), or
 enforce the resource policies."""
@@ -306,6 +308,17 @@ def create_namespace(self: Any) -> Any:
     return status, headers, json.dumps(answer)
 
 
+def list_tables(self: Any) -> Any:
+    """moto's ListTables, with each summary's tableARN and type (the model requires both)."""
+    status, headers, body = _ORIGINAL["list_tables"](self)
+    answer = json.loads(body)
+    bucket_arn = _parts(self)[1]
+    for summary in answer["tables"]:
+        found = self.s3tables_backend.get_table(bucket_arn, summary["namespace"][0], summary["name"])
+        summary.update(tableARN=found.arn, type=found.type)
+    return status, headers, json.dumps(answer)
+
+
 def _no_content(name: str) -> Callable[[Any], Any]:
     """moto's operation `name`, answering the model's 204 (moto's 3-tuples take their status from
     a `status` header, and moto's own handlers set none: they answer 200)."""
@@ -352,6 +365,7 @@ MENDED = (
     create_table_bucket,
     create_namespace,
     create_table,
+    list_tables,
     get_table,
     get_table_metadata_location,
     update_table_metadata_location,
