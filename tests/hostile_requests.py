@@ -39,6 +39,27 @@ def _drop(path: str) -> Edit:
     return edit
 
 
+TABLE_BUCKET = "arn:aws:s3tables:us-east-1:222222222222:bucket/lake"
+
+
+def _s3tables(**changes: Any) -> Edit:
+    """An edit that makes the target a table bucket (issue 61), with `changes` to its fields (a
+    value None removes the field)."""
+
+    def edit(request: dict[str, Any]) -> None:
+        target = request["target"]
+        for field in ("bucket", "prefix", "kms_key_id"):
+            target.pop(field, None)
+        target.update(kind="s3tables", table_bucket_arn=TABLE_BUCKET)
+        for key, value in changes.items():
+            if value is None:
+                target.pop(key, None)
+            else:
+                target[key] = value
+
+    return edit
+
+
 # (case, edit of a valid request, what the one line must say). Refused by the request model.
 REFUSED: list[tuple[str, Edit, str]] = [
     # unknown fields at every level
@@ -201,6 +222,109 @@ REFUSED: list[tuple[str, Edit, str]] = [
     ),
 ]
 
+# S3 Tables targets (issue 61): the table bucket, its account and region, names under S3 Tables'
+# rules (the rule broken is named), and the fields a table bucket has no use for. The unit test
+# runs them all through the model; the first three also go through both commands (e2e).
+S3TABLES_REFUSED: list[tuple[str, Edit, str]] = [
+    (
+        "unknown kind",
+        _set("target.kind", "iceberg-rest"),
+        "target.kind: Input should be 'glue' or 's3tables'",
+    ),
+    (
+        "namespace prefix with a hyphen",
+        _s3tables(database_prefix="migrated-"),
+        "'migrated-{database}' makes namespace names that break S3 Tables' rule: names are lower-case "
+        "letters, digits and '_' only",
+    ),
+    ("s3tables without a table bucket", _s3tables(table_bucket_arn=None), "needs table_bucket_arn, such as"),
+    (
+        "table bucket ARN of a general purpose bucket",
+        _s3tables(table_bucket_arn="arn:aws:s3:::lake"),
+        "table_bucket_arn 'arn:aws:s3:::lake' is not a table bucket ARN",
+    ),
+    (
+        "table bucket with a reserved suffix",
+        _s3tables(table_bucket_arn="arn:aws:s3tables:us-east-1:222222222222:bucket/lake--table-s3"),
+        "which is not a table bucket name",
+    ),
+    (
+        "table bucket of another account",
+        _s3tables(table_bucket_arn="arn:aws:s3tables:us-east-1:333333333333:bucket/lake"),
+        "a table bucket of account 333333333333, and the target account is 222222222222",
+    ),
+    (
+        "table bucket of another region",
+        _s3tables(region="eu-west-1"),
+        "a table bucket of us-east-1, and the target region is eu-west-1",
+    ),
+    (
+        "s3tables with a bucket",
+        _s3tables(bucket="target-lake"),
+        "bucket is not used with target.kind 's3tables'",
+    ),
+    (
+        "s3tables with a prefix",
+        _s3tables(prefix="warehouse"),
+        "prefix is not used with target.kind 's3tables'",
+    ),
+    (
+        "s3tables with a KMS key",
+        _s3tables(kms_key_id="1234abcd-12ab-34cd-56ef-1234567890ab"),
+        "kms_key_id is not used with target.kind 's3tables'",
+    ),
+    (
+        "s3tables with prefix maps",
+        _s3tables(prefix_maps=[{"source": "s3://source-lake/x", "target": "s3://target-lake/x"}]),
+        "prefix_maps is not used with target.kind 's3tables'",
+    ),
+    (
+        "table bucket ARN on a glue target",
+        _set("target.table_bucket_arn", TABLE_BUCKET),
+        "for target.kind 's3tables'",
+    ),
+    (
+        "namespace prefix starting with aws",
+        _s3tables(database_prefix="aws_"),
+        "namespace names do not start with 'aws'",
+    ),
+    (
+        "namespace prefix starting with _",
+        _s3tables(database_prefix="_m"),
+        "begin and end with a letter or a digit",
+    ),
+    (
+        "table template with a dot",
+        _s3tables(names={"table": "{table}.v2"}),
+        "'{table}.v2' makes table names that break S3 Tables' rule",
+    ),
+    (
+        "rename to a namespace ending with _",
+        _s3tables(renames={"sales.orders": "sales_.orders"}),
+        "renames['sales.orders']: the namespace name 'sales_' breaks S3 Tables' rule",
+    ),
+    (
+        "rename to a table with a hyphen",
+        _s3tables(renames={"sales.orders": "sales.orders-v2"}),
+        "the table name 'orders-v2' breaks S3 Tables' rule",
+    ),
+    (
+        "maintenance keeping no snapshot",
+        lambda r: r.setdefault("options", {}).update(
+            s3tables_maintenance={"snapshot_management": {"min_snapshots_to_keep": 0}}
+        ),
+        "options.s3tables_maintenance.snapshot_management.min_snapshots_to_keep: Input should be greater",
+    ),
+    (
+        "compaction to 4 GB files",
+        lambda r: r.setdefault("options", {}).update(
+            s3tables_maintenance={"compaction": {"target_file_size_mb": 4096}}
+        ),
+        "options.s3tables_maintenance.compaction.target_file_size_mb: Input should be less",
+    ),
+]
+REFUSED += S3TABLES_REFUSED[:3]
+
 # Valid to the model; refused by the selection against the catalogs (assess locally, the Inventory
 # in AWS), so both commands still end with one line and exit code 2.
 BY_THE_CATALOGS: list[tuple[str, Edit, str]] = [
@@ -247,4 +371,22 @@ VALID: list[tuple[str, Edit]] = [
         ),
     ),
     ("same account, other names", _set("target", {**SAME_ACCOUNT, "names": {"database": "{database}_copy"}})),
+    ("a table bucket, its region the target's", _s3tables()),
+    ("a table bucket, the region named", _s3tables(region="us-east-1", database_prefix="migrated_")),
+    (
+        "a table bucket, names and renames",
+        _s3tables(names={"table": "{table}_v2"}, renames={"sales.orders": "s.o"}),
+    ),
+    (
+        "a table bucket, maintenance set",
+        lambda r: (
+            _s3tables()(r),
+            r.setdefault("options", {}).update(
+                s3tables_maintenance={
+                    "compaction": {"enabled": False},
+                    "snapshot_management": {"min_snapshots_to_keep": 10, "max_snapshot_age_hours": 2160},
+                }
+            ),
+        ),
+    ),
 ]

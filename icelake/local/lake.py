@@ -27,6 +27,7 @@ SOURCE_ROLE = f"arn:aws:iam::{SOURCE_ACCOUNT}:role/icelake-source-read"
 TARGET_ROLE = f"arn:aws:iam::{TARGET_ACCOUNT}:role/icelake-target-write"
 SOURCE_BUCKET = "source-lake"
 TARGET_BUCKET = "target-lake"
+SAMPLE_TABLE_BUCKET = "lake"  # arn:aws:s3tables:us-east-1:222222222222:bucket/lake
 
 
 @dataclass
@@ -133,8 +134,8 @@ def catalog_state(session: boto3.Session) -> dict[str, Any]:
 
 def publish_sample_tables(lake: Lake) -> dict[str, str]:
     """Two small tables with history in the source account's `sales` database, written by
-    pyiceberg (no Spark needed), so the README's request has something to migrate; returns
-    name -> source metadata location."""
+    pyiceberg (no Spark needed), so the README's requests have something to migrate (and an S3
+    Tables table bucket in the target account to go to); returns name -> source metadata location."""
     import pyarrow as pa
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.types import StringType
@@ -174,4 +175,6 @@ def publish_sample_tables(lake: Lake) -> dict[str, str]:
     published["customers"] = lake.publish(
         "sales", "customers", local.load_table("sales.customers").metadata_location
     )
+    # The table bucket tests/events/migrate_request_s3tables.json sends them to (S3 Tables target)
+    lake.target.client("s3tables").create_table_bucket(name=SAMPLE_TABLE_BUCKET)
     return published

@@ -87,7 +87,11 @@ class Sessions:
         return self._counted(S3FileIO(self._s3("src"), regions=self.source))
 
     def target_io(self) -> FileIO:
-        """S3 as the target role, each bucket's requests (copies too) sent to its region."""
+        """S3 as the target role, each bucket's requests (copies too) sent to its region. An S3
+        Tables target's storage is in the table bucket's region (the target's), and answers no
+        GetBucketLocation: every request goes to that region's client."""
+        if self.request.target.kind == "s3tables":
+            return self._counted(S3FileIO(self._s3("dst")))
         return self._counted(S3FileIO(self._s3("dst"), self.request.target.kms_key_id, regions=self.target))
 
     def _s3(self, side: Literal["src", "dst"]) -> Any:

@@ -19,12 +19,15 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from icelake.aws.session import DEFAULT_SESSION_SECONDS, check_session_duration
 from icelake.errors import IcelakeError
 from icelake.request.consumers import ConsumersSpec
+from icelake.request.fields import KMS_ARN, KMS_EXAMPLE, KMS_KEY, check_prefix, check_principal
 from icelake.request.names import Naming, split_name, template_fields
 from icelake.request.pricing import check_priced, check_prices_uri, price_region
+from icelake.request.s3tables import S3TablesMaintenance, parse_table_bucket_arn, s3tables_problems
 from icelake.request.schedule import interval_seconds
 from icelake.throughput import ThroughputModel
 
@@ -35,57 +38,6 @@ _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 # A source database or table name as a Glue catalog may hold it: 1-255 characters, no dot (the
 # separator of 'database.table'), no space or control character at either end.
 _SOURCE_NAME = re.compile(r"^[^\s.\x00-\x1f](?:[^.\x00-\x1f]{0,253}[^\s.\x00-\x1f])?$")
-# The principals Lake Formation grants to (DataLakePrincipalIdentifier): IAM users and roles, SAML
-# users and groups, IAM Identity Center users and groups, accounts, organizations and their units,
-# and IAM_ALLOWED_PRINCIPALS.
-_PRINCIPAL = re.compile(
-    r"^(\d{12}|IAM_ALLOWED_PRINCIPALS"
-    r"|arn:aws[a-z-]*:iam::\d{12}:(user|role)/[\w+=,.@/-]{1,512}"
-    r"|arn:aws[a-z-]*:iam::\d{12}:saml-provider/[\w.-]{1,128}:(user|group)/[^\s]{1,256}"
-    r"|arn:aws[a-z-]*:identitystore:::(user|group)/[\w-]{1,64}"
-    r"|arn:aws[a-z-]*:organizations::\d{12}:(organization/o-[a-z0-9]{10,32}|ou/o-[a-z0-9]{10,32}/ou-[a-z0-9-]{8,68}))$"
-)
-PRINCIPAL_EXAMPLE = "arn:aws:iam::222222222222:role/analyst"
-_KEY_ID = r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|mrk-[0-9a-f]{32})"
-_KMS_KEY = re.compile(rf"^{_KEY_ID}$")
-_KMS_ARN = re.compile(rf"^arn:aws[a-z-]*:kms:([a-z0-9-]+):\d{{12}}:(key/{_KEY_ID}|alias/[\w/-]{{1,250}})$")
-KMS_EXAMPLE = "arn:aws:kms:eu-west-1:222222222222:key/1234abcd-12ab-34cd-56ef-1234567890ab"
-# S3 keys are at most 1,024 bytes: a target key is the prefix, the longest database and table
-# names Glue keeps (255 each), their slashes, and up to 200 bytes of the table's own file paths.
-MAX_PREFIX_BYTES = 1024 - 2 * 255 - 3 - 200
-
-
-def check_prefix(value: str, field: str, example: str) -> str:
-    """A key prefix as S3 keeps it and a path resolves it alike: no '.' or '..' segment (pyarrow and
-    a file system would normalise them away), no leading '/' or empty segment (another key than the
-    one meant), no control character, at most MAX_PREFIX_BYTES."""
-    problem = None
-    segments = value.removesuffix("/").split("/") if value else []
-    if value.startswith("/"):
-        problem = "starts with '/'"
-    elif any(s in (".", "..") for s in segments):
-        problem = "has a '.' or '..' segment"
-    elif any(not s for s in segments):
-        problem = "has an empty segment ('//')"
-    elif any(ord(c) < 32 or c in "\\\x7f" for c in value):
-        problem = "has a control character or a backslash"
-    elif len(value.encode()) > MAX_PREFIX_BYTES:
-        problem = (
-            f"is {len(value.encode()):,} bytes, more than the {MAX_PREFIX_BYTES} a table's keys leave it"
-        )
-    if problem:
-        raise ValueError(f"{field} {value!r} {problem}: give a relative key prefix such as {example!r}")
-    return value
-
-
-def check_principal(value: str, field: str) -> str:
-    if not _PRINCIPAL.match(value):
-        raise ValueError(
-            f"{field} {value!r} is not a principal Lake Formation grants to (an IAM user or role ARN, a "
-            "SAML or IAM Identity Center user or group ARN, an account id, an organization or unit "
-            f"ARN, or IAM_ALLOWED_PRINCIPALS), such as {PRINCIPAL_EXAMPLE!r}"
-        )
-    return value
 
 
 class _Frozen(BaseModel):
@@ -200,7 +152,11 @@ class LakeFormationSpec(_Frozen):
 
 
 class TargetSpec(SourceSpec):
-    bucket: str
+    # glue: a Glue catalog over an S3 bucket (bucket, prefix); s3tables: a table bucket
+    # (table_bucket_arn; its region is the target's), each table's storage chosen by the service
+    kind: Literal["glue", "s3tables"] = "glue"
+    table_bucket_arn: str | None = None
+    bucket: str | None = Field(default=None, validate_default=True)  # required with kind glue
     prefix: str = ""
     kms_key_id: str | None = None
     database_prefix: str = ""  # shorthand for names.database = "<prefix>{database}"
@@ -210,9 +166,24 @@ class TargetSpec(SourceSpec):
     lake_formation_principals: list[str] = Field(default_factory=list)  # SELECT, DESCRIBE on each table
     lake_formation: LakeFormationSpec = Field(default_factory=LakeFormationSpec)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _region_of_table_bucket(cls, data: Any) -> Any:
+        """With kind s3tables and no region, the target region is the table bucket's."""
+        if isinstance(data, dict) and data.get("kind") == "s3tables" and data.get("region") is None:
+            try:
+                return {**data, "region": parse_table_bucket_arn(str(data.get("table_bucket_arn"))).region}
+            except ValueError:
+                return data  # refused by _s3tables, with the ARN named
+        return data
+
     @field_validator("bucket")
     @classmethod
-    def _bucket(cls, v: str) -> str:
+    def _bucket(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:
+            if info.data.get("kind", "glue") == "glue":
+                raise PydanticCustomError("missing", "Field required")
+            return v
         if not _BUCKET.match(v):
             raise ValueError(f"bucket must be an S3 bucket name, got {v!r}")
         return v
@@ -242,7 +213,7 @@ class TargetSpec(SourceSpec):
     @field_validator("kms_key_id")
     @classmethod
     def _kms(cls, v: str | None) -> str | None:
-        if v is not None and not (_KMS_KEY.match(v) or _KMS_ARN.match(v)):
+        if v is not None and not (KMS_KEY.match(v) or KMS_ARN.match(v)):
             raise ValueError(
                 f"kms_key_id {v!r} is not a KMS key ARN, alias ARN or key id: give one such as "
                 f"{KMS_EXAMPLE!r}"
@@ -251,7 +222,7 @@ class TargetSpec(SourceSpec):
 
     @model_validator(mode="after")
     def _kms_in_region(self) -> TargetSpec:
-        arn = _KMS_ARN.match(self.kms_key_id or "")
+        arn = KMS_ARN.match(self.kms_key_id or "")
         if arn and self.region and arn.group(1) != self.region:
             raise ValueError(
                 f"kms_key_id {self.kms_key_id!r} is a key of {arn.group(1)}, and the target is in "
@@ -269,6 +240,13 @@ class TargetSpec(SourceSpec):
         return v
 
     @model_validator(mode="after")
+    def _s3tables(self) -> TargetSpec:
+        problems = s3tables_problems(self)  # icelake/request/s3tables.py
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @model_validator(mode="after")
     def _one_database_rule(self) -> TargetSpec:
         if self.database_prefix and self.names is not None:
             raise ValueError(
@@ -284,9 +262,10 @@ class TargetSpec(SourceSpec):
             names.database,
             names.table,
             dict(self.renames),
-            self.bucket,
+            self.bucket or "",
             self.prefix,
             tuple((m.source, m.target) for m in self.prefix_maps),
+            self.table_bucket_arn if self.kind == "s3tables" else None,
         )
 
 
@@ -363,6 +342,10 @@ class Options(_Frozen):
     # price_tables/us-east-1.json) for the target's region, read with the workflow's role (put it in
     # the artifacts bucket); None: the shipped table, which a region without one cannot use.
     prices: str | None = None
+    # target.kind "s3tables": the maintenance cutover sets on each table (compaction, snapshot
+    # management), off while icelake syncs it; None: compaction on, snapshots kept as the source's
+    # retention properties say (icelake/request/s3tables.py).
+    s3tables_maintenance: S3TablesMaintenance | None = None
 
     @field_validator("prices")
     @classmethod
@@ -432,8 +415,10 @@ class MigrationRequest(_Frozen):
     def _not_onto_itself(self) -> MigrationRequest:
         """A target table that is its source table (one Glue catalog: same account and region,
         same database and name) is refused by name: its copy would overwrite what it reads."""
-        if self.source.account_id != self.target.account_id or self.source.region != self.target.region:
+        if (self.source.account_id, self.source.region) != (self.target.account_id, self.target.region):
             return self
+        if self.target.kind == "s3tables":
+            return self  # a table bucket is no Glue catalog: no target is a source table
         naming = self.target.naming
         itself = [f"{s}" for s, t in naming.renames.items() if s == t]
         for ident in self.selection.tables:

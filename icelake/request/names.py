@@ -15,12 +15,14 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from icelake.errors import InvalidRequestError
+from icelake.request.s3tables import name_problem
 from icelake.uris import PrefixMap
 
 # What Glue (and Athena, Spark SQL without quoting) accept as a database or table name: Glue keeps
 # names in lower case, so a name with capitals would be stored as another name than the one asked.
 GLUE_NAME = re.compile(r"^[a-z0-9_][a-z0-9_-]{0,254}$")
 PLACEHOLDERS = frozenset({"database", "table"})
+PENDING_SCHEME = "s3tables"  # an S3 Tables target's location before Plan has read it
 
 
 def template_fields(template: str) -> set[str]:
@@ -76,6 +78,10 @@ class Naming:
     bucket: str
     prefix: str
     prefix_maps: tuple[tuple[str, str], ...] = ()
+    # target.kind s3tables: the table bucket. Its tables' storage is the service's choice, known
+    # from Plan on (GetTable's warehouseLocation); until then a table's location is PENDING_SCHEME
+    # ://<bucket name>/<namespace>/<table>, unique per table, which no file is ever written under.
+    table_bucket_arn: str | None = None
 
     def target_db_of(self, database: str) -> str:
         """The target database the templates give the tables of source `database`."""
@@ -89,6 +95,8 @@ class Naming:
     def location_of(self, database: str, table: str, source_location: str | None = None) -> str:
         """Where the target table lives: under a `prefix_maps` target when one covers the source
         table's location, else `s3://<bucket>/<prefix>/<database>/<table>` of its target name."""
+        if self.table_bucket_arn:
+            return f"{PENDING_SCHEME}://{self.table_bucket_arn.rsplit('/', 1)[-1]}/{database}/{table}"
         if source_location and self.prefix_maps:
             mapped = PrefixMap(self.prefix_maps).map(source_location.rstrip("/"))
             if mapped:
@@ -104,7 +112,13 @@ class Naming:
             db = self.target_db_of(database)
             name = self.table_template.format(database=database, table=table)
         for value, what in ((db, "database"), (name, "table")):
-            if not GLUE_NAME.match(value):
+            if self.table_bucket_arn:
+                problem = name_problem(value, "namespace" if what == "database" else "table")
+                if problem:
+                    raise InvalidRequestError(
+                        f"{problem}, for {database}.{table}: change target.names or target.renames"
+                    )
+            elif not GLUE_NAME.match(value):
                 raise InvalidRequestError(
                     f"the target {what} name {value!r} of {database}.{table} is not a Glue name (lower-case "
                     "letters, digits, _ or -, at most 255): change target.names or target.renames"

@@ -51,7 +51,7 @@ def work_items(request: MigrationRequest, deps: Deps, execution_arn: str | None 
     naming = request.target.naming
     marked = _MarkedTargets(request, deps)
     chosen, dropped, others = _selected(request, deps, marked)
-    targets = {key: naming.target_of(*key, _location(table)) for key, table in chosen.items()}
+    targets = _targets(naming, chosen)
     targets |= {key: _found_target(naming, key, marked.of(key)) for key in dropped}
     check_targets(naming, targets, renamed_elsewhere=others)
     _not_onto_sources(request, chosen, targets)
@@ -68,6 +68,26 @@ Table = dict[str, Any]
 Key = tuple[str, str]  # (source database, source table)
 
 
+def _targets(naming: Naming, chosen: dict[Key, Table]) -> dict[Key, TargetName]:
+    """Each chosen table's target name and location; every name the target refuses is refused
+    at once, in one line (the first few, and a count), before anything is written."""
+    targets: dict[Key, TargetName] = {}
+    problems: list[str] = []
+    for key, table in sorted(chosen.items()):
+        try:
+            targets[key] = naming.target_of(*key, _location(table))
+        except InvalidRequestError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise InvalidRequestError(_first_few(problems))
+    return targets
+
+
+def _first_few(problems: list[str]) -> str:
+    more = f"; and {len(problems) - 5:,} more" if len(problems) > 5 else ""
+    return "; ".join(problems[:5]) + more
+
+
 def _location(table: Table) -> str | None:
     return table.get("StorageDescriptor", {}).get("Location") or None
 
@@ -77,7 +97,7 @@ def _not_onto_sources(
 ) -> None:
     """Refuse, before anything runs, a target that is a selected source table (one catalog, one
     name) or whose location overlaps a source table's: a copy there would write what it reads."""
-    one_catalog = (request.source.account_id, request.source.region) == (
+    one_catalog = request.target.kind == "glue" and (request.source.account_id, request.source.region) == (
         request.target.account_id,
         request.target.region,
     )
@@ -125,6 +145,8 @@ class _MarkedTargets:
 
     def in_database(self, database: str) -> dict[str, list[TargetName]]:
         """Source table name -> where icelake put it, for the source tables of `database`."""
+        if self.request.target.kind == "s3tables":
+            return {}  # no Glue catalog on that side: an S3 Tables target's owner is in the ledger
         if database not in self.by_database:
             mark = f"{self.request.source.account_id}:{database}."
             found: dict[str, list[TargetName]] = {}
@@ -207,8 +229,7 @@ def _named_tables(
         else:
             found_tables[(database, name)] = found
     if problems:
-        more = f"; and {len(problems) - 5:,} more" if len(problems) > 5 else ""
-        raise InvalidRequestError("; ".join(problems[:5]) + more)
+        raise InvalidRequestError(_first_few(problems))
     return found_tables, dropped
 
 

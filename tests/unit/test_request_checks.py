@@ -12,7 +12,7 @@ import pytest
 from icelake.errors import InvalidRequestError
 from icelake.local.lake import SOURCE_ACCOUNT, SOURCE_ROLE, TARGET_ACCOUNT, TARGET_BUCKET, TARGET_ROLE
 from icelake.request.selection import parse_request
-from tests.hostile_requests import BY_THE_CATALOGS, REFUSED, VALID, Edit
+from tests.hostile_requests import BY_THE_CATALOGS, REFUSED, S3TABLES_REFUSED, VALID, Edit
 
 BASE: dict[str, Any] = {
     "run_id": "hostile-1",
@@ -39,7 +39,10 @@ def test_there_are_at_least_40_hostile_cases() -> None:
     assert len(REFUSED) + len(BY_THE_CATALOGS) >= 40
 
 
-@pytest.mark.parametrize(("edit", "says"), [c[1:] for c in REFUSED], ids=[c[0] for c in REFUSED])
+ALL_REFUSED = REFUSED + S3TABLES_REFUSED[3:]  # REFUSED holds the first three
+
+
+@pytest.mark.parametrize(("edit", "says"), [c[1:] for c in ALL_REFUSED], ids=[c[0] for c in ALL_REFUSED])
 def test_a_hostile_request_is_refused_in_one_line_naming_the_field(edit: Edit, says: str) -> None:
     with pytest.raises(InvalidRequestError) as refused:
         parse_request(_edited(edit))

@@ -106,8 +106,9 @@ def test_the_readmes_request_reference_examples_are_valid_requests() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("#### Where each table goes", 1)[1].split("\n#### ", 1)[0].split("\n### ", 1)[0]
     examples = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", section, re.S)]
-    assert len(examples) == 5  # region, names, renames, prefix_maps, lake_formation
+    assert len(examples) == 6  # region, names, renames, prefix_maps, lake_formation, kind
     for example in examples:
-        target = {"account_id": "222222222222", "bucket": "target-lake", **example["target"]}
+        storage = {} if example["target"].get("kind") == "s3tables" else {"bucket": "target-lake"}
+        target = {"account_id": "222222222222", **storage, **example["target"]}
         request = {"run_id": "r", "source": {"account_id": "111111111111"}, "target": target}
         MigrationRequest.model_validate({**request, "selection": {"databases": ["sales"]}})

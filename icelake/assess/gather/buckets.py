@@ -289,8 +289,8 @@ def bucket_findings(
     target = item.request.target
     uris = [item.source_metadata_location, *(m.source for m in target.prefix_maps)]
     buckets = dict.fromkeys(u.removeprefix("s3://").split("/", 1)[0] for u in uris if u.startswith("s3://"))
-    if not item.target_location.startswith("s3://"):
-        return [], []
+    if not item.target_location.startswith("s3://") or target.bucket is None:
+        return [], []  # a table bucket's storage has no bucket settings of the request's to compare
     sources = [reads.get(b, sessions.source) for b in buckets]
     prefix = item.target_location.removeprefix("s3://").partition("/")[2]
     return compare(sources, reads.get(target.bucket, sessions.target), prefix, bool(target.kms_key_id))
