@@ -20,6 +20,7 @@ from concurrent.futures import Executor
 from typing import NamedTuple, TypedDict, Unpack
 
 from icelake.aws.fileio import FileIO, ListedRange, ObjectInfo
+from icelake.migrate.copy.table_storage import is_table_storage, without_table_storage
 from icelake.migrate.plan_scan import map_ahead, map_in_chunks
 from icelake.migrate.progress import Phase
 from icelake.uris import canonical, is_under
@@ -89,7 +90,11 @@ def stat_by_listing(
     found: dict[str, ObjectInfo | None] = dict.fromkeys(uris, _UNSETTLED)
     if phase:
         phase.start(len(found))
-    ordered_roots = sorted({canonical(r).rstrip("/") for r in roots}, key=len, reverse=True)
+    # S3 Tables' storage takes no listing: the keys there are asked one by one (HEAD), as keys
+    # under no root are; a plan asks only about what it would copy or write.
+    ordered_roots = sorted(
+        {canonical(r).rstrip("/") for r in without_table_storage(list(roots))}, key=len, reverse=True
+    )
     under, aliases = _group(found, ordered_roots, canonical_uris)
     answers = _Answers(found, aliases, phase)
 
@@ -325,6 +330,9 @@ def _listings(
 
 
 def whole_listing(io: FileIO, root: str) -> list[tuple[str, ObjectInfo]] | None:
-    """Everything under `root` when it ends within one page (one request), else None."""
+    """Everything under `root` when it ends within one page (one request), else None (also when
+    `root` takes no listing: S3 Tables' storage)."""
+    if is_table_storage(root):
+        return None
     page = list(itertools.islice(io.list(root), KEYS_PER_PAGE))
     return page if len(page) < KEYS_PER_PAGE else None

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Unpack
 
 from icelake.aws.fileio import FileIO, ObjectInfo
+from icelake.migrate.copy.table_storage import is_table_storage
 from icelake.migrate.inventory import KEYS_PER_PAGE, StatOptions, stat_each
 from icelake.migrate.plan_scan import map_in_chunks
 from icelake.uris import canonical
@@ -38,7 +39,10 @@ def stat_near(
     for uri in found:
         c = uri if canonical_uris else canonical(uri)
         by_directory[c.rsplit("/", 1)[0]].append((c, uri))
-    unsettled: list[str] = []
+    # S3 Tables' storage takes no listing: its keys are asked one by one.
+    unsettled = [
+        uri for d in [d for d in by_directory if is_table_storage(d)] for _, uri in by_directory.pop(d)
+    ]
 
     def settle(directory: str) -> None:
         for uri, info in _listed_near(io, directory, by_directory[directory]).items():

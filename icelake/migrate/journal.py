@@ -25,7 +25,8 @@ def new_target_keys(plan: TablePlan, dst_io: FileIO, workers: int = 16) -> list[
     rewritten = [
         plan.map_path(uri) for uri in (*plan.metadata_files, *plan.manifest_lists, *plan.manifests)
     ] + [d.target for d in plan.delete_files]
-    # The rewritten metadata lives in the target's metadata directory: one listing for all of it.
+    # The rewritten metadata lives in the target's metadata directory: one listing for all of it
+    # (on S3 Tables' storage, which takes no listing, a HEAD each: `stat_by_listing` knows).
     present = stat_by_listing(dst_io, rewritten, [parent(plan.target_metadata)], workers)
     return sorted(
         {target for _source, target in plan.copies.pairs()} | {k for k in rewritten if present[k] is None}

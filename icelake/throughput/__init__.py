@@ -57,6 +57,20 @@ class ThroughputModel(BaseModel):
     # full page takes about ten times a small one). The default is not measured: about 0.2 s a page.
     list_key_s: float = Field(default=0.0002, ge=0)
     copy_mib_per_s: float = Field(default=100.0, gt=0)  # one server-side copy's speed past its latency
+    # Bytes a second a copy streamed through the engine moves (each byte read in by a GET and sent
+    # out by a PUT): a target that takes no server-side copy, S3 Tables' storage
+    # (icelake/migrate/copy/streamed.py). The engine's own bandwidth bounds it, whatever its
+    # threads: one Copy Lambda's (3,008 MB), and one Glue worker's (the job moves workers times it).
+    # Each is the lower of two bounds. The CPU, measured: benchmarks/stream_copy_bench.py found one
+    # thread spending 4.8 ms of CPU per MiB streamed (the GETs, botocore's CRC32 of each part, the
+    # copy's CRC64NVME, CRC32 and MD5s, the UploadParts; 256 MiB in 32 MiB parts, 2026-12-07), about
+    # 200 MiB/s a core: 1.7 vCPU (a 3,008 MB Lambda) or 4 (a G.1X worker) are not the bound. The
+    # network, not measured here, is: AWS publishes no Lambda bandwidth (S3 throughput from one
+    # function is commonly reported at 50-100 MB/s), nor a Glue worker's (a 4-vCPU EC2 instance has
+    # about 1.25 Gbit/s of baseline bandwidth, ~150 MiB/s each way). The defaults take 80 and 120
+    # MiB/s; an operator who measured their own passes them (`options.throughput`).
+    lambda_stream_mib_per_s: float = Field(default=80.0, gt=0)
+    glue_worker_stream_mib_per_s: float = Field(default=120.0, gt=0)
     # Seconds a step spends on each manifest entry it reads (decoded, its path taken, classified),
     # on one core: what a sync pays for the entries its commits wrote
     # (icelake/assess/estimate/sync_window.py).

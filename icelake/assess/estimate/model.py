@@ -224,6 +224,13 @@ def copy_seconds(
     start = model.glue_startup_s if glue else model.lambda_start_s
     writing = _requests_time(run_requests, model, parallel, busiest, files=files)
     streaming = bytes_to_copy / (model.copy_mib_per_s * 1024**2) / parallel
+    # Bytes moved with no CopyObject (the copy's requests name none) pass through the engine: a
+    # target that takes no server-side copy, S3 Tables' storage. Its bandwidth bounds them.
+    if bytes_to_copy and not run_requests.get("copy", 0):
+        through = (
+            model.glue_workers * model.glue_worker_stream_mib_per_s if glue else model.lambda_stream_mib_per_s
+        )
+        streaming = max(streaming, bytes_to_copy / (through * 1024**2))
     return start + writing + streaming
 
 

@@ -17,6 +17,9 @@ from icelake.explain import about
 from icelake.uris import canonical
 
 SOURCE_ETAG_KEY = "icelake-source-etag"
+# The suffix of a table's storage bucket (S3 Tables' warehouse locations; S3's naming rules keep it
+# for them): icelake/migrate/copy/table_storage.py says what such storage takes.
+TABLE_STORAGE_SUFFIX = "--table-s3"
 
 # Full-object checksum algorithms, in the order icelake prefers them (CRC64NVME is what S3 computes
 # for every new object since 2025; the others come from writers that asked for them).
@@ -98,8 +101,10 @@ class S3FileIO(FileIO):
         self.head_first: set[str] = set()
 
     def client_for(self, bucket: str) -> Any:
-        """The client that serves `bucket`: its region asked once per bucket, one client per region."""
-        if self.regions is None:
+        """The client that serves `bucket`: its region asked once per bucket, one client per region.
+        A table's storage (S3 Tables) answers no bucket-level call: it is in its table bucket's
+        region, the target's, which this IO's own client is made for."""
+        if self.regions is None or bucket.endswith(TABLE_STORAGE_SUFFIX):
             return self.client
         with self._clients_lock:
             known = self._by_bucket.get(bucket)

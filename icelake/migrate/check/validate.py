@@ -31,6 +31,7 @@ from icelake.aws.fileio import FileIO
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.check.reachable import referenced_files
 from icelake.migrate.check.values import compare_rows as diff_rows
+from icelake.migrate.copy.table_storage import is_table_storage
 from icelake.migrate.models import FilesCheck
 from icelake.uris import canonical, is_under
 
@@ -265,8 +266,10 @@ def checked_target_files(io: FileIO, target_metadata: str, source_prefixes: Iter
     started = time.monotonic()
     sources = [canonical(p) for p in source_prefixes]
     meta, _gz = mj.parse_metadata(target_metadata, io.read(target_metadata))
-    # One listing of the table location is cheaper than a HEAD per file; other prefixes are stat-ed.
-    known = {canonical(uri): info.size for uri, info in io.list(meta["location"])}
+    # One listing of the table location is cheaper than a HEAD per file; other prefixes are stat-ed,
+    # and so is everything on S3 Tables' storage, which takes no listing.
+    location = meta["location"]
+    known = {} if is_table_storage(location) else {canonical(u): i.size for u, i in io.list(location)}
     problems = [
         f"table location or property {path} is under a source prefix"
         for path in (meta["location"], *(meta.get("properties", {}).get(k) for k in mj.PATH_PROPERTIES))

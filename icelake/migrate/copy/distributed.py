@@ -27,7 +27,8 @@ from icelake.aws.fileio.spec import OPENED_REQUESTS
 from icelake.aws.request_count import added, subtracted, zero
 from icelake.aws.session import AssumedRole
 from icelake.migrate.copy.engine import ThreadRunner
-from icelake.migrate.copy.schedule import copy_concurrency
+from icelake.migrate.copy.schedule import REQUEST_S, copy_concurrency
+from icelake.migrate.copy.table_storage import is_table_storage
 from icelake.migrate.plan.model import TablePlan
 from icelake.migrate.progress import NoProgress, ProgressSink
 
@@ -40,6 +41,10 @@ THREADS_PER_TASK = 8  # concurrent S3 calls per Spark task (copies mostly wait o
 # which 16 threads waiting ~40 ms on S3 each already ask of it.
 MAX_COPY_THREADS_PER_TASK = 16
 MIN_COPY_THREADS_PER_TASK = 2
+# Copies streamed through the executor (S3 Tables' storage) hold up to two parts each (64 MiB by
+# default, CopySettings): 8 a task is 512 MiB of a task's memory, and a worker's bandwidth, not
+# its threads, bounds them (ThroughputModel.glue_worker_stream_mib_per_s).
+MAX_STREAMED_THREADS_PER_TASK = 8
 SLICES_PER_CORE = 3  # tasks per executor core and phase: small enough slices to balance load
 # Items of a phase run as one Spark job when the results are only added up (copies): a job costs
 # a second or so to start, and its items and results are held by the driver while it runs.
@@ -143,8 +148,10 @@ def size_copies(runner: SparkRunner, plan: TablePlan) -> int:
     over all the cores, as take the busiest prefix to S3's rate (`copy_schedule.copy_concurrency`),
     within what a task's process can send. Returns the threads per task."""
     _, share = plan.copies.prefix_spread()
-    wanted = copy_concurrency(share)
+    streamed = is_table_storage(plan.target_metadata)  # a GET and a PUT a copy, not a CopyObject
+    wanted = copy_concurrency(share, seconds_per_copy=2 * REQUEST_S if streamed else None)
     cores = max(1, int(runner.sc.defaultParallelism))
     per_task = -(-wanted // cores)
-    runner.copy_threads = max(MIN_COPY_THREADS_PER_TASK, min(MAX_COPY_THREADS_PER_TASK, per_task))
+    most = MAX_STREAMED_THREADS_PER_TASK if streamed else MAX_COPY_THREADS_PER_TASK
+    runner.copy_threads = max(MIN_COPY_THREADS_PER_TASK, min(most, per_task))
     return runner.copy_threads

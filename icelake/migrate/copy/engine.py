@@ -17,7 +17,6 @@ Manifest lists and metadata.json files are always written by the process that pl
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
@@ -32,6 +31,7 @@ from icelake.migrate.avro.files import DATA, DeleteRewrite, ManifestRef
 from icelake.migrate.avro.patch import ListHeads, PlannedManifest
 from icelake.migrate.check.record import COPY, Proof, RecordBuilder, checksum_text
 from icelake.migrate.collisions import target_lock
+from icelake.migrate.copy import requests
 from icelake.migrate.copy.cpu_pool import (
     LISTS_PER_JOB,
     CpuPools,
@@ -39,7 +39,9 @@ from icelake.migrate.copy.cpu_pool import (
     rewrite_manifest_job,
     rewrite_manifest_lists,
 )
-from icelake.migrate.copy.objects import CopySettings, copy_file_proved, copy_requests, etag_verifies
+from icelake.migrate.copy.objects import CopySettings, copy_file_proved
+from icelake.migrate.copy.streamed import write_object
+from icelake.migrate.copy.table_storage import is_table_storage
 from icelake.migrate.delete_files import rewrite_delete_file
 from icelake.migrate.models import MigrationResult, PrefixMapping
 from icelake.migrate.plan.build import build_plan
@@ -55,6 +57,10 @@ from icelake.uris import PrefixMap, is_local, parent
 T = TypeVar("T")
 R = TypeVar("R")
 
+
+# Where the estimates and the Plan step have always found them.
+migration_requests = requests.migration_requests
+rewritten_files = requests.rewritten_files
 
 IOLike = FileIO | FileIOSpec  # a FileIO here, or how to open one in another process
 
@@ -108,9 +114,10 @@ class FileJobs:
         if existing is not None:
             if _same_bytes(dst_io, uri, existing, data):
                 return Outcome(uri, "skipped", len(data), proof=proof)
-            if not self.overwrite:
+            if not self.overwrite or is_table_storage(uri):  # S3 Tables' storage: never overwritten
                 return Outcome(uri, "conflict", len(data))
-        dst_io.write(uri, data)
+        if not write_object(dst_io, uri, data):  # on S3 Tables' storage, written since the HEAD
+            return self.put(uri, data, source, kind)
         return Outcome(uri, "written", len(data), proof=proof)
 
     def copy(self, task: CopyTask) -> Outcome:
@@ -292,8 +299,10 @@ def _write(
     dst_io = open_io(jobs.dst)
     # Planning only read; from here on the target is written, so hold it, and check again
     # under the lock that no other table landed there since the plan looked.
-    held = target_lock(dst_io, target_location, plan.source_metadata) if lock else nullcontext()
-    with held:
+    # Not on S3 Tables' storage, which takes no delete (a lock could not be let go): its table is
+    # the catalog's own, created for it, and its commits are guarded by their version token.
+    locked = lock and not is_table_storage(target_location)
+    with target_lock(dst_io, target_location, plan.source_metadata) if locked else nullcontext():
         refuse_other_table(dst_io, parent(plan.target_metadata), mj.table_uuid(plan.meta))
         for root in _written_local_roots(plan):  # a killed run's half-written temp files
             remove_stale_temp_files(root)
@@ -346,48 +355,6 @@ def _result(
         sync=plan.sync,
         sync_reason=plan.sync_reason,
     )
-
-
-# A rewritten file (delete file, manifest, manifest list, metadata.json): its source read, the
-# target key asked (`FileJobs.put`: absent on a first run) and the new bytes put.
-WRITE_REQUESTS: dict[str, int] = {"get": 1, "head": 1, "put": 1}
-# One the target already holds byte for byte (a re-run's, `FileJobs.put`): read and asked, not put
-# (the target's HEAD names its SHA-256, so the bytes are not read back).
-PRESENT_REQUESTS: dict[str, int] = {"get": 1, "head": 1}
-
-
-def rewritten_files(plan: TablePlan) -> int:
-    """The files a migration of `plan` writes anew: delete files, manifests, lists, metadata.json."""
-    return len(plan.delete_files) + len(plan.manifests) + len(plan.manifest_lists) + len(plan.metadata_files)
-
-
-def migration_requests(
-    plan: TablePlan, settings: CopySettings | None = None, *, target_kms: bool = False, present: int = 0
-) -> dict[str, int]:
-    """The S3 requests `run_migration` sends after its plan: the target's metadata directory
-    listed again before writing, each rewritten file (`WRITE_REQUESTS`, or `PRESENT_REQUESTS` for
-    the `present` ones the target holds already: none on a first run, all on a re-run) and each
-    copy (`copy.copy_requests`; `target_kms`: the target is written under a KMS key). Estimates
-    use it: keep it in step with `_execute`."""
-    settings = settings or CopySettings()
-    written = rewritten_files(plan) - present
-    counts: Counter[str] = Counter({"list": 1})
-    for kind, n in WRITE_REQUESTS.items():
-        counts[kind] += n * written
-    for kind, n in PRESENT_REQUESTS.items():
-        counts[kind] += n * present
-    small: Counter[bool] = Counter()  # small copies, by whether they HEAD the source first
-    for task in plan.copies:
-        info = task.info
-        known = info.checksum is not None
-        if info.size <= settings.multipart_threshold:
-            small[known or etag_verifies(info.etag, target_kms=target_kms)] += 1
-        else:
-            counts.update(copy_requests(info.size, settings, checksum_known=known))
-    for needs_no_head, copies in small.items():
-        for kind, n in copy_requests(0, settings, checksum_known=needs_no_head).items():
-            counts[kind] += n * copies
-    return dict(counts)
 
 
 @dataclass

@@ -1,9 +1,11 @@
 """Copy one file unchanged from the source to the target, and tell whether a copy is already there.
 
-S3 to S3 is always server-side (CopyObject, or UploadPartCopy in parallel parts above the
-threshold): bytes never flow through this process. The request is signed by the target
-credentials, so the target role needs read access to the source objects (granted by the source
-access stack) and the new object is owned by, and encrypted for, the target account.
+S3 to S3 is server-side (CopyObject, or UploadPartCopy in parallel parts above the threshold):
+bytes never flow through this process. The request is signed by the target credentials, so the
+target role needs read access to the source objects (granted by the source access stack) and the
+new object is owned by, and encrypted for, the target account. The one exception is a target that
+takes no server-side copy, a table bucket's storage (S3 Tables): its copies are streamed through
+this process (`streamed.py`), never overwriting what is there.
 """
 
 from __future__ import annotations
@@ -13,9 +15,7 @@ import os
 import shutil
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from botocore.exceptions import ClientError
 
@@ -29,18 +29,23 @@ from icelake.aws.fileio import (
     split_s3,
 )
 from icelake.aws.request_count import kind_of
-from icelake.errors import CopyVerificationError
+from icelake.errors import CopyVerificationError, UnsafeTargetError
+from icelake.migrate.copy.common import (
+    CRC_ALGORITHMS,
+    DEFAULT_CHECKSUM,
+    Copied,
+    CopySettings,
+    changed,
+    etag_verifies,
+    not_the_source,
+    with_checksum,
+)
+from icelake.migrate.copy.streamed import put_new, stream_copy, streamed_requests
+from icelake.migrate.copy.table_storage import is_table_storage
 from icelake.uris import local_path
 
-GiB = 1024**3
-MiB = 1024**2
-
-
-@dataclass(frozen=True)
-class CopySettings:
-    multipart_threshold: int = 5 * GiB  # the CopyObject limit
-    part_size: int = 512 * MiB
-    part_workers: int = 8
+# Imported from here by the rest of icelake (what a copy is set with and proves, as before).
+__all__ = ["Copied", "CopySettings", "etag_verifies"]
 
 
 # The requests one copy of a file makes, S3 to S3 below the multipart threshold, from a source
@@ -51,14 +56,6 @@ class CopySettings:
 REQUESTS_PER_COPY = {"CopyObject": 1}
 
 
-def etag_verifies(etag: str | None, *, target_kms: bool = False) -> bool:
-    """Whether a copy of an object with this (listed) ETag can be verified by ETags alone: the
-    ETag of an object PUT in one part without a KMS key is the MD5 of its bytes ('-N' marks a
-    multipart upload's), and so is the ETag S3 gives a copy it does not encrypt with a KMS key.
-    (An SSE-KMS or SSE-C source looks the same in a listing; its copy then costs a HEAD after all.)"""
-    return not target_kms and etag is not None and len(etag) == 32 and "-" not in etag
-
-
 def copy_requests(
     size: int,
     settings: CopySettings | None = None,
@@ -66,32 +63,23 @@ def copy_requests(
     checksum_known: bool = False,
     etag: str | None = None,
     target_kms: bool = False,
+    streamed: bool = False,
 ) -> dict[str, int]:
     """The S3 requests `copy_file` sends for one S3-to-S3 copy: CopyObject, preceded by a HEAD for
     the source's checksum unless the plan already has it (`checksum_known`: planned from a HEAD)
     or the ETags verify the copy (`etag_verifies`); above the multipart threshold, a HEAD unless
     known, CreateMultipartUpload, an UploadPartCopy per part, CompleteMultipartUpload and a HEAD of
-    the result. Estimates take their per-copy requests from here: keep it in step with `copy_file`."""
+    the result; `streamed`: into S3 Tables' storage (`streamed.streamed_requests`). Estimates take
+    their per-copy requests from here: keep it in step with `copy_file`."""
     settings = settings or CopySettings()
+    if streamed:  # a target that takes no server-side copy (S3 Tables' storage)
+        return streamed_requests(size, settings, checksum_known=checksum_known)
     one = {kind_of(operation): n for operation, n in REQUESTS_PER_COPY.items()}
     if size <= settings.multipart_threshold:
         by_etag = etag_verifies(etag, target_kms=target_kms)
         return {**one, "head": 0 if checksum_known or by_etag else 1}
     part_size = max(settings.part_size, -(-size // 10_000))
     return {"head": (0 if checksum_known else 1) + 1, "put": 2, "copy": -(-size // part_size)}
-
-
-DEFAULT_CHECKSUM = "CRC64NVME"  # S3's default for new objects: what a copy of an unchecksummed source gets
-CRC_ALGORITHMS = ("CRC64NVME", "CRC32C", "CRC32")  # the ones S3 can combine into a full-object checksum
-
-
-class Copied(NamedTuple):
-    """What one copy proved: whether its bytes were verified end to end, and the copy's ETag and
-    full-object checksum as S3 answered them (what the copy record keeps, `check/record.py`)."""
-
-    verified: bool
-    etag: str | None = None
-    checksum: tuple[str, str] | None = None
 
 
 def copy_file(
@@ -106,13 +94,19 @@ def copy_file_proved(
     src_io: FileIO, src: str, src_info: ObjectInfo, dst_io: FileIO, dst: str, settings: CopySettings
 ) -> Copied:
     """`copy_file`, with the copy's ETag and checksum as S3 reported them."""
+    if isinstance(dst_io, S3FileIO) and is_table_storage(dst):  # no CopyObject there: streamed
+        if isinstance(src_io, S3FileIO):
+            return stream_copy(src_io, src, src_info, dst_io, dst, settings)
+        if not put_new(dst_io, dst, src_io.read(src)):  # a local source: small scale, via memory
+            raise UnsafeTargetError(f"refusing to overwrite {dst}: S3 Tables' storage is never overwritten")
+        return Copied(False)
     if isinstance(src_io, S3FileIO) and isinstance(dst_io, S3FileIO):
         if src_info.size > settings.multipart_threshold:
             if src_info.checksum is None:
-                src_info = _with_checksum(src_io, src, src_info)
+                src_info = with_checksum(src_io, src, src_info)
             return _s3_multipart_copy(src, src_info, dst_io, dst, settings)
         if src_info.checksum is None and not _etags_may_verify(src, src_info, dst_io, dst):
-            src_info = _with_checksum(src_io, src, src_info)  # planned from a listing: no checksum value
+            src_info = with_checksum(src_io, src, src_info)  # planned from a listing: no checksum value
         return _s3_copy(src_io, src, src_info, dst_io, dst)
     if isinstance(src_io, LocalFileIO) and isinstance(dst_io, LocalFileIO):
         _local_copy(src, src_info, dst)
@@ -161,14 +155,6 @@ def _local_copy(src: str, src_info: ObjectInfo, dst: str) -> None:
         raise
 
 
-def _with_checksum(src_io: S3FileIO, src: str, planned: ObjectInfo) -> ObjectInfo:
-    """The source's full-object checksum (one HEAD), checked to be the object that was planned."""
-    now = src_io.stat(src)
-    if now is None or now.size != planned.size or (planned.etag and now.etag != planned.etag):
-        raise _changed(src, planned, "gone" if now is None else f"{now.size} bytes")
-    return now
-
-
 def _etags_may_verify(src: str, src_info: ObjectInfo, dst_io: S3FileIO, dst: str) -> bool:
     if not etag_verifies(src_info.etag, target_kms=bool(dst_io.kms_key_id)):
         return False
@@ -199,7 +185,7 @@ def _s3_copy(src_io: S3FileIO, src: str, src_info: ObjectInfo, dst_io: S3FileIO,
         )
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
-            raise _changed(src, src_info, "an object with another ETag") from exc
+            raise changed(src, src_info, "an object with another ETag") from exc
         raise
     result = out.get("CopyObjectResult", {})
     copied = result.get(f"Checksum{algorithm}")
@@ -213,7 +199,7 @@ def _s3_copy(src_io: S3FileIO, src: str, src_info: ObjectInfo, dst_io: S3FileIO,
     # An SSE-KMS or SSE-C source (its ETag is no MD5, which a listing does not show), or a target
     # its bucket encrypts with a KMS key: this bucket's next copies HEAD the source first.
     dst_io.head_first.add(db if kms_target else sb)
-    src_info = _with_checksum(src_io, src, src_info)
+    src_info = with_checksum(src_io, src, src_info)
     if src_info.checksum is None:
         return Copied(False, etag, proof)  # no checksum to compare: the copy is checked by size only
     if src_info.checksum[0] != algorithm:  # once per bucket (head_first): copy again in its algorithm
@@ -226,24 +212,13 @@ def _as_planned(planned: ObjectInfo) -> dict[str, str]:
     return {"CopySourceIfMatch": f'"{planned.etag}"'} if planned.etag else {}
 
 
-def _changed(src: str, planned: ObjectInfo, now: str) -> CopyVerificationError:
-    return CopyVerificationError(
-        f"{src} changed or disappeared after planning ({planned.size} bytes planned, {now} now); "
-        "the source was written while it was migrated. The table is rolled back; run it again"
-    )
-
-
 def _verified(src: str, src_info: ObjectInfo, dst: str, copied: str | None) -> bool:
     """True when the copy's checksum is the source's; a mismatch fails the table (rolled back)."""
     if src_info.checksum is None or copied is None:
         return False  # nothing to compare: the copy is checked by size only
     algorithm, expected = src_info.checksum
     if copied != expected:
-        raise CopyVerificationError(
-            f"the copy of {src} to {dst} is not the source's bytes: {algorithm} {copied} != {expected} "
-            "recorded for the source; the source object changed or was damaged in transit. The table "
-            "is rolled back; run it again (a changed source is picked up by the next run)"
-        )
+        raise not_the_source(src, dst, algorithm, copied, expected)
     return True
 
 

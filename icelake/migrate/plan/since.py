@@ -17,6 +17,7 @@ from icelake.aws.fileio import FileIO, is_absent
 from icelake.errors import NoBase
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro.files import manifest_refs
+from icelake.migrate.copy.table_storage import is_table_storage
 from icelake.migrate.plan.reads import read_metadata
 from icelake.uris import PrefixMap, canonical, parent
 
@@ -99,6 +100,10 @@ def _base_version(since: Since, source_metadata: str, prefix_map: PrefixMap, dst
         raise NoBase(since.reason)
     source_dir = parent(source_metadata)
     target_dir = prefix_map.require(source_dir)
+    if is_table_storage(target_dir):  # no listing there: the ledger or the catalog names the version
+        raise NoBase(
+            "S3 Tables' storage takes no listing: an incremental sync starts from the ledger's version"
+        )
     name = newest_target_version(dst_io, target_dir)
     if name is None:
         raise NoBase("the target holds no metadata.json yet: a first migration")

@@ -19,6 +19,7 @@ from icelake.errors import (
 )
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.collisions import refuse_duplicate_targets, refuse_overlapping_targets
+from icelake.migrate.copy.table_storage import is_table_storage
 from icelake.migrate.plan.reads import (
     read_metadata,
 )
@@ -111,7 +112,11 @@ def _is_metadata_name(name: str) -> bool:
 
 
 def refuse_other_table(dst_io: FileIO, metadata_dir: str, source_uuid: str | None) -> None:
-    """A target metadata directory may only hold this same table (a previous run of ours)."""
+    """A target metadata directory may only hold this same table (a previous run of ours). Not
+    asked on S3 Tables' storage, which takes no listing: its table is the catalog's own, and
+    icelake writes only a table it created (its owner mark)."""
+    if is_table_storage(metadata_dir):
+        return
     try:
         existing = sorted(u for u, _ in dst_io.list(metadata_dir) if _is_metadata_name(u))
     except Exception:
