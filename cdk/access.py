@@ -25,6 +25,7 @@ from cdk.consumers import (
     consumer_statements,
     consumer_wildcards,
 )
+from cdk.table_buckets import table_bucket_statements, table_bucket_wildcards
 
 # What the assessment reads of each bucket to compare the source's with the target's
 # (icelake/assess/gather/buckets.py): settings only, never an object.
@@ -351,6 +352,7 @@ class TargetAccessStack(IcelakeStack):
                 ],
                 resources=glue_catalog_arns(self, s.target_databases),
             ),
+            *table_bucket_statements(s),  # target.kind s3tables: the tables it creates, owner-marked
         ]
         if s.source_kms_key_arns:
             statements.append(
@@ -375,6 +377,7 @@ class TargetAccessStack(IcelakeStack):
                 f"Resource::arn:<AWS::Partition>:glue:{s.target_region}:{s.target_account}:table/{db}/*"
                 for db in s.target_databases
             ),
+            *table_bucket_wildcards(s),
         ]
         if s.lake_formation_enabled:
             applies_to.append("Resource::*")
@@ -384,9 +387,9 @@ class TargetAccessStack(IcelakeStack):
                 {
                     "id": "AwsSolutions-IAM5",
                     "reason": "Writes are limited to objects under the target prefix and tables of the "
-                    "target "
-                    "databases (whose names are chosen per run); source prefixes are read for server-side "
-                    "copies; Lake Formation grants have no resource-level permissions.",
+                    "target databases (whose names are chosen per run) and of the table buckets (whose ids "
+                    "the service chooses; writes need icelake's owner tag); source prefixes are read for "
+                    "server-side copies; Lake Formation grants have no resource-level permissions.",
                     "appliesTo": applies_to,
                 }
             ],

@@ -26,12 +26,14 @@ from cdk.config_values import (
     ContextError,
     IngestConfigError,
     IngestSource,
+    check_table_buckets,
     parse_ingest_sources,
     parse_maintenance,
     parse_sync_request,
     secret_covered,
 )
 from icelake.ingest.models import MaintenanceConfig
+from icelake.request.s3tables import parse_table_bucket_arn
 
 if TYPE_CHECKING:
     from constructs import Node
@@ -115,6 +117,10 @@ class Settings(BaseModel):
     target_databases_existing: tuple[str, ...] = ()
     # The default SSE-KMS key of an existing target bucket, granted to the target role.
     target_kms_key_arn: Annotated[str, Field(pattern=f"^$|{_KMS_KEY_ARN}")] = ""
+    # S3 Tables table buckets (a request's target.kind s3tables), of the target account and region:
+    # the target role creates namespaces and tables there and writes the tables it created
+    # (cdk/table_buckets.py).
+    table_bucket_arns: tuple[str, ...] = ()
     # Opt in: these IAM principals may also assume the source and target roles (an operator's
     # `icelake assess --direct` reads with them); by default only the orchestrator's roles may.
     operator_principal_arns: tuple[Annotated[str, Field(pattern=_OPERATOR_ARN)], ...] = ()
@@ -195,6 +201,13 @@ class Settings(BaseModel):
     def _maintenance(cls, value: Any) -> Any:
         return parse_maintenance(value) if isinstance(value, Mapping) else value
 
+    @field_validator("table_bucket_arns")
+    @classmethod
+    def _table_buckets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for arn in value:
+            parse_table_bucket_arn(arn)  # ValueError naming the ARN and what one looks like
+        return value
+
     @field_validator("ingest_secret_arns")
     @classmethod
     def _secret_arns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -226,21 +239,29 @@ class Settings(BaseModel):
         if self.sync_request is not None:
             self._check_sync_request(self.sync_request)
         self._check_existing_target()
+        check_table_buckets(self.table_bucket_arns, self.target_account, self.target_region)
         if self.ingest_enabled:
             self.check_ingest()  # before any stack is built: a bad source fails synthesis at once
 
     def _check_sync_request(self, request: Mapping[str, Any]) -> None:
-        """The scheduled request moves what this deployment grants: its accounts, its target bucket,
-        its source databases."""
+        """The scheduled request moves what this deployment grants: its accounts, its target bucket
+        (or table bucket), its source databases."""
+        target = request["target"]
         wrong = [
             f"{where} is {got!r}, not {key} {want!r}"
             for where, got, key, want in (
                 ("source.account_id", request["source"]["account_id"], "source_account", self.source_account),
-                ("target.account_id", request["target"]["account_id"], "target_account", self.target_account),
-                ("target.bucket", request["target"]["bucket"], "target_bucket", self.target_bucket),
+                ("target.account_id", target["account_id"], "target_account", self.target_account),
             )
             if got != want
         ]
+        if target.get("kind", "glue") == "glue" and target["bucket"] != self.target_bucket:
+            wrong.append(f"target.bucket is {target['bucket']!r}, not target_bucket {self.target_bucket!r}")
+        elif target.get("kind") == "s3tables" and target["table_bucket_arn"] not in self.table_bucket_arns:
+            wrong.append(
+                f"target.table_bucket_arn {target['table_bucket_arn']!r} is not in table_bucket_arns "
+                f"{list(self.table_bucket_arns)}"
+            )
         selection = request["selection"]
         databases = set(selection.get("databases", [])) | {
             t.split(".")[0] for t in selection.get("tables", [])

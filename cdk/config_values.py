@@ -1,7 +1,8 @@
 """The values of the configuration's keys that are parsed on their own, before `Settings` sees
 them (cdk/config.py): the errors every refusal raises, a bucket and prefix, the ingestion sources
 and maintenance (checked by the ingestion workflow's models), the scheduled sync's request (checked
-by the migration's), and whether a secret is covered by the ARNs granted."""
+by the migration's), the table buckets (the target's account and region), and whether a secret is
+covered by the ARNs granted."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from icelake.ingest.models import FetchConfig, MaintenanceConfig, Scd2Spec
 from icelake.request.models import MigrationRequest
+from icelake.request.s3tables import parse_table_bucket_arn
 
 _SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")  # rule name icelake-ingest-<name>, <= 64
 SCHEDULE = re.compile(r"^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(\S+( \S+){5}\))$")
@@ -138,6 +140,21 @@ def parse_sync_request(raw: Mapping[str, Any]) -> dict[str, Any]:
             "tests/events/migrate_request.json)"
         ) from None
     return request
+
+
+def check_table_buckets(arns: Sequence[str], account: str, region: str) -> None:
+    """Each table bucket is the target account's, in the target region: the target role is the
+    target account's, and a table's storage is read and written in its table bucket's region."""
+    for arn in arns:
+        bucket = parse_table_bucket_arn(arn)
+        if (bucket.account_id, bucket.region) != (account, region):
+            raise ContextError(
+                f"context table_bucket_arns: {arn!r} is in {bucket.region}, account {bucket.account_id}; "
+                f"the target role writes table buckets of target_account {account} in target_region "
+                f"{region}: use a table bucket there (or deploy for its account and region)"
+            )
+    if len(set(arns)) != len(arns):
+        raise ContextError(f"context table_bucket_arns names a table bucket twice: {list(arns)}")
 
 
 def secret_covered(secret_id: str, arns: Sequence[str]) -> bool:

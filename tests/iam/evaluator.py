@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from icelake.aws import clients
+from tests.iam import s3tables
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "tools" / "iam_eval.mjs"  # @cloud-copilot/iam-simulate, one process for all
@@ -257,9 +258,16 @@ class Call:
     def account(self) -> str:
         return self.principal.split(":")[4]
 
-    def needs(self, bucket_keys: dict[str, str] | None = None) -> list[Need]:
+    def needs(
+        self, bucket_keys: dict[str, str] | None = None, tables: s3tables.Tables | None = None
+    ) -> list[Need]:
         """The IAM requests of the call; `bucket_keys` (bucket -> default SSE-KMS key) adds the KMS
-        requests S3 makes under the caller's name for objects in those buckets."""
+        requests S3 makes under the caller's name for objects in those buckets; `tables` is what IAM
+        knows of S3 Tables' tables (their ARNs, tags and storage buckets: tests/iam/s3tables.py)."""
+        if self.service == "s3tables":
+            return [*s3tables.needs(self.operation, self.params, tables)]
+        if self.service == "s3" and tables is not None and self.params.get("Bucket") in tables.storage:
+            return [*s3tables.storage_needs(self.operation, self.params, tables)]
         mapper = OPERATIONS.get((self.service, self.operation))
         if mapper is None:
             raise AssertionError(

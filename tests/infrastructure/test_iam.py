@@ -4,6 +4,7 @@ cross-account access only by AssumeRole of the configured roles."""
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from typing import Any
 
@@ -177,7 +178,7 @@ def test_target_role_writes_only_under_its_prefix_and_databases(synth: Synth) ->
             assert text in {"arn:aws:s3:::source-lake/warehouse/*", "arn:aws:s3:::source-lake"}, text
             assert set(s3_actions) <= {"s3:GetObject", "s3:ListBucket"}, s
     writes = {a for a in actions(statements) if WRITE_VERBS.search(a)}
-    assert writes == {
+    assert {a for a in writes if not a.startswith("s3tables:")} == {
         "s3:PutObject",
         "s3:DeleteObject",
         "glue:CreateDatabase",  # Register ensures the database (IAM is checked before existence)
@@ -185,6 +186,20 @@ def test_target_role_writes_only_under_its_prefix_and_databases(synth: Synth) ->
         "glue:UpdateTable",
         "glue:DeleteTable",
     }
+    # the example's table bucket (table_bucket_arns): new namespaces and tables in it, every write of
+    # a table only where icelake's owner tag names this source account (test_table_buckets.py)
+    for s in statements:
+        table_writes = {
+            a for a in as_list(s["Action"]) if a.startswith("s3tables:") and WRITE_VERBS.search(a)
+        }
+        if not table_writes:
+            continue
+        assert {flat(r) for r in as_list(s["Resource"])} <= {
+            "arn:aws:s3tables:us-east-1:222222222222:bucket/lake",
+            "arn:aws:s3tables:us-east-1:222222222222:bucket/lake/table/*",
+        }, s
+        if table_writes - {"s3tables:CreateNamespace", "s3tables:CreateTable"}:
+            assert "Condition" in s and "111111111111:*" in json.dumps(s["Condition"]), s
     for s in statements:
         if any(a.startswith("glue:") for a in as_list(s["Action"])):
             for r in as_list(s["Resource"]):

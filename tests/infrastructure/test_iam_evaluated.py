@@ -298,6 +298,7 @@ def cross_region() -> tuple[Stack, Stack]:
         target_account=TARGET_ACCOUNT,
         source_region="us-east-1",
         target_region="eu-west-1",
+        table_bucket_arns=[],  # the example's is in us-east-1 (tests/infrastructure/test_table_buckets.py)
         source_locations=[{"bucket": "source-lake", "prefix": "warehouse"}],
         target_bucket="target-lake",
         target_prefix="warehouse",
