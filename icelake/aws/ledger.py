@@ -2,7 +2,9 @@
 
 Keys: pk = "RUN#<run_id>", sk = "RUN" or "TABLE#<db>.<table>"; pk = "SYNC#<target location>",
 sk = "LAST" for the last source metadata synced to a target (what incremental runs start from); and
-pk = "LOCK#<target location>", sk = "LOCK" for the run that holds a table while it works on it.
+pk = "LOCK#<target location>", sk = "LOCK" for the run that holds a table while it works on it;
+pk = "OWNER#<target location>", sk = "OWNER" for an S3 Tables table icelake created (its storage,
+the warehouse location, is that table's alone) and the maintenance it found there.
 """
 
 from __future__ import annotations
@@ -188,6 +190,34 @@ class Ledger:
                 ConditionExpression="run_id = :me",
                 ExpressionAttributeValues={":me": {"S": run_id}},
             )
+
+    def mark_owner(self, target_location: str, owner: str, run_id: str, table_arn: str) -> None:
+        """icelake created the table whose storage is `target_location` for source table `owner`."""
+        self.db.update_item(
+            TableName=self.table,
+            Key=_owner_key(target_location),
+            UpdateExpression="SET #o = :o, created_by = if_not_exists(created_by, :r), table_arn = :a",
+            ExpressionAttributeNames={"#o": "owner"},
+            ExpressionAttributeValues={":o": {"S": owner}, ":r": {"S": run_id}, ":a": {"S": table_arn}},
+        )
+
+    def owner(self, target_location: str) -> dict[str, Any] | None:
+        """The OWNER row of a table icelake created (mark_owner), or None."""
+        out = self.db.get_item(TableName=self.table, Key=_owner_key(target_location), ConsistentRead=True)
+        return _plain(out["Item"]) if "Item" in out else None
+
+    def record_maintenance(self, target_location: str, found: dict[str, Any]) -> None:
+        """The maintenance a table had before icelake first turned it off (kept from the first run)."""
+        self.db.update_item(
+            TableName=self.table,
+            Key=_owner_key(target_location),
+            UpdateExpression="SET maintenance_found = if_not_exists(maintenance_found, :m)",
+            ExpressionAttributeValues={":m": _ser.serialize(found)},
+        )
+
+
+def _owner_key(target_location: str) -> dict[str, Any]:
+    return _item({"pk": f"OWNER#{target_location}", "sk": "OWNER"})
 
 
 def _lock_key(target_location: str) -> dict[str, Any]:

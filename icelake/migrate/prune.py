@@ -46,6 +46,28 @@ def prune_target(
     they leave are asked whether they still exist (a listing of the location only when there are
     many of them, bounded by their number: see inventory.stat_by_listing), so a table of a million
     files whose source expired a thousand is not listed whole."""
+    candidates = unreached(
+        dst_io, artifacts_io, journal_uris, target_location, target_metadata, keep_history=keep_history
+    )
+    present = stat_by_listing(dst_io, candidates, [target_location], workers)
+    doomed = sorted(key for key, info in present.items() if info is not None)
+    dst_io.delete_many(doomed)
+    return doomed
+
+
+def unreached(
+    dst_io: FileIO,
+    artifacts_io: FileIO,
+    journal_uris: Iterable[str],
+    target_location: str,
+    target_metadata: str,
+    *,
+    keep_history: bool = False,
+) -> list[str]:
+    """The keys icelake journaled under the table's location that its current metadata (and,
+    with `keep_history`, any logged version) no longer reaches, as journaled: what a prune may
+    delete if they still exist. An S3 Tables target deletes none of them (its bucket's
+    unreferenced-file removal does): the outcome counts them instead."""
     location = canonical(target_location)
     keep = reachable_files(dst_io, target_metadata)
     if keep_history:  # history all: what any logged version reaches stays too
@@ -56,8 +78,4 @@ def prune_target(
             c = canonical(key)
             if is_under(c, location) and c not in keep:
                 candidates.setdefault(c, key)
-    del keep
-    present = stat_by_listing(dst_io, candidates.values(), [target_location], workers)
-    doomed = sorted(key for key, info in present.items() if info is not None)
-    dst_io.delete_many(doomed)
-    return doomed
+    return list(candidates.values())

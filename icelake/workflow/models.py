@@ -49,6 +49,8 @@ class PlanResult(_Frozen):
     bytes_to_copy: int
     previous_target_metadata: str | None  # Glue table's metadata_location before this run
     target_table_existed: bool
+    # An S3 Tables target: the version token read at Plan, which Register's commit must still find.
+    target_version: str | None = None
     target_metadata_location: str  # where the copy step will put the current metadata
     journal_key: str  # artifacts key: the target keys this run creates (all rollback may delete)
     journal_uri: str = ""  # the same journal as a URI (the Glue job adds what its own plan creates)

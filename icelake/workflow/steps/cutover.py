@@ -10,6 +10,7 @@ from icelake.aws.fileio import FileIO
 from icelake.errors import ValidationFailedError
 from icelake.migrate.metadata_json import parse_metadata
 from icelake.request.deps import Deps
+from icelake.workflow import table_bucket
 from icelake.workflow.failures import TableError
 from icelake.workflow.models import PlanResult, TableOutcome
 
@@ -52,12 +53,17 @@ def cutover(planned: PlanResult, deps: Deps, synced: TableOutcome) -> TableOutco
             f"{source_snapshot}; not promoted"
         )
     promoted_at = datetime.now(UTC).isoformat(timespec="seconds")
-    catalog.set_parameters(
-        sessions.target.client("glue"),
-        item.target_database,
-        item.target_table,
-        {catalog.PROMOTED_PARAMETER: promoted_at},
-    )
+    kept: list[str] = []  # an S3 Tables target: the maintenance set now, and what it keeps
+    if table_bucket.is_table_bucket(item):
+        kept.append(table_bucket.set_cutover_maintenance(item, sessions))
+        table_bucket.promote(item, sessions, promoted_at)
+    else:
+        catalog.set_parameters(
+            sessions.target.client("glue"),
+            item.target_database,
+            item.target_table,
+            {catalog.PROMOTED_PARAMETER: promoted_at},
+        )
     if options.mark_source:
         catalog.set_parameters(
             sessions.source.client("glue"),
@@ -72,5 +78,6 @@ def cutover(planned: PlanResult, deps: Deps, synced: TableOutcome) -> TableOutco
             "target_metadata_location": planned.target_metadata_location,
             "source_snapshot_id": source_snapshot,
             "target_snapshot_id": target_snapshot,
+            "warnings": [*synced.warnings, *kept],
         }
     )

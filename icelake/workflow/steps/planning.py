@@ -28,6 +28,7 @@ from icelake.request.models import WorkItem
 from icelake.request.sync import since_of, with_sync_base
 from icelake.request.target import foreign_commit, owner_of, prefix_maps
 from icelake.throughput import ThroughputModel
+from icelake.workflow import table_bucket
 from icelake.workflow.inputs import PlanInput
 from icelake.workflow.models import PlanResult
 from icelake.workflow.steps.carrying import carry_plan, promoted_state
@@ -49,11 +50,24 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
     if item.request.mode == "cutover" and not item.source_dropped:
         item = _with_current_source(item, sessions)
     ledger = deps.ledger
-    existing = catalog.get_table(sessions.target.client("glue"), item.target_database, item.target_table)
     target_name = f"{item.target_database}.{item.target_table}"
-    catalog.check_target_is_ours(existing, owner_of(item), target_name)
-    previous = catalog.metadata_location(existing) if existing else None
+    version = None
+    if table_bucket.is_table_bucket(item):  # found or made, and where its storage is (the location)
+        writes = item.request.mode in ("full", "incremental", "cutover") and not item.request.options.dry_run
+        found = table_bucket.resolve(item, sessions, ledger, create=writes)
+        item, existed, previous, version = found.item, found.existed, found.previous, found.version
+    else:
+        existing = catalog.get_table(sessions.target.client("glue"), item.target_database, item.target_table)
+        catalog.check_target_is_ours(existing, owner_of(item), target_name)
+        previous = catalog.metadata_location(existing) if existing else None
+        existed = existing is not None
     synced = ledger.last_synced(item.target_location)
+    if item.request.mode == "carry_over" and version is not None:
+        why = (
+            f"{target_name} is in an S3 Tables table bucket, where icelake does not carry stranded "
+            "commits yet; carry them with an engine that commits to the table (Spark, Athena)"
+        )
+        return _stopped(item, deps, "failed", why, previous, existed, kind="NotSupported")
     if synced and synced.get("promoted_at"):
         return _promoted(item, deps, sessions, synced, previous)
     if item.request.mode == "carry_over":
@@ -61,14 +75,16 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
             f"{target_name} was never promoted: a carry-over brings only commits made to the source "
             "after a cutover; sync the table (mode incremental) or cut it over"
         )
-        return _stopped(item, deps, "failed", why, previous, existing is not None, kind="NotPromoted")
+        return _stopped(item, deps, "failed", why, previous, existed, kind="NotPromoted")
     stop = _busy(item, deps)
     if stop is not None:
-        return _stopped(item, deps, stop[0], stop[1], previous, existing is not None)
+        return _stopped(item, deps, stop[0], stop[1], previous, existed)
     dst_io = sessions.target_io()
     stop = _dropped_or_diverged(item, dst_io, synced, previous, target_name)
     if stop is not None:
-        return _stopped(item, deps, stop[0], stop[1], previous, existing is not None)
+        return _stopped(item, deps, stop[0], stop[1], previous, existed)
+    if version is not None and not item.request.options.dry_run:  # a table bucket's table, held
+        table_bucket.pause_maintenance(item, sessions, ledger)
     src_io = sessions.source_io()
     before = sessions.requests.counts()
     source = read_metadata(src_io, item.source_metadata_location)
@@ -79,13 +95,14 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
     if figures is None:
         figures = _plan_here(item, src_io, dst_io, source, journal_uri, deps, sessions.requests, before)
     engine, rule = _engine(item, figures, synced, previous)
-    record_planned(ledger, item, figures.target_metadata, previous, existing is not None, engine)
+    record_planned(ledger, item, figures.target_metadata, previous, existed, engine)
     return PlanResult(
         item=item,
         engine=engine,
         engine_rule=rule,
         previous_target_metadata=previous,
-        target_table_existed=existing is not None,
+        target_table_existed=existed,
+        target_version=version,
         target_metadata_location=figures.target_metadata,
         journal_key=journal_key,
         journal_uri=journal_uri,

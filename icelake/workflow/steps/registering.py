@@ -13,6 +13,7 @@ from icelake.migrate import metadata_json as mj
 from icelake.request.deps import Deps, Sessions
 from icelake.request.models import WorkItem
 from icelake.request.target import owner_of
+from icelake.workflow import table_bucket
 from icelake.workflow.inputs import PlannedInput, RegisterResult
 from icelake.workflow.models import PlanResult
 from icelake.workflow.steps.carrying import carry_register
@@ -34,6 +35,15 @@ def register_and_carry(planned: PlanResult, sessions: Sessions) -> lf.Carried:
     its Lake Formation access. A table already in sync is registered again only when its carried
     metadata changed, and gets only the grants and tags it lacks."""
     item = planned.item
+    if table_bucket.is_table_bucket(item):  # the pointer moves; a table bucket keeps no Glue metadata
+        table_bucket.register(
+            item,
+            sessions,
+            planned.target_metadata_location,
+            planned.previous_target_metadata,
+            planned.target_version,
+        )
+        return lf.Carried(warnings=table_bucket.not_carried(item))
     source_table = catalog.get_table(sessions.source.client("glue"), item.source_database, item.source_table)
     catalog.register_table(
         sessions.target.client("glue"),

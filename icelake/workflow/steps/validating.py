@@ -5,7 +5,7 @@ promote the target. A table that Plan left alone gets its outcome here too."""
 from __future__ import annotations
 
 import time
-from typing import Literal
+from typing import Any, Literal
 
 from icelake.aws import catalog
 from icelake.aws.fileio import io_for
@@ -14,8 +14,9 @@ from icelake.errors import ValidationFailedError
 from icelake.migrate.check.validate import Tier, check_target_files, validate_tables
 from icelake.migrate.history import dangling_versions, orphans_note, to_source_map
 from icelake.migrate.models import MigrationResult, RowsValidation
-from icelake.migrate.prune import prune_target
+from icelake.migrate.prune import prune_target, unreached
 from icelake.request.deps import Deps, Sessions
+from icelake.workflow import table_bucket
 from icelake.workflow.accounting import accounted
 from icelake.workflow.failures import TableError, stopped_error
 from icelake.workflow.inputs import PlannedInput
@@ -82,7 +83,7 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
     # After an incremental sync, only an expiry or a dropped logged version since the last sync can
     # have left a file icelake wrote unreachable: otherwise the prune has nothing to look for.
     prunes = item.request.options.prune and (scope is None or scope.removed)
-    pruned, prune_error = _prune(planned, sessions, deps) if prunes else (0, None)
+    pruned, prune_error, kept = _prune(planned, sessions, deps) if prunes else (0, None, [])
     outcome = TableOutcome(
         **copy_facts(item, planned, copied),
         status="migrated",
@@ -97,7 +98,7 @@ def validate(given: PlannedInput, deps: Deps) -> TableOutcome:
         history_note=orphans_note(copied.history, copied.orphans),
         error=TableError(type="PruneFailed", message=prune_error, step="Validate") if prune_error else None,
         seconds=copied.elapsed_seconds,
-        **item_facts(item, ledger.get_table(item.run_id, item.name)),
+        **_with_warnings(item_facts(item, ledger.get_table(item.run_id, item.name)), kept),
     )
     own = sessions.requests.counts()
     outcome = accounted(outcome, item.request, planned, copied, "validate", own, time.monotonic() - started)
@@ -135,8 +136,11 @@ def _file_problems(
 
 
 def _catalog_problems(planned: PlanResult, sessions: Sessions) -> list[str]:
-    """How the target's Glue table differs from the source's in what Register carries."""
+    """How the target's Glue table differs from the source's in what Register carries (an S3
+    Tables target carries none: its table is its Iceberg metadata, compared above)."""
     item = planned.item
+    if table_bucket.is_table_bucket(item):
+        return []
     source = catalog.get_table(sessions.source.client("glue"), item.source_database, item.source_table)
     target = catalog.get_table(sessions.target.client("glue"), item.target_database, item.target_table)
     return catalog.metadata_differences(source, target)
@@ -197,10 +201,39 @@ def _ledger_state(outcome: TableOutcome) -> str:
     return "VALIDATED" if outcome.status == "migrated" else outcome.status.upper()
 
 
-def _prune(planned: PlanResult, sessions: Sessions, deps: Deps) -> tuple[int, str | None]:
-    """Mirror the source's retention (icelake/migrate/prune.py says what may go). A failed prune
-    does not undo a validated sync: the outcome says so, and the next run prunes again."""
+def _with_warnings(facts: dict[str, Any], more: list[str]) -> dict[str, Any]:
+    return facts | {"warnings": [*facts["warnings"], *more]}
+
+
+def _unpruned(planned: PlanResult, sessions: Sessions, deps: Deps) -> list[str]:
+    """An S3 Tables target is never pruned by deleting (its storage takes no DeleteObject): the
+    outcome says what a Glue target would have pruned, and when the bucket's removal takes it."""
     item = planned.item
+    synced = deps.ledger.last_synced(item.target_location) or {}
+    journals = [deps.artifacts.uri(key) for key in synced.get("journals", [])]
+    keys = unreached(
+        sessions.target_io(),
+        deps.artifacts.io,
+        journals,
+        item.target_location,
+        planned.target_metadata_location,
+        keep_history=item.request.options.history == "all",
+    )
+    if not keys:
+        return []
+    days = table_bucket.removal_days(sessions, item)
+    shown = ", ".join(keys[:3]) + (", ..." if len(keys) > 3 else "")
+    why = f"that the source expired ({shown}) and a Glue target would have pruned"
+    return [table_bucket.files_left_note(len(keys), "the journals of this table's syncs", days, why)]
+
+
+def _prune(planned: PlanResult, sessions: Sessions, deps: Deps) -> tuple[int, str | None, list[str]]:
+    """Mirror the source's retention (icelake/migrate/prune.py says what may go). A failed prune
+    does not undo a validated sync: the outcome says so, and the next run prunes again. Returns
+    (files deleted, why the prune failed, what the outcome says of files left: S3 Tables)."""
+    item = planned.item
+    if table_bucket.is_table_bucket(item):
+        return 0, None, _unpruned(planned, sessions, deps)  # never by deleting
     synced = deps.ledger.last_synced(item.target_location) or {}
     journals = [deps.artifacts.uri(key) for key in synced.get("journals", [])]
     try:
@@ -213,5 +246,5 @@ def _prune(planned: PlanResult, sessions: Sessions, deps: Deps) -> tuple[int, st
             keep_history=item.request.options.history == "all",
         )
     except Exception as exc:
-        return 0, f"the sync is good, but pruning expired files failed ({exc}); the next run prunes again"
-    return len(deleted), None
+        return 0, f"the sync is good, but pruning expired files failed ({exc}); the next run prunes again", []
+    return len(deleted), None, []
