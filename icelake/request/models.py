@@ -408,7 +408,7 @@ class MigrationRequest(_Frozen):
 
     @model_validator(mode="after")
     def _priced(self) -> MigrationRequest:
-        check_priced(self.mode, self.price_region, self.options.prices)
+        check_priced(self.mode, self.price_region, self.options.prices, self.target.kind)
         return self
 
     @model_validator(mode="after")

@@ -144,3 +144,75 @@ def test_a_table_read_from_anywhere_must_be_for_its_region() -> None:
     assert prices.price_table_of("us-east-1", text, "s3://b/k").region == "us-east-1"
     with pytest.raises(PriceTableError, match="s3://b/k is for region 'us-east-1'"):
         prices.price_table_of("sa-east-1", text, "s3://b/k")
+
+
+def test_s3tables_prices_ship_dated_and_sourced_where_aws_publishes_them_found() -> None:
+    from icelake.request.pricing import S3TABLES_PRICED_REGIONS
+
+    with_tables = [r for r in shipped_regions() if load_prices(r).s3tables is not None]
+    assert with_tables == list(S3TABLES_PRICED_REGIONS) == ["us-east-1", "us-west-2"]
+    for region in with_tables:
+        section = load_prices(region).tables_prices()
+        assert date(2025, 1, 1) <= section.as_of <= date.today()
+        for name, price in section:
+            if name != "as_of" and price is not None:
+                assert price.source.startswith(
+                    "https://aws.amazon.com/s3/pricing/ Storage & requests, S3 Tables"
+                )
+    # none found for Europe (Ireland): asking for them names the fix
+    with pytest.raises(PriceTableError, match=r"no S3 Tables prices .* give options\.prices"):
+        load_prices("eu-west-1").tables_prices()
+
+
+def test_s3tables_costs_reproduce_the_pricing_pages_worked_example() -> None:
+    """AWS's 'S3 Tables pricing example': a 1 TB table of 100 MB objects, 30,090 PUTs and 500,000
+    GETs in a month, and compaction of 30,000 new 5 MB files: $27.14 of storage, $0.26 of
+    monitoring, $0.15 and $0.20 of requests, $0.06 and $0.73 of compaction."""
+    table = load_prices("us-west-2")
+    objects = round(1024 * 1024 / 100)  # 10,486
+    assert table.storage_usd(1024**4, 30, objects=objects, s3tables=True) == pytest.approx(
+        27.14 + 0.26, abs=0.01
+    )
+    assert table.s3_requests_usd({"put": 30_090}, s3tables=True) == pytest.approx(0.15, abs=0.005)
+    assert table.s3_requests_usd({"get": 500_000}, s3tables=True) == pytest.approx(0.20)
+    assert table.compaction_usd(30_000, 30_000 * 5 * 1024**2) == pytest.approx(0.06 + 0.73, abs=0.005)
+    # the sort rate is not in the example: us-west-2 has none, us-east-1 has the page's $0.01
+    with pytest.raises(PriceTableError, match="no S3 Tables price for sort or z-order"):
+        table.compaction_usd(1, 1024**3, sort=True)
+    assert load_prices("us-east-1").compaction_usd(0, 1024**3, sort=True) == pytest.approx(0.01)
+    # a Glue target's storage stays S3 Standard's
+    assert table.storage_usd(1024**3, 30) == pytest.approx(0.023)
+
+
+def test_an_s3tables_price_of_another_rate_is_taken_from_an_override(tmp_path: Path) -> None:
+    mine = json.loads((TABLES / "us-east-1.json").read_text())
+    mine["s3tables"]["request_tier1_per_1000"]["usd"] = 0.006
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps(mine))
+    table = load_prices("us-east-1", path)
+    # the writes into the table bucket at its rate, the rest at S3's
+    assert table.s3_requests_usd({"put": 1000, "get": 1000}, s3tables=True) == pytest.approx(0.006 + 0.0004)
+    assert table.s3_requests_usd({"put": 1000, "get": 1000}) == pytest.approx(0.005 + 0.0004)
+
+
+def test_an_assessment_into_a_table_bucket_without_s3tables_prices_is_refused_at_parse() -> None:
+    from icelake.errors import InvalidRequestError
+    from icelake.request.selection import parse_request
+
+    example = json.loads((ROOT / "tests" / "events" / "migrate_request_s3tables.json").read_text())
+    request = {**example, "run_id": "r", "mode": "assess"}
+    assert parse_request(request).price_region == "us-east-1"  # priced: the bucket's region ships them
+    arn = "arn:aws:s3tables:eu-west-1:222222222222:bucket/lake"
+    ireland = {**request, "target": {**request["target"], "table_bucket_arn": arn}}
+    with pytest.raises(
+        InvalidRequestError, match=r"options\.prices: the price table shipped for eu-west-1 has no S3"
+    ):
+        parse_request(ireland)
+    uri = "s3://icelake-artifacts-123456789012/prices/eu-west-1.json"
+    assert parse_request({**ireland, "options": {"prices": uri}}).options.prices == uri
+    # a Glue target there needs none: its table ships
+    glue = {
+        **request,
+        "target": {"account_id": "222222222222", "bucket": "target-lake", "region": "eu-west-1"},
+    }
+    assert parse_request(glue).price_region == "eu-west-1"

@@ -63,6 +63,22 @@ class Prices(_Frozen):
     transfer_inter_region_gb: Price
 
 
+class S3TablesPrices(_Frozen):
+    """S3 Tables (a table bucket's tables, `target.kind: s3tables`): its own storage rate, the
+    same request classes as S3 (PUT, POST, LIST; GET and all others), a monthly fee per object
+    monitored, and compaction by objects and bytes processed. A region whose shipped table has none
+    prices an S3 Tables target only with `options.prices` (icelake/request/pricing.py)."""
+
+    as_of: date  # when these lines were read (the table's own as_of may be older)
+    storage_gb_month: Price
+    request_tier1_per_1000: Price
+    request_tier2_per_1000: Price
+    monitoring_per_1000_objects_month: Price
+    compaction_per_1000_objects: Price
+    compaction_binpack_gb: Price  # the default strategy
+    compaction_sort_gb: Price | None = None  # sort or z-order; None: not published for the region
+
+
 class MinimumRule(_Frozen):
     value: float = Field(ge=0)
     source: str = Field(min_length=1)
@@ -88,9 +104,12 @@ class PriceTable(_Frozen):
     note: str
     prices: Prices
     billing: Billing
+    s3tables: S3TablesPrices | None = None  # None: not published for this region when compiled
 
-    def s3_requests_usd(self, requests: Mapping[str, int]) -> float:
-        """What S3 bills for these requests, keyed by ``REQUEST_KINDS``."""
+    def s3_requests_usd(self, requests: Mapping[str, int], *, s3tables: bool = False) -> float:
+        """What S3 bills for these requests, keyed by ``REQUEST_KINDS``. Into a table bucket
+        (`s3tables`), the writes are the table storage's, at S3 Tables' PUT rate; the reads are
+        priced at S3's (the source's, mostly; S3 Tables' GET rate where it is the same)."""
         per_1000 = {
             "tier1": self.prices.s3_request_tier1_per_1000.usd,
             "tier2": self.prices.s3_request_tier2_per_1000.usd,
@@ -99,7 +118,11 @@ class PriceTable(_Frozen):
         unknown = set(requests) - set(_TIER)
         if unknown:
             raise ValueError(f"unknown S3 request kind(s) {sorted(unknown)}; expected {REQUEST_KINDS}")
-        return sum(count * per_1000[_TIER[kind]] / 1000 for kind, count in requests.items())
+        usd = sum(count * per_1000[_TIER[kind]] / 1000 for kind, count in requests.items())
+        if s3tables:
+            put_rate = self.tables_prices().request_tier1_per_1000.usd
+            usd += requests.get("put", 0) * (put_rate - per_1000["tier1"]) / 1000
+        return usd
 
     def lambda_usd(self, memory_mb: int, seconds: float, invocations: int) -> float:
         """Duration (GB-seconds at the function's memory) plus requests."""
@@ -124,9 +147,38 @@ class PriceTable(_Frozen):
         """Inter-region transfer of these bytes (priced at this table's rate out to other regions)."""
         return bytes_moved / _GIB * self.prices.transfer_inter_region_gb.usd
 
-    def storage_usd(self, bytes_stored: int, days: float) -> float:
-        """S3 Standard storage of these bytes for this many days (a month of 30 days)."""
-        return bytes_stored / _GIB * days / 30 * self.prices.s3_storage_gb_month.usd
+    def storage_usd(
+        self, bytes_stored: int, days: float, *, objects: int = 0, s3tables: bool = False
+    ) -> float:
+        """Storage of these bytes for this many days (a month of 30 days): S3 Standard's, or a
+        table bucket's with its monitoring fee for `objects` (`s3tables`)."""
+        if not s3tables:
+            return bytes_stored / _GIB * days / 30 * self.prices.s3_storage_gb_month.usd
+        tables = self.tables_prices()
+        per_month = bytes_stored / _GIB * tables.storage_gb_month.usd
+        per_month += objects / 1000 * tables.monitoring_per_1000_objects_month.usd
+        return per_month * days / 30
+
+    def tables_prices(self) -> S3TablesPrices:
+        """The S3 Tables prices, or PriceTableError naming the fix where the table has none."""
+        if self.s3tables is None:
+            raise PriceTableError(
+                f"the price table for {self.region} has no S3 Tables prices (AWS's were not found for "
+                "this region when it was compiled): give options.prices (or --prices FILE), a table "
+                "with an 's3tables' section as icelake/assess/estimate/price_tables/us-east-1.json has"
+            )
+        return self.s3tables
+
+    def compaction_usd(self, objects: int, bytes_processed: int, *, sort: bool = False) -> float:
+        """S3 Tables compaction of these objects and bytes (binpack, or sort / z-order)."""
+        tables = self.tables_prices()
+        rate = tables.compaction_sort_gb if sort else tables.compaction_binpack_gb
+        if rate is None:
+            raise PriceTableError(
+                f"the price table for {self.region} has no S3 Tables price for sort or z-order "
+                "compaction: give options.prices (or --prices FILE) with s3tables.compaction_sort_gb"
+            )
+        return objects / 1000 * tables.compaction_per_1000_objects.usd + bytes_processed / _GIB * rate.usd
 
 
 def shipped_regions() -> list[str]:
