@@ -12,21 +12,27 @@ and so does the streamed copy."""
 from __future__ import annotations
 
 import base64
+from collections import Counter
 from typing import Any
 
 import pytest
 from awscrt import checksums
 from moto.s3.models import s3_backends
+from pyiceberg.table import StaticTable
 
+from icelake.assess.estimate.model import copy_seconds
 from icelake.aws.fileio import ObjectInfo, S3FileIO
-from icelake.aws.request_count import added
+from icelake.aws.request_count import REQUEST_KINDS, added, kind_of
 from icelake.errors import CopyVerificationError, UnsafeTargetError
 from icelake.migrate import migrate_table
 from icelake.migrate.copy.common import CopySettings
+from icelake.migrate.copy.engine import migration_requests, run_migration
 from icelake.migrate.copy.objects import copy_file_proved, copy_requests
 from icelake.migrate.copy.table_storage import TABLE_STORAGE_OPERATIONS, is_table_storage
+from icelake.migrate.plan.model import TablePlan
 from icelake.migrate.settings import EngineSettings
-from tests.lake import SOURCE_BUCKET, Lake, add_source_table, bucket_state
+from icelake.throughput import ThroughputModel
+from tests.lake import SOURCE_BUCKET, Lake, add_source_table, bucket_state, s3_props
 from tests.moto_keys import damage_recorded_checksum
 
 MiB = 1024**2
@@ -199,13 +205,31 @@ def test_a_table_migrates_into_table_storage_with_only_its_operations(lake: Lake
     sent = Sent(src, dst)
 
     # When the table is migrated into the warehouse location
-    result = migrate_table(metadata, warehouse, src_io=src, dst_io=dst, settings=EngineSettings(workers=4))
+    planned: list[TablePlan] = []
+    at_plan: list[int] = []
+
+    def on_planned(plan: TablePlan) -> None:
+        planned.append(plan)
+        at_plan.append(len(sent.calls))
+
+    settings = EngineSettings(workers=4, processes=1)
+    result = run_migration(
+        metadata, warehouse, [], src=src, dst=dst, settings=settings, on_planned=on_planned
+    )
 
     # Then every file is copied and verified, the metadata is there, and the source is untouched
     assert result.files_copied == 2 and result.files_verified == 2
     assert result.target_metadata_location.startswith(warehouse + "/metadata/")
-    assert dst.stat(result.target_metadata_location) is not None
     assert bucket_state(lake.source, SOURCE_BUCKET) == source_before
+    # ... the requests after the plan are those the estimates count for it (a GET and a PUT a copy)
+    after_plan = Counter(kind_of(op) for op, _ in sent.calls[at_plan[0] :])
+    predicted = migration_requests(planned[0])
+    assert {k: after_plan[k] for k in REQUEST_KINDS} == {k: predicted.get(k, 0) for k in REQUEST_KINDS}
+    # ... and the table reads back, every snapshot, through its storage's GETs and HEADs
+    table = StaticTable.from_metadata(result.target_metadata_location, properties=s3_props())
+    assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
+    first = table.metadata.snapshots[0].snapshot_id
+    assert sorted(table.scan(snapshot_id=first).to_arrow().column("id").to_pylist()) == [1, 2]
     # ... with no CopyObject, UploadPartCopy, listing or delete on the table's storage, and every
     # write there (copies and rewritten metadata) conditional: never an overwrite
     assert sent.unsupported() == []
@@ -214,7 +238,30 @@ def test_a_table_migrates_into_table_storage_with_only_its_operations(lake: Lake
 
     # When it runs again: nothing is copied or written again, still with only those operations
     sent.calls.clear()
-    again = migrate_table(metadata, warehouse, src_io=src, dst_io=dst, settings=EngineSettings(workers=4))
+    again = migrate_table(metadata, warehouse, src_io=src, dst_io=dst, settings=settings)
     assert again.files_copied == 0 and again.files_rewritten == 0
     assert sent.unsupported() == []
     assert not [op for op, _ in sent.to_table_storage() if op != "HeadObject"]
+
+
+@pytest.mark.parametrize("glue", [False, True], ids=["lambda", "glue"])
+def test_a_streamed_copy_is_timed_by_the_engine_s_bandwidth(glue: bool) -> None:
+    # Given 10,000 files of 1 MiB (10,000 MiB) copied server-side, and streamed into S3 Tables
+    model = ThroughputModel()
+    files, size = 10_000, MiB
+    server_side = {"copy": files}
+    streamed = added(*[copy_requests(size, SETTINGS, checksum_known=True, streamed=True)] * files)
+    assert streamed == added({"get": files, "put": files})
+
+    # When the copy step is timed in each engine (after its start)
+    start = model.glue_startup_s if glue else model.lambda_start_s
+
+    def seconds(requests: dict[str, int]) -> float:
+        return copy_seconds(requests, files * size, model, glue=glue, busiest=0.001, files=files) - start
+
+    # Then the streamed copy takes at least its bytes over the engine's bandwidth (one Lambda's,
+    # or the Glue job's workers'), which the server-side copy does not pass through the engine
+    glue_job = model.glue_workers * model.glue_worker_stream_mib_per_s
+    through = glue_job if glue else model.lambda_stream_mib_per_s
+    assert seconds(streamed) >= files / through
+    assert seconds(server_side) < files / through < seconds(streamed)

@@ -135,9 +135,13 @@ class SyncInputs:
     entries_per_commit: float | None = None
 
 
-def per_copy_requests(etag: str | None, checksum_known: bool, *, target_kms: bool) -> dict[str, int]:
-    """One copy's requests for a file like the table's (its listed ETag, whether its checksum is known)."""
-    return copy_requests(0, checksum_known=checksum_known, etag=etag, target_kms=target_kms)
+def per_copy_requests(
+    etag: str | None, checksum_known: bool, *, target_kms: bool, streamed: bool = False
+) -> dict[str, int]:
+    """One copy's requests for a file like the table's (its listed ETag, whether its checksum is
+    known); `streamed`: into S3 Tables' storage, a GET and a PUT (copy.table_storage)."""
+    known = checksum_known
+    return copy_requests(0, checksum_known=known, etag=etag, target_kms=target_kms, streamed=streamed)
 
 
 def sync_requests(

@@ -23,6 +23,7 @@ from icelake.uris import canonical
 
 __all__ = [
     "NO_DELETE",
+    "PENDING_PREFIX",
     "TABLE_STORAGE_OPERATIONS",
     "TABLE_STORAGE_SUFFIX",
     "is_table_storage",
@@ -50,8 +51,16 @@ NO_DELETE = (
 )
 
 
+# An S3 Tables table's location before Plan has read its warehouse location (the request's
+# PENDING_SCHEME, icelake/request/names.py): an assessment plans and prices the copy into it.
+PENDING_PREFIX = "s3tables://"
+
+
 def is_table_storage(uri: str) -> bool:
-    """Whether `uri` (an s3:// URI, or any other) lies in a table bucket's storage."""
+    """Whether `uri` (an s3:// URI, or any other) lies in a table bucket's storage, or names an
+    S3 Tables table whose storage is not known yet (`PENDING_PREFIX`)."""
+    if uri.startswith(PENDING_PREFIX):
+        return True
     c = canonical(uri)
     if not c.startswith("s3://"):
         return False
