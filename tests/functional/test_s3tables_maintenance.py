@@ -4,7 +4,9 @@ request or the source's retention, never the service's 120-hour default unnotice
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -13,6 +15,7 @@ import pytest
 from icelake.aws import s3tables_maintenance as maintenance
 from icelake.local.moto_server import embedded_aws
 from icelake.local.s3tables.api import TABLE_DEFAULTS
+from icelake.request.models import MigrationRequest
 
 WEEK_MS = 7 * 24 * 3_600_000
 
@@ -105,6 +108,27 @@ def test_cutover_settings_from_the_request_then_the_source(
     snapshots = maintenance.cutover_settings(requested, properties, "sales.orders").snapshots
     assert (snapshots.enabled, snapshots.min_snapshots_to_keep, snapshots.max_snapshot_age_hours) == expected
     assert snapshots.why  # every value says where it came from
+
+
+def test_cutover_reads_the_requests_own_option() -> None:
+    """options.s3tables_maintenance as a parsed request holds it (tests/events' S3 Tables example)."""
+    body = json.loads((Path(__file__).parents[1] / "events" / "migrate_request_s3tables.json").read_text())
+    body["run_id"] = "maintenance-1"  # the one field the CLI adds
+    body["options"]["s3tables_maintenance"] = {
+        "compaction": {"target_file_size_mb": 256},
+        "snapshot_management": {"max_snapshot_age_hours": 720},
+    }
+    option = MigrationRequest.model_validate(body).options.s3tables_maintenance
+    cutover = maintenance.cutover_settings(option, {maintenance.MIN_SNAPSHOTS: "4"}, "sales.orders")
+    assert (cutover.compaction_enabled, cutover.target_file_size_mb, cutover.strategy) == (True, 256, "auto")
+    snapshots = cutover.snapshots
+    assert (snapshots.enabled, snapshots.min_snapshots_to_keep, snapshots.max_snapshot_age_hours) == (
+        True,
+        4,
+        720,
+    )
+    assert "max_snapshot_age_hours 720 from options.s3tables_maintenance" in snapshots.why
+    assert "min_snapshots_to_keep 4 from the source's retention" in snapshots.why
 
 
 def test_compaction_as_the_request_says_and_bad_retention_named() -> None:
