@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser demo test test-fast lint bench bench-assess bench-large bench-scd2 bench-copy bench-sync bench-cutover clean synth announce-synth
+.PHONY: setup browser demo test test-fast lint bench bench-assess bench-large bench-scd2 bench-copy bench-sync bench-cutover bench-stream clean synth announce-synth
 
 setup: $(STAMP)
 
@@ -64,6 +64,11 @@ bench-large: setup
 # latency (benchmarks/s3_model.py); last line: JSON with efficiency, slowdowns and cost per object.
 bench-copy: setup
 	$(BIN)/python -m benchmarks.copy_bench --record
+
+# A copy into S3 Tables' storage streams through the engine (issue 61): tracemalloc's peak over a
+# 512 MiB copy (two 32 MiB parts held, whatever the size) and the copying thread's CPU per MiB.
+bench-stream: setup
+	$(BIN)/python -m benchmarks.stream_copy_bench --mib 512 --record
 
 # A sync costs the change (issue 42): a local full migration of 1,000,000 files, the sync of 3
 # commits and a run with nothing new (seconds and requests), Iceberg's incremental
