@@ -16,7 +16,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from icelake.local.moto_server import embedded_aws
-from icelake.local.s3tables import api, installed
+from icelake.local.s3tables import api, installed, storage
 from tests.shapes import BASE_TYPES, check_shape
 
 MODEL = botocore.session.get_session().get_service_model("s3tables")
@@ -290,6 +290,13 @@ def _storage(aws: boto3.Session) -> tuple[Any, str]:
 
 def test_table_storage_serves_the_supported_object_operations(aws: boto3.Session) -> None:
     s3, bucket = _storage(aws)
+    with storage.recorded() as calls:
+        _use_every_supported_operation(s3, bucket)
+    assert set(calls) == storage.SUPPORTED  # each served, none refused
+    assert calls["PutObject"] == 1 and calls["UploadPart"] == 2
+
+
+def _use_every_supported_operation(s3: Any, bucket: str) -> None:
     s3.put_object(Bucket=bucket, Key="data/a.parquet", Body=b"0123456789", ChecksumAlgorithm="CRC64NVME")
     head = s3.head_object(Bucket=bucket, Key="data/a.parquet", ChecksumMode="ENABLED")
     assert head["ContentLength"] == 10 and head["ServerSideEncryption"] == "AES256"
@@ -350,10 +357,12 @@ def test_table_storage_refuses_what_aws_does_not_serve_there(aws: boto3.Session)
         ),
         "GetBucketLocation": lambda: s3.get_bucket_location(Bucket=bucket),
     }
-    for operation, call in refused.items():
-        with pytest.raises(ClientError) as refusal:
-            call()
-        assert _code(refusal) == ("MethodNotAllowed", 405), operation
+    with storage.recorded() as calls:
+        for operation, call in refused.items():
+            with pytest.raises(ClientError) as refusal:
+                call()
+            assert _code(refusal) == ("MethodNotAllowed", 405), operation
+    assert calls == {f"{operation} (refused)": 1 for operation in refused}
     with pytest.raises(ClientError) as head_bucket:
         s3.head_bucket(Bucket=bucket)
     assert head_bucket.value.response["ResponseMetadata"]["HTTPStatusCode"] == 405

@@ -17,12 +17,17 @@ CreateMultipartUpload naming another encryption, storage class or canned ACL is 
 (InvalidArgument), so that code passing here never depends on a setting AWS would not apply.
 
 `If-None-Match: *` (PutObject, CompleteMultipartUpload) never overwrites: moto checks for the key
-and then writes; that check and write are made atomic here, for any bucket."""
+and then writes; that check and write are made atomic here, for any bucket.
+
+`recorded()` counts the operations sent to table storage, served or refused, so a test can show a
+whole run used only what AWS serves there."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 SUFFIX = "--table-s3"
@@ -62,11 +67,39 @@ _PLAIN = {"GET": "GetObject", "HEAD": "HeadObject", "PUT": "PutObject", "DELETE"
 _BUCKET_LEVEL = {  # (method, subresource of a bucket) -> operation, for the refusal's message
     ("GET", "uploads"): "ListMultipartUploads",
     ("GET", "versions"): "ListObjectVersions",
+    ("GET", "location"): "GetBucketLocation",
     ("POST", "delete"): "DeleteObjects",
     ("HEAD", ""): "HeadBucket",
-    ("GET", ""): "ListObjects",
 }
+# A listing's own parameters: a GET of the bucket with only these is ListObjects(V2)
+_LISTING = frozenset({"prefix", "marker", "max-keys", "delimiter", "encoding-type", "list-type"})
+_LISTING |= {"continuation-token", "start-after", "fetch-owner", "optional-object-attributes"}
 _CONDITIONAL = threading.Lock()  # check-then-write of If-None-Match: * made atomic
+_RECORDING: list[Counter[str]] = []  # the open `recorded()` blocks
+_RECORD_LOCK = threading.Lock()
+
+
+@contextmanager
+def recorded() -> Iterator[Counter[str]]:
+    """Every object operation sent to a table's storage while open, served or refused (a refused
+    one counted as "<operation> (refused)"): a test can show a run used only what AWS serves
+    there, even where the caller swallowed a refusal."""
+    calls: Counter[str] = Counter()
+    with _RECORD_LOCK:
+        _RECORDING.append(calls)
+    try:
+        yield calls
+    finally:
+        with _RECORD_LOCK:
+            _RECORDING.remove(calls)
+
+
+def _record(operation: str) -> None:
+    with _RECORD_LOCK:
+        for calls in _RECORDING:
+            calls[operation] += 1
+
+
 _ORIGINAL: dict[str, Callable[..., Any]] = {}
 
 
@@ -94,8 +127,9 @@ def _subresource(method: str, query: Mapping[str, Any], plain: str) -> str:
 
 
 def bucket_operation(method: str, query: Mapping[str, Any]) -> str:
-    if method == "GET" and query.get("list-type") in (["2"], "2"):
-        return "ListObjectsV2"
+    """The S3 operation a request on a bucket is (for the refusal's message and the record)."""
+    if method == "GET" and set(query) <= _LISTING:
+        return "ListObjectsV2" if query.get("list-type") in (["2"], "2") else "ListObjects"
     for name in (*query, ""):
         if (method, name) in _BUCKET_LEVEL:
             return _BUCKET_LEVEL[(method, name)]
@@ -136,6 +170,7 @@ def _key_response(self: Any, request: Any, full_url: str) -> Any:
     headers = request.headers
     if self.parse_bucket_name_from_url(request, full_url).endswith(SUFFIX):
         operation = key_operation(request.method, self._get_querystring(request, full_url), headers)
+        _record(operation if operation in SUPPORTED else f"{operation} (refused)")
         if operation not in SUPPORTED:
             return refusal(operation)
         if operation in ("PutObject", "CreateMultipartUpload"):
@@ -151,7 +186,9 @@ def _key_response(self: Any, request: Any, full_url: str) -> Any:
 def _bucket_response(self: Any, request: Any, full_url: str) -> Any:
     bucket = self.parse_bucket_name_from_url(request, full_url)
     if bucket and bucket.endswith(SUFFIX):
-        return refusal(bucket_operation(request.method, self._get_querystring(request, full_url)))
+        operation = bucket_operation(request.method, self._get_querystring(request, full_url))
+        _record(f"{operation} (refused)")
+        return refusal(operation)
     return _ORIGINAL["_bucket_response"](self, request, full_url)
 
 
