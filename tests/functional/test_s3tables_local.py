@@ -190,6 +190,11 @@ def test_tags_and_policies_on_tables_and_buckets(aws: boto3.Session) -> None:
     assert _code(reserved) == ("BadRequestException", 400)
     with pytest.raises(ClientError, match="at most 50"):
         s3tables.tag_resource(resourceArn=bucket_arn, tags={f"k{i}": "v" for i in range(50)})
+    with pytest.raises(ClientError, match="at most 50"):  # refused before the table is made
+        s3tables.create_table(
+            **{**table, "name": "crowded"}, format="ICEBERG", tags={f"k{i}": "v" for i in range(51)}
+        )
+    assert [t["name"] for t in s3tables.list_tables(tableBucketARN=bucket_arn)["tables"]] == ["orders"]
     with pytest.raises(ClientError) as unknown:
         s3tables.list_tags_for_resource(resourceArn=f"{bucket_arn}/table/absent")
     assert _code(unknown) == ("NotFoundException", 404)

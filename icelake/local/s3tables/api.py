@@ -182,6 +182,8 @@ def _tagged(self: Any, arn: str) -> Any:
 def _checked_tags(tags: Any) -> dict[str, str]:
     if not isinstance(tags, dict):
         raise _bad("tags must be a map of keys to values")
+    if len(tags) > MAX_TAGS:  # checked before a create, so that none is made and then refused
+        raise _bad(f"a resource holds at most {MAX_TAGS} tags: {len(tags)} given")
     for key, value in tags.items():
         if not isinstance(key, str) or not 1 <= len(key) <= 128 or key.lower().startswith("aws:"):
             raise _bad(f"tag key {key!r}: 1 to 128 characters, not starting with aws:")
