@@ -8,6 +8,9 @@ A prune deletes a target object only when all of these hold:
 - the table's current target metadata no longer reaches it (reachable.py, deliberately wide), nor,
   under `history: all`, any version its metadata-log lists (history.py);
 - it still exists (so the count is what this prune deleted).
+
+On S3 Tables' storage nothing is deleted: it takes no DeleteObject, and the table bucket's
+unreferenced-file removal takes what no snapshot reaches (`not_pruned` says so, for the outcome).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Iterable
 
 from icelake.aws.fileio import FileIO
 from icelake.migrate.check.reachable import reachable_files
+from icelake.migrate.copy.table_storage import NO_DELETE, is_table_storage
 from icelake.migrate.history import reached_by_history
 from icelake.migrate.inventory import stat_by_listing
 from icelake.migrate.journal import read_journal
@@ -26,6 +30,11 @@ def prune_requests(manifest_lists: int, manifests: int) -> dict[str, int]:
     """The S3 requests `prune_target` sends after a first sync (no key of an earlier run to ask
     about): the target's metadata.json, manifest lists and manifests read. Estimates use it."""
     return {"get": 1 + manifest_lists + manifests}
+
+
+def not_pruned(target_location: str) -> str | None:
+    """Why a target is never pruned (S3 Tables' storage), or None when it is pruned."""
+    return NO_DELETE if is_table_storage(target_location) else None
 
 
 def prune_target(
@@ -45,7 +54,10 @@ def prune_target(
     set of reachable paths. The journals are streamed against that set, and only the candidates
     they leave are asked whether they still exist (a listing of the location only when there are
     many of them, bounded by their number: see inventory.stat_by_listing), so a table of a million
-    files whose source expired a thousand is not listed whole."""
+    files whose source expired a thousand is not listed whole. On S3 Tables' storage it deletes
+    nothing and reads nothing (`not_pruned`: no DeleteObject there)."""
+    if not_pruned(target_location):
+        return []
     candidates = unreached(
         dst_io, artifacts_io, journal_uris, target_location, target_metadata, keep_history=keep_history
     )

@@ -28,8 +28,9 @@ from icelake.migrate import migrate_table
 from icelake.migrate.copy.common import CopySettings
 from icelake.migrate.copy.engine import migration_requests, run_migration
 from icelake.migrate.copy.objects import copy_file_proved, copy_requests
-from icelake.migrate.copy.table_storage import TABLE_STORAGE_OPERATIONS, is_table_storage
+from icelake.migrate.copy.table_storage import NO_DELETE, TABLE_STORAGE_OPERATIONS, is_table_storage
 from icelake.migrate.plan.model import TablePlan
+from icelake.migrate.prune import not_pruned, prune_target
 from icelake.migrate.settings import EngineSettings
 from icelake.throughput import ThroughputModel
 from tests.lake import SOURCE_BUCKET, Lake, add_source_table, bucket_state, s3_props
@@ -242,6 +243,12 @@ def test_a_table_migrates_into_table_storage_with_only_its_operations(lake: Lake
     assert again.files_copied == 0 and again.files_rewritten == 0
     assert sent.unsupported() == []
     assert not [op for op, _ in sent.to_table_storage() if op != "HeadObject"]
+
+    # ... and a prune there deletes nothing and reads nothing: the bucket's own removal takes what
+    # no snapshot reaches, and the reason is there for the outcome
+    sent.calls.clear()
+    assert prune_target(dst, src, [], warehouse, result.target_metadata_location) == []
+    assert sent.calls == [] and not_pruned(warehouse) == NO_DELETE
 
 
 @pytest.mark.parametrize("glue", [False, True], ids=["lambda", "glue"])
