@@ -92,8 +92,11 @@ def _client() -> Any:
     return new_session(region_name=REGION).client("s3")
 
 
-def build_and_publish(work: Path, files: int, prefixes: int, hot_share: float, model: ModelProcess) -> str:
-    """The table, built in its own JVM and process, then seeded into the model's source bucket."""
+def build_and_publish(
+    work: Path, files: int, prefixes: int, hot_share: float, model: ModelProcess, snapshots: int | None = None
+) -> str:
+    """The table (`snapshots` fast appends, default one per 5,000 files), built in its own JVM and
+    process, then seeded into the model's source bucket."""
     from icelake.aws.fileio import LocalFileIO, S3FileIO
     from icelake.migrate import migrate_table
     from icelake.migrate.settings import EngineSettings
@@ -101,7 +104,7 @@ def build_and_publish(work: Path, files: int, prefixes: int, hot_share: float, m
     built = build_in_own_process(
         work / "warehouse",
         files,
-        max(1, files // 5000),
+        snapshots or max(1, files // 5000),
         64,  # bytes: the model keeps sizes only, but the table is seeded through PutObject
         f"--skewed-prefixes={prefixes}",
         f"--hot-share={hot_share}",

@@ -23,6 +23,9 @@ awsglue when present, else argparse (same names), so the same script runs in AWS
   --history live|all         what the target keeps of older logged metadata versions (live)
   --work-item JSON           the workflow's WorkItem (statemachines/migrate_tables.asl.json passes
                              it): roles, KMS key, prefix maps and run id where not given above
+  --verify-job URI           modes verify and repair: check a target's files against the copy
+                             record instead (icelake.migrate.check.verify_job: what to check, where
+                             the check goes); --source-metadata and --target-location are not needed
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from icelake.glue_args import in_glue, resolve_options
 from icelake.migrate.check.record import RECORD_NAME, RecordBuilder, add_to_record
 from icelake.migrate.check.row_digest import compare_rows
 from icelake.migrate.check.validate import checked_target_files
+from icelake.migrate.check.verify_job import FilesProved, VerifyJob, run_verify_job
 from icelake.migrate.copy.distributed import SparkRunner, executor_spec, size_copies
 from icelake.migrate.copy.engine import Runner, run_migration
 from icelake.migrate.history import HISTORIES, History, dangling_versions, to_source_map
@@ -75,8 +79,9 @@ OPTIONS = (
     # synced to, else why the whole table is planned
     "sync_from",
     "sync_full_reason",
+    "verify_job",
 )
-REQUIRED = ("source_metadata", "target_location")
+REQUIRED = ("source_metadata", "target_location")  # of a migration (a verify needs --verify-job only)
 IN_GLUE = in_glue()
 
 
@@ -85,7 +90,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         argv,
         OPTIONS,
         prog="migrate_table",
-        required=REQUIRED,
+        required=() if "--verify-job" in argv or "--verify_job" in argv else REQUIRED,
         repeatable=("map",),
         flags=("overwrite",),
         defaults={"overwrite": "false"},
@@ -164,8 +169,14 @@ def _role(arn: str | None, external_id: str | None, name: str, duration: str | N
     return AssumedRole(arn, external_id=external_id, session_name=name, duration_seconds=seconds)
 
 
-def main(argv: list[str] | None = None) -> MigrationResult:
+def main(argv: list[str] | None = None) -> MigrationResult | FilesProved:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.verify_job:
+        return verify_files(args)
+    return migrate(args)
+
+
+def migrate(args: argparse.Namespace) -> MigrationResult:
     run, duration = args.run_id or "glue", args.session_duration_seconds
     src = executor_spec(
         args.source_metadata,
@@ -220,6 +231,23 @@ def main(argv: list[str] | None = None) -> MigrationResult:
         io_for(args.result_uri).write(args.result_uri, payload.encode())
     print(payload)
     return result
+
+
+def verify_files(args: argparse.Namespace) -> FilesProved:
+    """--verify-job: a target's files checked against the copy record on the executors (each
+    opens the target as the target role), written where the job says (the Verify step reads it)."""
+    job = VerifyJob.model_validate_json(io_for(args.verify_job).read(args.verify_job))
+    run, duration = args.run_id or "glue", args.session_duration_seconds
+    role = _role(args.target_role_arn, args.target_external_id, f"icelake-dst-{run}", duration)
+    dst = executor_spec(job.target_metadata, role)
+    runner = SparkRunner(build_session(args.local_warehouse).sparkContext)
+    driver_before = OPENED_REQUESTS.counts()
+    check = run_verify_job(job, io_for(job.result_uri), dst.open, runner)
+    sent = added(subtracted(OPENED_REQUESTS.counts(), driver_before), runner.requests)
+    proved = FilesProved.of(check, sent)
+    io_for(job.result_uri).write(job.result_uri, proved.model_dump_json().encode())
+    print(proved.model_dump_json())
+    return proved
 
 
 def on_planned(runner: SparkRunner, journal_uri: str | None, dst: FileIOSpec, plan: TablePlan) -> None:

@@ -40,6 +40,18 @@ class DeleteFiles(BaseModel):
     deletion_vectors: int = 0
 
 
+class VerifyEstimate(BaseModel):
+    """A verify (or repair) run of the migrated target (icelake/assess/estimate/verify_estimate.py):
+    its files check's requests, its seconds in each engine, and the engine the Verify step gives it."""
+
+    model_config = ConfigDict(frozen=True)
+    files: int  # data and delete files checked
+    requests: dict[str, int]  # head, list, get
+    duration_s: dict[str, float]  # "lambda", "glue": the check's seconds in each engine, its start included
+    engine: Literal["lambda", "glue"]
+    engine_rule: str
+
+
 class TableAssessment(BaseModel):
     """One table: counts over every retained snapshot (what a migration copies)."""
 
@@ -73,6 +85,7 @@ class TableAssessment(BaseModel):
     # The syncs until cutover priced (sync_window.py), and the cutover's write freeze.
     sync_window: SyncWindow | None = None
     cutover: CutoverFreeze | None = None
+    verify: VerifyEstimate | None = None  # a verify run of the migrated target (day 2)
 
 
 class RunEstimate(BaseModel):

@@ -311,6 +311,15 @@ class Options(_Frozen):
     glue_threshold_bytes: int = Field(default=100 * 1024**3, ge=0)
     # The file-count threshold of the same choice (see glue_threshold_bytes).
     glue_threshold_files: int = Field(default=20_000, ge=0)
+    # modes verify and repair: a table with more data and delete files than this has its files checked
+    # in the Glue job; None: as the estimate says (a Lambda check past 60 % of its timeout goes to Glue;
+    # icelake/assess/estimate/verify_estimate.py).
+    verify_glue_threshold_files: int | None = Field(default=None, ge=0)
+    # modes verify and repair: the S3 URI of the manifest.json of an S3 Inventory report of the target
+    # bucket (CSV or Parquet, with Size and ETag): it answers for the copies in place of listing the
+    # table location; files written since the report are HEADed, damage since it is not seen
+    # (icelake/migrate/check/inventory_report.py says what it costs and how fresh it is).
+    inventory_report: str | None = Field(default=None, pattern=r"^s3://[^/]+/.+manifest\.json$")
     # DurationSeconds of each assumed-role session (900..3600: role chaining). Sessions refresh before
     # they expire either way, so long Glue copies never run out of credentials.
     session_duration_seconds: int = DEFAULT_SESSION_SECONDS

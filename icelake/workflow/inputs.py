@@ -8,7 +8,7 @@ JSONPath of the definition against these models before anything runs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -46,6 +46,26 @@ class InventoryInput(_StepInput):
 
 class PlanInput(_StepInput):
     item: WorkItem
+
+
+class VerifyInput(_StepInput):
+    """Verify (modes verify and repair): the work item; called again once the Glue job checked the
+    table's files, with the job run's answer, or the Catch's {Error, Cause}, as `glue`."""
+
+    item: WorkItem
+    glue: dict[str, Any] | None = None
+
+
+class VerifyStep(BaseModel):
+    """The Verify step's answer: the table's outcome, or, when the Glue job checks its files
+    (`engine` glue), the check it is given (icelake/migrate/check/verify_job.py)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    engine: Literal["lambda", "glue"]
+    engine_rule: str  # which rule chose it (icelake/assess/estimate/verify_estimate.py)
+    outcome: TableOutcome | None = None
+    job_uri: str | None = None  # the VerifyJob the Glue job reads
 
 
 class PlannedInput(_StepInput):
@@ -114,4 +134,5 @@ STEPS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     "validate": (PlannedInput, TableOutcome),
     "rollback": (RollbackInput, TableOutcome),
     "report": (ReportInput, RunSummary),
+    "verify": (VerifyInput, VerifyStep),
 }

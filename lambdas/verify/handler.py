@@ -4,7 +4,7 @@ nothing written; under repair, its damaged files written again from the source."
 from __future__ import annotations
 
 from icelake.workflow import steps
-from icelake.workflow.inputs import PlanInput
+from icelake.workflow.inputs import VerifyInput
 from icelake.workflow.lambda_handler import step_handler
 
-handler = step_handler(steps.verify_or_repair, PlanInput, "TablesVerified")
+handler = step_handler(steps.verify_or_repair, VerifyInput, "TablesVerified")

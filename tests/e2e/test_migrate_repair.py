@@ -52,9 +52,11 @@ def _spark_orders(spark: Any, lake: Lake) -> str:
     return lake.publish("sales", "orders", meta)
 
 
-def _run(deployment: LocalDeployment, lake: Lake, run_id: str, mode: str, tier: str) -> dict[str, Any]:
+def _run(
+    deployment: LocalDeployment, lake: Lake, run_id: str, mode: str, tier: str, **options: Any
+) -> dict[str, Any]:
     """A verify or repair run's outcomes by table, and its report.html under "html"."""
-    request = lake.request(run_id, mode=mode, options={"concurrency": 2, "validation": tier})
+    request = lake.request(run_id, mode=mode, options={"concurrency": 2, "validation": tier, **options})
     result = run_execution(deployment.state_machine_arn, request, timeout=300, name=run_id)
     assert result.status == "SUCCEEDED", result.failure()
     html_uri = result.output["report_html_uri"]
@@ -93,6 +95,40 @@ def _delete(lake: Lake, uri: str) -> None:
     lake.target.client("s3").delete_object(Bucket=TARGET_BUCKET, Key=uri.split("/", 3)[3])
 
 
+def _damage(lake: Lake, orders: dict[str, Any], customers: dict[str, Any]) -> None:
+    _overwrite_same_length(lake, orders["data"][0])
+    _overwrite_same_length(lake, orders["deletes"][0])
+    _delete(lake, customers["manifests"][0])
+    _delete(lake, customers["lists"][0])
+
+
+def _the_glue_job_says_the_same(
+    deployment: LocalDeployment, lake: Lake, mode: str, in_lambda: dict[str, Any]
+) -> None:
+    """A run of `mode` at the tier of `in_lambda` (a run whose Verify step checked the files
+    itself), with the threshold giving every table's files to the Glue job: the same outcomes."""
+    tier = "rows" if mode == "verify" else "metadata"
+    on_glue = _run(deployment, lake, f"{mode}-glue", mode, tier, verify_glue_threshold_files=0)
+    for table in ("sales.orders", "sales.customers"):
+        assert in_lambda[table]["engines"] == {"verify": "lambda"}, in_lambda[table]
+        assert on_glue[table]["engines"] == {"verify": "glue"}, on_glue[table]
+        assert "verify_glue_threshold_files 0" in on_glue[table]["engine_rule"], on_glue[table]
+        assert _said(on_glue[table]) == _said(in_lambda[table]), (on_glue[table], in_lambda[table])
+        if mode == "verify":  # a repair checks again only the files written, where it can
+            assert on_glue[table]["validation"] == in_lambda[table]["validation"]
+
+
+def _said(outcome: dict[str, Any]) -> tuple[Any, ...]:
+    """What an outcome says of the table, whichever engine checked its files."""
+    error = outcome.get("error") or {}
+    return (
+        outcome["status"],
+        sorted(outcome["damaged_files"]),
+        sorted(outcome["repaired_files"]),
+        error.get("message"),
+    )
+
+
 def test_damage_is_named_at_every_tier_and_repaired_from_the_source(
     world: tuple[Lake, LocalDeployment], spark: Any
 ) -> None:
@@ -112,10 +148,7 @@ def test_damage_is_named_at_every_tier_and_repaired_from_the_source(
         "sales.orders": [orders["data"][0], orders["deletes"][0]],
         "sales.customers": [customers["manifests"][0], customers["lists"][0]],
     }
-    _overwrite_same_length(lake, orders["data"][0])
-    _overwrite_same_length(lake, orders["deletes"][0])
-    _delete(lake, customers["manifests"][0])
-    _delete(lake, customers["lists"][0])
+    _damage(lake, orders, customers)
     target_damaged = bucket_state(lake.target, TARGET_BUCKET)
 
     # Then: every tier names every damaged file, and neither table is verified
@@ -129,6 +162,7 @@ def test_damage_is_named_at_every_tier_and_repaired_from_the_source(
     message = outcomes["sales.orders"]["error"]["message"]
     assert "recorded" in message  # what differed: the checksum or ETag against the record
     assert "missing at the target" in outcomes["sales.customers"]["error"]["message"]
+    _the_glue_job_says_the_same(deployment, lake, "verify", outcomes)
 
     # Without the record (a target migrated before records were kept), sizes pass and the rows
     # tier's reader names each file it cannot parse with its complaint, not a bare failure.
@@ -166,6 +200,11 @@ def test_damage_is_named_at_every_tier_and_repaired_from_the_source(
     assert all(p in files_section for paths in damaged.values() for p in paths), files_section
     assert files_section.count(">repaired<") == 4 and ">damaged<" not in files_section
     assert catalog_state(lake.target)["sales.orders"]  # still registered
+
+    # The same damage again, repaired with the Glue job checking the files: the same outcome (the
+    # data and delete file checked again alone, the customers' manifest and list whole again)
+    _damage(lake, orders, customers)
+    _the_glue_job_says_the_same(deployment, lake, "repair", repaired)
 
     # Then the rows tier verifies both, and the source was never touched
     outcomes = _run(deployment, lake, "verify-after", "verify", "rows")

@@ -16,13 +16,14 @@ from pydantic import BaseModel
 
 from icelake.constants import MIGRATE_ASL
 from icelake.request.models import WorkItem
-from icelake.workflow.inputs import STEPS, CaughtError
+from icelake.workflow.inputs import STEPS, CaughtError, VerifyStep
 from icelake.workflow.models import PlanResult, TableOutcome
 
 REPO = Path(__file__).resolve().parents[2]
 DEFINITION = json.loads((REPO / MIGRATE_ASL).read_text())
 ITEM_STATES = DEFINITION["States"]["MigrateTables"]["ItemProcessor"]["States"]
 ASSESS_STATES = DEFINITION["States"]["AssessTables"]["ItemProcessor"]["States"]  # mode assess
+VERIFY_STATES = DEFINITION["States"]["VerifyTables"]["ItemProcessor"]["States"]  # modes verify, repair
 # What the item processor's state holds at its top level, by key, after KeepPlan (and Validate).
 ITEM_STATE_SHAPE: dict[str, Any] = {
     "item": WorkItem,
@@ -32,12 +33,15 @@ ITEM_STATE_SHAPE: dict[str, Any] = {
     "error": CaughtError,  # a Catch's {Error, Cause}, and Step
     "rollback_error": dict,
 }
+# What the verify processor's state holds: the item, the Verify step's answer, the Glue job's.
+VERIFY_STATE_SHAPE: dict[str, Any] = {"item": WorkItem, "verified": {"step": VerifyStep}, "glue": dict}
 
 
 def _lambda_tasks() -> list[tuple[str, str, dict[str, Any]]]:
     """(state, step, payload) of every Lambda Task, top level and in the item processors."""
     found = []
-    for name, state in [*DEFINITION["States"].items(), *ITEM_STATES.items(), *ASSESS_STATES.items()]:
+    every = [*DEFINITION["States"].items(), *ITEM_STATES.items(), *ASSESS_STATES.items()]
+    for name, state in [*every, *VERIFY_STATES.items()]:
         params = state.get("Parameters", {})
         function = re.fullmatch(r"\$\{(\w+)FunctionArn\}", str(params.get("FunctionName", "")))
         if state["Type"] == "Task" and function:
@@ -87,17 +91,24 @@ def _paths(value: Any) -> list[str]:
     return re.findall(r"(?<![$\w])\$((?:\.\w+)+)", value) if isinstance(value, str) else []
 
 
-def test_every_jsonpath_of_the_item_processor_resolves_to_a_field() -> None:
+@pytest.mark.parametrize(
+    ("states", "shape", "least"),
+    [(ITEM_STATES, ITEM_STATE_SHAPE, 20), (VERIFY_STATES, VERIFY_STATE_SHAPE, 6)],
+    ids=["migrate", "verify"],
+)
+def test_every_jsonpath_of_the_item_processor_resolves_to_a_field(
+    states: dict[str, Any], shape: dict[str, Any], least: int
+) -> None:
     checked = 0
-    for name, state in ITEM_STATES.items():
+    for name, state in states.items():
         for key in ("Parameters", "Choices", "InputPath", "OutputPath", "ResultPath"):
             for path in _paths(state.get(key)):
                 parts = path.strip(".").split(".")
                 if key == "ResultPath" or parts[0] == "Payload":
                     continue  # where a result goes, or the Lambda's own answer
-                _resolve(ITEM_STATE_SHAPE, parts, f"{name}.{key} ${path}")
+                _resolve(shape, parts, f"{name}.{key} ${path}")
                 checked += 1
-    assert checked >= 20  # the Choice on the engine, the Glue arguments, the cutover loop, ...
+    assert checked >= least  # the Choice on the engine, the Glue arguments, the cutover loop, ...
 
 
 def test_a_renamed_field_is_caught() -> None:

@@ -37,6 +37,7 @@ from icelake.assess.estimate.model import (
 )
 from icelake.assess.estimate.prices import PriceTable
 from icelake.assess.estimate.sync_window import SyncInputs, per_copy_requests, sync_window
+from icelake.assess.estimate.verify_estimate import VerifyWork, verify_estimate
 from icelake.assess.gather.commit_entries import entries_per_commit
 from icelake.assess.gather.commits import CommitHistory, commit_history, commit_rate_warning
 from icelake.assess.gather.findings import SourceObjects, object_findings, refusal
@@ -49,6 +50,7 @@ from icelake.assess.schema import (
     RunEstimate,
     TableAssessment,
     Totals,
+    VerifyEstimate,
 )
 from icelake.aws.fileio import FileIO, S3FileIO
 from icelake.aws.request_count import RequestCount, added
@@ -77,6 +79,7 @@ class Settings:
     glue_threshold_files: int = 20_000
     glue_threshold_bytes: int = 100 * 1024**3
     thresholds_explicit: bool = False  # the request set one: the estimate rule is off (engine_choice)
+    verify_glue_threshold_files: int | None = None  # options.verify_glue_threshold_files
     concurrency: int = 4
     prune: bool = True  # the request's options.prune: Validate then reads the target's manifests again
     history: History = "live"  # the request's options.history: what the target keeps
@@ -256,6 +259,9 @@ def _assessed(
         estimate=estimate,
         sync_window=window,
         cutover=freeze,
+        verify=VerifyEstimate(
+            **verify_estimate(VerifyWork.of_plan(plan), settings.model, settings.verify_glue_threshold_files)
+        ),
         **history.fields(),
     )
 

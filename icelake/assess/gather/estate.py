@@ -52,6 +52,7 @@ def settings_for(
         glue_threshold_files=options.glue_threshold_files,
         glue_threshold_bytes=options.glue_threshold_bytes,
         thresholds_explicit=Thresholds.of(options).explicit,
+        verify_glue_threshold_files=options.verify_glue_threshold_files,
         concurrency=options.concurrency,
         prune=options.prune,
         history=options.history,

@@ -5,10 +5,12 @@ to find what they reach, and a missing or unreadable one is named and its subtre
 would reach cannot be known from the target alone).
 
 Where the record holds an ETag (a copy: CopyObject answers with the copy's ETag, which any later
-write of the key changes) the file under the table location is answered by one listing of the
+write of the key changes) the file under the table location is answered by a listing of the
 location (1,000 keys, sizes and ETags a request) rather than a HEAD: a million data files are a
-thousand LISTs, not a million HEADs (hours in one Lambda). The rest, rewritten files recorded by
-their SHA-256 and files elsewhere, get one HEAD each (`ChecksumMode=ENABLED`).
+thousand LISTs in fifty ranges side by side, not a million HEADs (hours in one Lambda). The rest,
+rewritten files recorded by their SHA-256 and files elsewhere, get one HEAD each
+(`ChecksumMode=ENABLED`). The checks and the manifests' reads run on a `Runner`: a Lambda's
+threads, or the Glue job's Spark tasks for the largest tables (`check/proof_chunks.py`).
 
 A file not on the record (a target migrated before records were kept, or a promoted table's
 commits by others) is checked by its size as the metadata records it, and counted as such.
@@ -19,17 +21,33 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TypeVar
 
-from icelake.aws.fileio import FileIO, ObjectInfo
+from icelake.aws.fileio import FileIO
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.avro.files import DELETED, manifest_refs
-from icelake.migrate.check.record import Record, differs
+from icelake.migrate.avro.files import DELETED, ManifestRef, manifest_refs
+from icelake.migrate.check.inventory_report import InventoryReport
+from icelake.migrate.check.proof_chunks import (
+    ChunkResult,
+    FileToProve,
+    by_listing,
+    check_chunk,
+    chunks_of,
+    judged,
+    listing_pages,
+)
+from icelake.migrate.check.record import Record
+from icelake.migrate.copy.engine import Runner, ThreadRunner
 from icelake.migrate.plan_scan import entry_fields, map_ahead
+from icelake.migrate.progress import NoProgress
 from icelake.uris import canonical, is_under
 
 T = TypeVar("T")
-HEAD_THREADS = 16  # HEADs in flight: each waits on S3, none uses the CPU
+HEAD_THREADS = 16  # a Lambda's chunks and reads in flight: each waits on S3, none uses the CPU
+# A manifest as the check needs it: (content, file_path, recorded size) of each live entry, or
+# the reader's complaint
+ManifestFiles = list[tuple[int, str, int]] | str
 
 
 @dataclass(frozen=True)
@@ -49,10 +67,12 @@ class Damage:
 class ProofCheck:
     files: int = 0  # referenced files checked
     heads: int = 0  # of those, by a HEAD each (the rest by the location's listing)
+    ranges: int = 0  # the listings of ranges of the location's keys
     unrecorded: int = 0  # of those, not on the record: checked by size only
     damaged: list[Damage] = field(default_factory=list)
     other: list[str] = field(default_factory=list)  # not a file's damage (a path under the source)
     seconds: float = 0.0
+    note: str = ""  # how the copies were checked, when not by a listing now (an S3 Inventory report)
 
     @property
     def problems(self) -> list[str]:
@@ -63,69 +83,57 @@ class ProofCheck:
 class _Walk:
     """What the walk found: each file's kind and recorded size, and which snapshots reach it."""
 
-    io: FileIO
     record: Record
     check: ProofCheck
+    runner: Runner
+    open_io: Callable[[], FileIO]
+    here: Runner  # this process's threads, for the work too small for `runner`
     reached_by: dict[str, set[int]] = field(default_factory=dict)  # lists and manifests
     # A data or delete file's manifest (others that name it too in `more_owners`): a million files
     # hold a string each here, not a set of snapshots.
     owner: dict[str, str] = field(default_factory=dict)
     more_owners: dict[str, list[str]] = field(default_factory=dict)
-    location: str = ""  # canonical table location, once listed
-    listed: dict[str, ObjectInfo] = field(default_factory=dict)
+    location: str = ""  # canonical table location, once read from the metadata
+    inventory: InventoryReport | None = None  # answers for the copies in place of a listing
 
-    def heads(self, files: Iterable[tuple[str, int | None, str]]) -> set[str]:
-        """Check each file, by the listing where it answers, else a HEAD on threads; returns the
-        damaged paths."""
-        items = list(dict.fromkeys(files))
-        answered = {path: info for path, _r, _w in items for ok, info in [self._from_listing(path)] if ok}
-        to_head = [path for path, _r, _w in items if path not in answered]
-        headed = dict(zip(to_head, map_ahead(self._stat, to_head, HEAD_THREADS), strict=True))
-        self.check.heads += len(to_head)
+    def heads(self, files: Iterable[tuple[str, int | None, str]], spread: bool = False) -> set[str]:
+        """Check each file (by the location's listing, or the inventory report, where the record
+        allows, else a HEAD), in chunks on this process's threads, or, `spread`, on the runner;
+        returns the damaged paths."""
+        items = [FileToProve(p, r, w, self.record.get(p)) for p, r, w in dict.fromkeys(files)]
+        results: list[ChunkResult] = []
+        location = self.location
+        if self.inventory is not None:  # what the report holds is answered here; the rest HEADed
+            known = self.inventory.objects
+            answered = [f for f in items if by_listing(f, location) and canonical(f.path) in known]
+            results.append(judged(answered, {f.path: known[canonical(f.path)] for f in answered}, 0))
+            items_left = {f.path for f in answered}
+            items, location = [f for f in items if f.path not in items_left], ""
+            self.check.files += len(answered)
+        chunks = chunks_of(items, location)
+        runner = self.runner if spread else self.here
+        results += runner.map("verify files", partial(check_chunk, self.open_io), chunks)
         bad: set[str] = set()
-        for path, recorded, what in items:
-            self.check.files += 1
-            info = answered[path] if path in answered else headed[path]
-            problem = self._compare(path, recorded, info)
-            if problem is not None:
-                self.check.damaged.append(Damage(path, what, problem))
-                bad.add(path)
+        for result in results:
+            self.check.heads += result.heads
+            self.check.unrecorded += result.unrecorded
+            self.check.damaged += [Damage(*d) for d in result.damaged]
+            bad.update(path for path, _w, _p in result.damaged)
+        self.check.files += len(items)
+        self.check.ranges += sum(1 for c in chunks if c.location is not None)
         return bad
 
-    def _stat(self, path: str) -> ObjectInfo | None:
-        return self.io.stat(path)
-
-    def _from_listing(self, path: str) -> tuple[bool, ObjectInfo | None]:
-        """(whether the listing answers for `path`, what it says: None is absent). It answers
-        for a file under the listed location that the record proves by its ETag, or that is not
-        on the record (checked by size)."""
-        c = canonical(path)
-        if not self.location or not is_under(c, self.location):
-            return False, None
-        proof = self.record.get(path)
-        if proof is not None and not proof.etag:
-            return False, None
-        return True, self.listed.get(c)
-
-    def _compare(self, path: str, recorded: int | None, info: ObjectInfo | None) -> str | None:
-        proof = self.record.get(path)
-        if proof is not None:
-            return differs(proof, info)
-        self.check.unrecorded += 1
-        if info is None:
-            return "missing at the target"
-        if recorded is not None and recorded >= 0 and info.size != recorded:
-            return f"{info.size} bytes, its metadata records {recorded}"
-        return None
-
     def read(self, path: str, what: str, parse: Callable[[str, bytes], list[T]]) -> list[T]:
-        """A manifest list's or manifest's parse; None (and named) when it cannot be read."""
+        """A manifest list's parse; none (and named) when it cannot be read."""
         try:
-            return parse(path, self.io.read(path))
+            return parse(path, self.open_io().read(path))
         except Exception as exc:  # overwritten with something else: damaged, whatever the complaint
-            complaint = " ".join(str(exc).split())[:200]
-            self.check.damaged.append(Damage(path, what, f"cannot be read: {complaint}"))
+            self.unreadable(path, what, exc)
             return []
+
+    def unreadable(self, path: str, what: str, exc: Exception | str) -> None:
+        complaint = " ".join(str(exc).split())[:200]
+        self.check.damaged.append(Damage(path, what, f"cannot be read: {complaint}"))
 
     def reach(self, path: str, snapshots: Iterable[int]) -> None:
         self.reached_by.setdefault(path, set()).update(snapshots)
@@ -144,28 +152,56 @@ class _Walk:
 
 
 def proved_files(
-    io: FileIO, metadata: str, record: Record, source_prefixes: Iterable[str] = ()
+    io: FileIO,
+    metadata: str,
+    record: Record,
+    source_prefixes: Iterable[str] = (),
+    *,
+    runner: Runner | None = None,
+    open_io: Callable[[], FileIO] | None = None,
+    inventory: InventoryReport | None = None,
 ) -> ProofCheck:
-    """Every file `metadata` reaches (itself included) compared with `record`."""
+    """Every file `metadata` reaches (itself included) compared with `record`. `runner` runs the
+    manifests' reads and the data and delete files' chunks (on Spark: two jobs; the metadata
+    files' HEADs, and everything by default, on `HEAD_THREADS` threads of this process), each
+    opening its FileIO with `open_io` (default: `io`; on Spark, a `FileIOSpec`'s open);
+    `inventory`, an S3 Inventory report of the target, answers for the copies it lists."""
     started = time.monotonic()
-    walk = _Walk(io, record, ProofCheck())
+    here = ThreadRunner(HEAD_THREADS, NoProgress())
+    walk = _Walk(record, ProofCheck(), runner or here, open_io or (lambda: io), here, inventory=inventory)
+    walk.check.note = inventory.age_note() if inventory is not None else ""
     if walk.heads([(metadata, None, "metadata file")]):
         return _done(walk, started)
     meta, _gz = mj.parse_metadata(metadata, io.read(metadata))
     walk.check.other += _under_sources(meta, source_prefixes)
     walk.location = canonical(meta["location"])
-    walk.listed = {canonical(uri): info for uri, info in io.list(meta["location"])}
     manifests = _lists(walk, meta)
     bad = walk.heads((p, length, "manifest") for p, length in manifests.items())
+    readable = [p for p in manifests if p not in bad]
     files: dict[str, tuple[int | None, str]] = {}
-    for path in manifests:
-        entries = [] if path in bad else walk.read(path, "manifest", entry_fields)
-        for status, content, file_path, size, _ref, _format in entries:
-            if status != DELETED:
-                files[file_path] = (size, "delete file" if content else "data file")
-                walk.owned(file_path, path)
-    walk.heads((p, size, what) for p, (size, what) in files.items())
+    read = walk.runner.map("read manifests", partial(manifest_files, walk.open_io), readable)
+    for path, entries in zip(readable, read, strict=True):
+        if isinstance(entries, str):
+            walk.unreadable(path, "manifest", entries)
+            continue
+        for content, file_path, size in entries:
+            files[file_path] = (size, "delete file" if content else "data file")
+            walk.owned(file_path, path)
+    walk.heads(((p, size, what) for p, (size, what) in files.items()), spread=True)
     return _done(walk, started)
+
+
+def manifest_files(open_io: Callable[[], FileIO], path: str) -> ManifestFiles:
+    """(content, path, size) of each live entry of the manifest at `path`, or why it cannot be read."""
+    try:
+        entries = entry_fields(path, open_io().read(path))
+    except Exception as exc:  # overwritten with something else: damaged, whatever the complaint
+        return str(exc) or type(exc).__name__
+    return [
+        (content, file_path, size)
+        for status, content, file_path, size, _r, _f in entries
+        if status != DELETED
+    ]
 
 
 def _under_sources(meta: mj.Metadata, source_prefixes: Iterable[str]) -> list[str]:
@@ -188,9 +224,15 @@ def _lists(walk: _Walk, meta: mj.Metadata) -> dict[str, int | None]:
     first += [(p, None, "manifest list") for p in lists]
     bad = walk.heads(first)
     manifests: dict[str, int | None] = {}
-    for path, snapshot in lists.items():
-        walk.reach(path, [snapshot])
-        for ref in [] if path in bad else walk.read(path, "manifest list", manifest_refs):
+    whole = [(p, s) for p, s in lists.items() if p not in bad]
+    for path, _s in lists.items():
+        walk.reach(path, [_s])
+
+    def refs(item: tuple[str, int]) -> tuple[int, list[ManifestRef]]:
+        return item[1], walk.read(item[0], "manifest list", manifest_refs)
+
+    for snapshot, found in map_ahead(refs, whole, HEAD_THREADS):
+        for ref in found:
             manifests[ref.path] = ref.length
             walk.reach(ref.path, [snapshot])
     for inline in mj.inline_manifests(meta):
@@ -205,10 +247,10 @@ def _done(walk: _Walk, started: float) -> ProofCheck:
     return check
 
 
-def proof_requests(headed: int, objects_at_location: int, lists: int, manifests: int) -> dict[str, int]:
+def proof_requests(headed: int, listed: int, lists: int, manifests: int) -> dict[str, int]:
     """The S3 requests `proved_files` sends: a HEAD per file the listing does not answer for
-    (`headed`: the metadata file, the rewritten files, what lies outside the table location), the
-    table location listed (1,000 keys a page), and a GET of the metadata file, each manifest list
-    and each manifest. Estimates use it: keep it in step with `proved_files`."""
-    pages = max(1, -(-objects_at_location // 1000))
-    return {"head": headed, "list": pages, "get": 1 + lists + manifests}
+    (`headed`: the metadata file, the logged versions, the rewritten lists, manifests and delete
+    files, what lies outside the table location), the pages of the ranges that answer for the
+    `listed` files (when those ranges hold only them), and a GET of the metadata file, each
+    manifest list and each manifest. Estimates use it: keep it in step with `proved_files`."""
+    return {"head": headed, "list": listing_pages(listed), "get": 1 + lists + manifests}

@@ -8,9 +8,10 @@ Two checks, both read-only, at the request's validation tier:
   gone: it is checked alone, for availability: the metadata chain, every file it references at
   its recorded size, and a sample of its data files read (every row of the current snapshot
   counted against its summary under `rows`).
-Files are checked first, at every tier, by one HEAD each against the copy record
-(`check/proved.py`): a damaged file is named with what differs, and the reads are left (they
-would only fail less clearly). A file a reader then cannot parse is named with its complaint.
+Files are checked first, at every tier, against the copy record (`check/proved.py`: copies by
+the table location's listing, the rest by a HEAD each; the largest tables' in the Glue job): a
+damaged file is named with what differs, and the reads are left (they would only fail less
+clearly). A file a reader then cannot parse is named with its complaint.
 """
 
 from __future__ import annotations
@@ -44,11 +45,13 @@ def verify_synced(
     tier: Tier,
     source_prefixes: Iterable[str],
     record: Record,
+    files: ProofCheck | None = None,
 ) -> VerifyReport:
     """`synced`: (source metadata, target metadata) of the last sync; `props`: pyiceberg
-    properties of the source and target sessions; `record`: what the runs wrote."""
+    properties of the source and target sessions; `record`: what the runs wrote; `files`: the
+    files check when the Glue job made it (`check/verify_job.py`), else it is made here."""
     source_metadata, target_metadata = synced
-    files = proved_files(target_io, target_metadata, record, source_prefixes)
+    files = files or proved_files(target_io, target_metadata, record, source_prefixes)
     if files.problems:
         return VerifyReport(files.problems, files.files, _files_done(files), files.damaged)
     if source_io.stat(source_metadata) is None:
@@ -75,8 +78,9 @@ def verify_alone(
     tier: Tier,
     source_prefixes: Iterable[str],
     record: Record,
+    files: ProofCheck | None = None,
 ) -> VerifyReport:
-    files = proved_files(target_io, target_metadata, record, source_prefixes)
+    files = files or proved_files(target_io, target_metadata, record, source_prefixes)
     if files.problems:
         return VerifyReport(files.problems, files.files, _files_done(files), files.damaged)
     problems, alone = _read_alone(target_metadata, props, tier)
@@ -84,7 +88,9 @@ def verify_alone(
 
 
 def _files_done(files: ProofCheck) -> str:
-    how = f"{files.heads} by a HEAD each, the rest by the table location's listing"
+    how = f"{files.heads} by a HEAD each, the rest by {files.ranges} listings of the table location"
+    if files.note:
+        how = f"{files.heads} by a HEAD each; {files.note}"
     if not files.unrecorded:
         return f"every file's size and ETag or checksum as recorded ({how})"
     return f"{files.unrecorded} files not on the copy record checked by size only ({how})"

@@ -1,0 +1,104 @@
+"""The verify's work as the estimate counts it: the chunks a files check is cut into (listing
+ranges of the table location, HEAD batches), the pages they read, and the engine the Verify step
+gives a table (threshold, then the estimate against the Lambda's timeout)."""
+
+from __future__ import annotations
+
+from icelake.assess.estimate.verify_estimate import (
+    VERIFY_TIMEOUT_S,
+    VerifyWork,
+    choose_verify_engine,
+    verify_estimate,
+    verify_requests,
+    verify_seconds,
+)
+from icelake.migrate.check.proof_chunks import (
+    HEAD_BATCH,
+    RANGE_KEYS,
+    FileToProve,
+    chunks_of,
+    list_pages,
+    listing_pages,
+)
+from icelake.migrate.check.record import Proof
+from icelake.throughput import ThroughputModel
+
+LOCATION = "s3://target/lake/db/t"
+
+
+def _copy(i: int) -> FileToProve:
+    path = f"{LOCATION}/data/part-{i:07d}.parquet"
+    return FileToProve(path, 100, "data file", Proof(path, "copy", 100, f"etag{i}", None, f"s3://src/{i}"))
+
+
+def _rewritten(i: int) -> FileToProve:
+    path = f"{LOCATION}/metadata/m{i}.avro"
+    proof = Proof(path, "data manifest", 10, None, "SHA256:x", f"s3://src/m{i}")
+    return FileToProve(path, 10, "manifest", proof)
+
+
+def test_copies_are_listed_in_ranges_and_rewritten_files_headed_in_batches() -> None:
+    # Given 45,000 copies (shuffled) and 450 rewritten files under the location
+    copies = [_copy(i) for i in range(45_000)]
+    files = [*copies[::2], *[_rewritten(i) for i in range(450)], *copies[1::2]]
+    chunks = chunks_of(files, LOCATION)
+    ranges = [c for c in chunks if c.location is not None]
+    heads = [c for c in chunks if c.location is None]
+    # Then the copies are three ranges of sorted keys, each from after the previous one's last key
+    assert [len(c.files) for c in ranges] == [RANGE_KEYS, RANGE_KEYS, 5_000]
+    assert ranges[0].after == copies[0].path[:-1] and ranges[0].until == copies[RANGE_KEYS - 1].path
+    assert ranges[1].after == ranges[0].until and ranges[2].until == copies[-1].path
+    # and the rewritten files (recorded by their SHA-256, which a listing does not carry) are HEADed
+    assert [len(c.files) for c in heads] == [HEAD_BATCH] * 22 + [10]
+    assert listing_pages(45_000) == 2 * list_pages(RANGE_KEYS) + list_pages(5_000) == 2 * 21 + 6
+
+
+def test_a_few_copies_are_headed_and_files_outside_the_location_too() -> None:
+    outside = FileToProve("s3://elsewhere/x.parquet", 5, "data file", None)
+    chunks = chunks_of([_copy(i) for i in range(10)] + [outside], LOCATION)
+    assert [c.location for c in chunks] == [None] and len(chunks[0].files) == 11 <= HEAD_BATCH
+    assert listing_pages(10) == 0
+
+
+def test_the_engine_is_the_threshold_then_the_estimate() -> None:
+    model = ThroughputModel()
+    small = VerifyWork(files=10_000, listed=10_000, headed=30, lists=10, manifests=10)
+    huge = VerifyWork(files=30_000_000, listed=30_000_000, headed=30_000, lists=10_000, manifests=10_000)
+    assert choose_verify_engine(small, model, None).engine == "lambda"
+    forced = choose_verify_engine(small, model, 0)
+    assert forced.engine == "glue" and "verify_glue_threshold_files 0" in forced.rule
+    chosen = choose_verify_engine(huge, model, None)
+    assert chosen.engine == "glue" and f"{VERIFY_TIMEOUT_S} s timeout" in chosen.rule
+    assert verify_seconds(huge, model, glue=False) > 0.6 * VERIFY_TIMEOUT_S
+    assert verify_seconds(huge, model, glue=True) < verify_seconds(huge, model, glue=False)
+    # A table whose summaries have no running totals is checked in the Lambda, which reads it all
+    assert choose_verify_engine(None, model, None).engine == "lambda"
+
+
+def test_requests_are_the_listing_pages_and_the_metadata_constant() -> None:
+    work = VerifyWork(files=100_000, listed=100_000, headed=301, lists=100, manifests=100)
+    assert verify_requests(work) == {"head": 301, "list": 5 * 21, "get": 201}
+    figures = verify_estimate(work, ThroughputModel(), None)
+    assert figures["requests"] == verify_requests(work) and figures["engine"] == "lambda"
+    assert figures["duration_s"]["glue"] > figures["duration_s"]["lambda"]  # the job's start
+
+
+def test_work_from_a_metadata_json_counts_its_snapshots_and_summaries() -> None:
+    snapshots = [
+        {
+            "snapshot-id": i,
+            "parent-snapshot-id": i - 1 if i else None,
+            "manifest-list": f"{LOCATION}/metadata/snap-{i}.avro",
+            "summary": {
+                "total-data-files": str(1000 * (i + 1)),
+                "total-files-size": "1",
+                "added-data-files": "1000",
+            },
+        }
+        for i in range(3)
+    ]
+    meta = {"snapshots": snapshots, "metadata-log": [{"metadata-file": "a"}, {"metadata-file": "b"}]}
+    work = VerifyWork.of_metadata(meta)
+    assert work == VerifyWork(files=3000, listed=3000, headed=1 + 2 + 6, lists=3, manifests=3)
+    del snapshots[1]["summary"]["total-data-files"]
+    assert VerifyWork.of_metadata(meta) is None
