@@ -9,6 +9,7 @@ from __future__ import annotations
 import glob
 import os
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -28,9 +29,13 @@ def iceberg_runtime_jar() -> str:
 
 
 def local_spark(
-    catalogs: dict[str, str], app_name: str = "icelake", driver_memory: str = "2g"
+    catalogs: dict[str, str],
+    app_name: str = "icelake",
+    driver_memory: str = "2g",
+    extra_conf: Mapping[str, str] | None = None,
 ) -> SparkSession:
-    """Session `local[2]` with one Hadoop Iceberg catalog per name -> warehouse directory."""
+    """Session `local[2]` with one Hadoop Iceberg catalog per name -> warehouse directory, and any
+    `extra_conf` on top (the tests tune the JVM for their many tiny jobs)."""
     from pyspark.sql import SparkSession
 
     # Bind to loopback: local runs never listen on other interfaces.
@@ -56,6 +61,8 @@ def local_spark(
             .config(f"spark.sql.catalog.{name}.type", "hadoop")
             .config(f"spark.sql.catalog.{name}.warehouse", warehouse)
         )
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
