@@ -52,6 +52,35 @@ class VerifyEstimate(BaseModel):
     engine_rule: str
 
 
+class TableBucket(BaseModel):
+    """A table bucket's unreferenced-file removal, which takes the files a table no longer
+    references (a rolled back run's, a sync's pruned ones: a table bucket takes no DeleteObject)."""
+
+    model_config = ConfigDict(frozen=True)
+    arn: str
+    region: str
+    removal_enabled: bool | None = None  # None: not read
+    unreferenced_days: int | None = None
+    noncurrent_days: int | None = None
+    said: str  # in a line
+
+
+class S3TablesTable(BaseModel):
+    """A table of a table bucket (target.kind s3tables): its name in Athena, whether it exists, and
+    what it keeps after cutover (icelake/assess/gather/table_bucket.py)."""
+
+    model_config = ConfigDict(frozen=True)
+    athena_name: str  # s3tablescatalog/<bucket>.<namespace>.<table>
+    exists: bool  # made by an earlier run (else Plan creates it)
+    # PutTableMaintenanceConfiguration's value of each type cutover sets ({} when refused)
+    maintenance_at_cutover: dict[str, Any] = {}
+    keeps: str  # the snapshots it keeps after cutover, and where that comes from
+    compaction: str
+    first_compaction_usd: float | None = None  # compacting its current data files once (at most)
+    first_compaction: str = ""  # how that was reckoned, or why there is none
+    table_bucket: TableBucket | None = None  # its bucket's unreferenced-file removal
+
+
 class TableAssessment(BaseModel):
     """One table: counts over every retained snapshot (what a migration copies)."""
 
@@ -85,6 +114,7 @@ class TableAssessment(BaseModel):
     # The syncs until cutover priced (sync_window.py), and the cutover's write freeze.
     sync_window: SyncWindow | None = None
     cutover: CutoverFreeze | None = None
+    s3tables: S3TablesTable | None = None  # target.kind s3tables
     verify: VerifyEstimate | None = None  # a verify run of the migrated target (day 2)
 
 

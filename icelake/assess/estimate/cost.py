@@ -41,15 +41,19 @@ class Work:
     transfer_bytes: int = 0  # bytes copied from another region
     stored_bytes: int = 0  # bytes of the target copy, held beside the source for `storage_days`
     storage_days: float = SYNC_DAYS
+    # An S3 Tables target: its objects (the monitoring fee), its storage and writes at S3 Tables'
+    # rates (PriceTable.storage_usd, s3_requests_usd); None: an S3 bucket's.
+    stored_objects: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 def cost_usd(prices: PriceTable, work: Work) -> dict[str, float]:
+    tables = work.stored_objects is not None
     lambda_usd = sum(
         prices.lambda_usd(STEP_LIMITS[step][0], seconds, 1) for step, seconds in work.lambda_seconds.items()
     )
     lines = {
-        "s3_requests": prices.s3_requests_usd(work.requests),
+        "s3_requests": prices.s3_requests_usd(work.requests, s3tables=tables),
         "lambda": lambda_usd,
         "glue": (
             prices.glue_usd(work.glue_workers, work.glue_worker_type, work.glue_seconds)
@@ -58,7 +62,9 @@ def cost_usd(prices: PriceTable, work: Work) -> dict[str, float]:
         ),
         "step_functions": prices.step_functions_usd(work.transitions),
         "transfer": prices.transfer_usd(work.transfer_bytes),
-        "storage_month": prices.storage_usd(work.stored_bytes, work.storage_days),
+        "storage_month": prices.storage_usd(
+            work.stored_bytes, work.storage_days, objects=work.stored_objects or 0, s3tables=tables
+        ),
     }
     # Rounded to a millionth of a dollar, which keeps the figures of a small table visible.
     rounded = {k: round(v, 6) for k, v in lines.items()}

@@ -83,7 +83,10 @@ def estimate_table(
     cross_region: bool,
     stored_bytes: int,
     sync_days: float,
+    stored_objects: int | None = None,
 ) -> TableEstimate:
+    """The table's requests, time and cost; `stored_objects`: the objects of an S3 Tables target
+    (its storage priced at S3 Tables' rate, with the monitoring fee per object; None: S3's)."""
     by_phase = {
         "plan": added(work.plan_requests),
         # The copy step plans again (its own plan, from the same metadata), then writes.
@@ -104,6 +107,7 @@ def estimate_table(
         transfer_bytes=work.bytes_to_copy if cross_region else 0,
         stored_bytes=stored_bytes,
         storage_days=sync_days,
+        stored_objects=stored_objects,
     )
     return TableEstimate(
         requests=total,

@@ -88,6 +88,7 @@ class Settings:
     # deployment's sync_schedule): the sync window and the cutover's freeze are priced from it.
     sync_interval: str = DEFAULT_SYNC_SCHEDULE
     cross_region: bool = False
+    s3tables: bool = False  # target.kind s3tables: stored, written and monitored at S3 Tables' prices
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
     progress: ProgressSink | None = None  # the planner's progress (None: not shown)
 
@@ -224,6 +225,7 @@ def _assessed(
         cross_region=settings.cross_region,
         stored_bytes=plan.bytes_planned,
         sync_days=settings.sync_days,
+        stored_objects=plan.files_planned if settings.s3tables else None,
     )
     rate_warning = commit_rate_warning(history, estimate.duration_s, settings.sync_days)
     if rate_warning:
@@ -281,6 +283,7 @@ def _sync_inputs(plan: TablePlan, settings: Settings, target_kms: bool, entries:
             sample.etag if sample else None,
             bool(sample and sample.checksum is not None),
             target_kms=target_kms,
+            streamed=settings.s3tables,
         ),
         directories=plan.copies.prefix_spread()[0] if plan.copies else 1,
         entries_per_commit=entries,

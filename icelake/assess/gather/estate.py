@@ -10,8 +10,9 @@ import json
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import ExitStack
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from icelake.assess.estimate.cost import SYNC_DAYS, regions_of
 from icelake.assess.estimate.engine_choice import Thresholds
@@ -20,10 +21,12 @@ from icelake.assess.estimate.prices import PriceTable
 from icelake.assess.gather.assessment import Settings, assemble, assess_table
 from icelake.assess.gather.buckets import BucketReads, bucket_findings
 from icelake.assess.gather.lending import EstateClients
+from icelake.assess.gather.table_bucket import BucketRemovals, Target, new_table_io, read_target, table_keeps
 from icelake.assess.schema import Assessment, Finding, TableAssessment
 from icelake.aws import catalog
-from icelake.aws.fileio import FileIO
+from icelake.aws.fileio import FileIO, S3FileIO
 from icelake.errors import IcelakeError
+from icelake.migrate.plan.reads import read_metadata
 from icelake.objects.model import objects_by_kind
 from icelake.objects.survey import check_reads, survey, target_names
 from icelake.request.deps import Deps
@@ -59,6 +62,7 @@ def settings_for(
         sync_days=sync_days,
         sync_interval=sync_interval or options.sync_interval or DEFAULT_SYNC_SCHEDULE,
         cross_region=bool(source_region and target_region and source_region != target_region),
+        s3tables=request.target.kind == "s3tables",
         now=now or datetime.now(UTC),
     )
 
@@ -77,11 +81,11 @@ def assess_request(
     holds), so the output is the same for any concurrency."""
     items = [item for item in work_items(request, deps) if not item.source_dropped]
     clients = EstateClients(deps)
-    buckets = BucketReads()
+    buckets, removals = BucketReads(), BucketRemovals()
     tables: list[TableAssessment | None] = [None] * len(items)
     with ThreadPoolExecutor(max(1, min(concurrency, len(items) or 1)), "icelake-assess") as pool:
         futures = {
-            pool.submit(assess_item, item, deps, settings, clients, buckets): i
+            pool.submit(assess_item, item, deps, settings, clients, buckets, removals): i
             for i, item in enumerate(items)
         }
         try:
@@ -135,11 +139,14 @@ def assess_item(
     settings: Settings,
     clients: EstateClients | None = None,
     buckets: BucketReads | None = None,
+    removals: BucketRemovals | None = None,
 ) -> TableAssessment:
     """One work item's assessment; with `clients`, read through the sessions and clients they lend
     (an estate's tables), else through sessions of its own (the workflow's Assess step). The
     buckets' settings are compared too (icelake/assess/gather/buckets.py), each bucket read once per
-    `buckets`."""
+    `buckets` (and each table bucket's unreferenced-file removal once per `removals`)."""
+    if item.request.target.kind == "s3tables":
+        return _in_table_bucket(item, deps, settings, clients, removals or BucketRemovals())
     buckets = buckets or BucketReads()
     if clients is None:
         sessions = deps.sessions(item.request)
@@ -181,6 +188,15 @@ def target_findings(item: WorkItem, deps: Deps, glue: Any, target_io: FileIO) ->
         catalog.check_target_is_ours(existing, owner_of(item), target_name)
     except IcelakeError as exc:
         findings.append(Finding(kind="target_not_ours", message=str(exc)))
+    current = catalog.metadata_location(existing) if existing else None
+    return findings + ledger_findings(item, deps, target_io, current)
+
+
+def ledger_findings(item: WorkItem, deps: Deps, target_io: FileIO, current: str | None) -> list[Finding]:
+    """What the ledger says of the target at `item.target_location` (`current`: the metadata its
+    catalog points at): promoted, diverged since the last sync, or held by another run."""
+    target_name = f"{item.target_database}.{item.target_table}"
+    findings: list[Finding] = []
     try:
         synced = deps.ledger.last_synced(item.target_location)
         holder = deps.ledger.holder(item.target_location)
@@ -194,7 +210,7 @@ def target_findings(item: WorkItem, deps: Deps, glue: Any, target_io: FileIO) ->
                 "to it",
             )
         )
-    diverged = foreign_commit(target_io, synced, catalog.metadata_location(existing) if existing else None)
+    diverged = foreign_commit(target_io, synced, current)
     if diverged:
         findings.append(Finding(kind="diverged", message=diverged))
     if holder is not None:
@@ -208,3 +224,45 @@ def target_findings(item: WorkItem, deps: Deps, glue: Any, target_io: FileIO) ->
             )
         )
     return findings
+
+
+def _in_table_bucket(
+    item: WorkItem, deps: Deps, settings: Settings, clients: EstateClients | None, removals: BucketRemovals
+) -> TableAssessment:
+    """An S3 Tables work item: its table found (or planned as Plan would create it), what the ledger
+    says of its storage, its plan, and what it keeps after cutover (table_bucket.py)."""
+    with ExitStack() as held:
+        lent = held.enter_context(clients.lent(item.request)) if clients is not None else None
+        sessions = clients.sessions(item.request) if clients is not None else deps.sessions(item.request)
+        tables = lent.target_tables if lent is not None else sessions.target.client("s3tables")
+        target = read_target(item, deps, tables, removals)
+        src_io = lent.source_io if lent is not None else sessions.source_io()
+        dst_io = lent.target_io if lent is not None else sessions.target_io()
+        found: list[Finding] = []
+        if target.exists:
+            found = ledger_findings(target.item, deps, dst_io, target.current)
+        else:
+            dst_io = new_table_io(cast(S3FileIO, dst_io).client)
+        assessed = _assessed(target.item, (src_io, dst_io), settings, [*target.blockers, *found])
+        return _with_table(item, target, assessed, src_io, settings)
+
+
+def _with_table(
+    item: WorkItem, target: Target, assessed: TableAssessment, src_io: FileIO, settings: Settings
+) -> TableAssessment:
+    """The assessment with the table's S3 Tables side: its name in Athena, what it keeps, the bucket's
+    unreferenced-file removal, and the location it has (its storage, or its pending name)."""
+    blockers, warnings = [*assessed.blockers], [*assessed.warnings, *target.warnings]
+    table = None
+    try:
+        metadata = read_metadata(src_io, item.source_metadata_location)[0]
+    except Exception:  # unreadable: the assessment's own refusal says why
+        metadata = None
+    if metadata is not None:
+        table, refused = table_keeps(target.item, metadata, settings.prices, target.exists)
+        table = table.model_copy(update={"table_bucket": target.bucket})
+        blockers += [refused] if refused else []
+    location = target.item.target_location if target.exists else item.target_location
+    return assessed.model_copy(
+        update={"target_location": location, "s3tables": table, "blockers": blockers, "warnings": warnings}
+    )

@@ -3,10 +3,11 @@ lent to one table at a time (`icelake assess --request` assesses tables side by 
 
 Making them is most of a small table's assessment: every boto3 session loads botocore's service
 models again (tens of milliseconds of JSON each), and every assumed role is an STS call. So each
-side's role is assumed once, the Glue clients are shared (botocore clients are thread-safe), and a
-table borrows one S3 client per side for as long as it is assessed: each table counts its own S3
-requests on the clients it holds (icelake/assess/gather/assessment.py attaches and detaches its count),
-so an S3 client serves one table at a time, and at most as many exist as tables run at once.
+side's role is assumed once, the Glue and S3 Tables clients are shared (botocore clients are
+thread-safe), and a table borrows one S3 client per side for as long as it is assessed: each table
+counts its own S3 requests on the clients it holds (icelake/assess/gather/assessment.py attaches and
+detaches its count), so an S3 client serves one table at a time, and at most as many exist as
+tables run at once.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class Lent:
     target_io: FileIO
     target_glue: Any
     findings_io: FileIO  # the target read for what the Plan step checks, apart from what is counted
+    target_tables: Any = None  # the target's S3 Tables client (target.kind s3tables)
 
 
 class EstateClients:
@@ -60,6 +62,7 @@ class EstateClients:
         self._sessions: dict[str, Sessions] = {}
         self._idle: dict[tuple[str, Side], list[Any]] = {}
         self._glue: dict[str, Any] = {}
+        self._tables: dict[str, Any] = {}
         _ = deps.ledger  # made here, on the caller's thread (a cached property of Deps)
 
     def _key(self, request: MigrationRequest) -> str:
@@ -75,6 +78,8 @@ class EstateClients:
                 _ = sessions.source, sessions.target  # each role assumed once, here
                 self._sessions[key] = sessions
                 self._glue[key] = sessions.target.client("glue")
+                if request.target.kind == "s3tables":
+                    self._tables[key] = sessions.target.client("s3tables")
             return self._sessions[key]
 
     def _take(self, key: str, side: Side, session: boto3.Session) -> Any:
@@ -103,6 +108,7 @@ class EstateClients:
                 target_io=S3FileIO(dst, request.target.kms_key_id, regions=regions[1]),
                 target_glue=self._glue[key],
                 findings_io=S3FileIO(dst, request.target.kms_key_id, regions=regions[1]),
+                target_tables=self._tables.get(key),
             )
         finally:
             self._give_back(key, "src", src)

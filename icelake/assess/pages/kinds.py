@@ -54,6 +54,23 @@ KINDS: dict[str, tuple[str, str]] = {
         "The target was promoted at cutover: it is the table's home now and icelake writes nothing to it.",
         "Leave the table out of the request.",
     ),
+    "table_bucket_missing": (
+        "The request's table bucket is not in the target account and region (its ARN names both).",
+        "Create the table bucket there, or name one that exists (target.table_bucket_arn).",
+    ),
+    "table_bucket_unread": (
+        "The table bucket's maintenance could not be read: AWS's default unreferenced-file removal is "
+        "assumed (3 days, then 10).",
+        "Grant the target role s3tables:GetTableBucketMaintenanceConfiguration (table_bucket_arns).",
+    ),
+    "lake_formation_not_carried": (
+        "Lake Formation grants and LF-tags are not carried to an S3 Tables target.",
+        "Grant access on each table's s3tablescatalog name in Lake Formation after the migration.",
+    ),
+    "source_retention": (
+        "The source's snapshot retention properties are not whole numbers, so cutover cannot carry them.",
+        "Set options.s3tables_maintenance.snapshot_management in the request.",
+    ),
     "not_assessed": (
         "The Assess step did not finish for the table.",
         "Read its error in the execution's history (icelake migrate status RUN_ID) and assess it again.",
