@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# The Spark catalog the corpus is written through: a Hadoop catalog the `source_tables` fixture
+# registers over the run's shared corpus directory (tests/spark/conftest.py).
+CATALOG = "corpus"
+
 
 @dataclass(frozen=True)
 class SourceTable:
@@ -34,7 +38,7 @@ def location_of(spark: Any, ident: str) -> str:
 
 
 def _table(spark: Any, name: str, extra: dict[str, str] | None = None) -> SourceTable:
-    ident = f"src.db.{name}"
+    ident = f"{CATALOG}.db.{name}"
     return SourceTable(name, current_metadata(spark, ident), location_of(spark, ident), extra or {})
 
 
@@ -46,73 +50,75 @@ MOR = (
 
 def v1_partitioned(spark: Any) -> SourceTable:
     spark.sql(
-        "CREATE TABLE src.db.v1_part (id bigint, ts timestamp, v double) USING iceberg "
+        f"CREATE TABLE {CATALOG}.db.v1_part (id bigint, ts timestamp, v double) USING iceberg "
         "PARTITIONED BY (bucket(4, id), days(ts)) TBLPROPERTIES ('format-version'='1')"
     )
     for day in (1, 2, 3):
         spark.sql(
-            f"INSERT INTO src.db.v1_part SELECT id, timestamp'2026-01-0{day} 10:00:00', id * 1.5 "
+            f"INSERT INTO {CATALOG}.db.v1_part SELECT id, timestamp'2026-01-0{day} 10:00:00', id * 1.5 "
             f"FROM range({day * 10}, {day * 10 + 10})"
         )
-    spark.sql("DELETE FROM src.db.v1_part WHERE id % 7 = 0")
-    spark.sql("INSERT OVERWRITE src.db.v1_part SELECT * FROM src.db.v1_part WHERE id > 15")
+    spark.sql(f"DELETE FROM {CATALOG}.db.v1_part WHERE id % 7 = 0")
+    spark.sql(f"INSERT OVERWRITE {CATALOG}.db.v1_part SELECT * FROM {CATALOG}.db.v1_part WHERE id > 15")
     return _table(spark, "v1_part")
 
 
 def v2_merge_on_read(spark: Any) -> SourceTable:
     """Position deletes at the default granularity, partition values that need escaping."""
     spark.sql(
-        "CREATE TABLE src.db.v2_mor (id bigint, name string, p string) USING iceberg PARTITIONED BY (p) "
+        f"CREATE TABLE {CATALOG}.db.v2_mor (id bigint, name string, p string) USING iceberg "
+        "PARTITIONED BY (p) "
         f"TBLPROPERTIES ('format-version'='2',{MOR})"
     )
     values = ", ".join(
         f"({i}, 'n{i}', '{p}')" for i, p in enumerate(["x/y", "z w", "a=b%c", "é ü", "x/y", "z w"] * 4)
     )
-    spark.sql(f"INSERT INTO src.db.v2_mor VALUES {values}")
-    spark.sql("DELETE FROM src.db.v2_mor WHERE id % 5 = 0")
-    spark.sql("UPDATE src.db.v2_mor SET name = concat(name, '-u') WHERE id % 3 = 0")
+    spark.sql(f"INSERT INTO {CATALOG}.db.v2_mor VALUES {values}")
+    spark.sql(f"DELETE FROM {CATALOG}.db.v2_mor WHERE id % 5 = 0")
+    spark.sql(f"UPDATE {CATALOG}.db.v2_mor SET name = concat(name, '-u') WHERE id % 3 = 0")
     spark.sql(
-        "MERGE INTO src.db.v2_mor t USING (SELECT id, 'merged' AS name, 'x/y' AS p FROM range(20, 30)) s "
+        f"MERGE INTO {CATALOG}.db.v2_mor t "
+        "USING (SELECT id, 'merged' AS name, 'x/y' AS p FROM range(20, 30)) s "
         "ON t.id = s.id WHEN MATCHED THEN UPDATE SET t.name = s.name WHEN NOT MATCHED THEN INSERT *"
     )
-    spark.sql("DELETE FROM src.db.v2_mor WHERE name = 'n7'")
+    spark.sql(f"DELETE FROM {CATALOG}.db.v2_mor WHERE name = 'n7'")
     return _table(spark, "v2_mor")
 
 
 def evolution(spark: Any) -> SourceTable:
     spark.sql(
-        "CREATE TABLE src.db.evolve (id bigint, a string, b int) USING iceberg PARTITIONED BY (b) "
+        f"CREATE TABLE {CATALOG}.db.evolve (id bigint, a string, b int) USING iceberg PARTITIONED BY (b) "
         "TBLPROPERTIES ('format-version'='2')"
     )
-    spark.sql("INSERT INTO src.db.evolve VALUES (1, 'a', 1), (2, 'b', 2)")
-    spark.sql("ALTER TABLE src.db.evolve ADD COLUMN c date")
-    spark.sql("ALTER TABLE src.db.evolve RENAME COLUMN a TO a2")
-    spark.sql("INSERT INTO src.db.evolve VALUES (3, 'c', 1, date'2026-02-01')")
-    spark.sql("ALTER TABLE src.db.evolve ADD PARTITION FIELD months(c)")
-    spark.sql("ALTER TABLE src.db.evolve DROP PARTITION FIELD b")
-    spark.sql("ALTER TABLE src.db.evolve WRITE ORDERED BY id")
-    spark.sql("INSERT INTO src.db.evolve VALUES (4, 'd', 9, date'2026-03-01'), (5, NULL, NULL, NULL)")
-    spark.sql("ALTER TABLE src.db.evolve DROP COLUMN b")
-    spark.sql("INSERT INTO src.db.evolve VALUES (6, 'f', date'2026-04-01')")
+    spark.sql(f"INSERT INTO {CATALOG}.db.evolve VALUES (1, 'a', 1), (2, 'b', 2)")
+    spark.sql(f"ALTER TABLE {CATALOG}.db.evolve ADD COLUMN c date")
+    spark.sql(f"ALTER TABLE {CATALOG}.db.evolve RENAME COLUMN a TO a2")
+    spark.sql(f"INSERT INTO {CATALOG}.db.evolve VALUES (3, 'c', 1, date'2026-02-01')")
+    spark.sql(f"ALTER TABLE {CATALOG}.db.evolve ADD PARTITION FIELD months(c)")
+    spark.sql(f"ALTER TABLE {CATALOG}.db.evolve DROP PARTITION FIELD b")
+    spark.sql(f"ALTER TABLE {CATALOG}.db.evolve WRITE ORDERED BY id")
+    spark.sql(f"INSERT INTO {CATALOG}.db.evolve VALUES (4, 'd', 9, date'2026-03-01'), (5, NULL, NULL, NULL)")
+    spark.sql(f"ALTER TABLE {CATALOG}.db.evolve DROP COLUMN b")
+    spark.sql(f"INSERT INTO {CATALOG}.db.evolve VALUES (6, 'f', date'2026-04-01')")
     return _table(spark, "evolve")
 
 
 def history(spark: Any) -> SourceTable:
     """Branches, tags, expired snapshots and a truncated metadata log (old files deleted)."""
     spark.sql(
-        "CREATE TABLE src.db.history (id bigint, v string) USING iceberg TBLPROPERTIES ("
+        f"CREATE TABLE {CATALOG}.db.history (id bigint, v string) USING iceberg TBLPROPERTIES ("
         "'format-version'='2','write.metadata.previous-versions-max'='3',"
         "'write.metadata.delete-after-commit.enabled'='true')"
     )
     for i in range(5):
-        spark.sql(f"INSERT INTO src.db.history VALUES ({i}, 'v{i}')")
-    spark.sql("ALTER TABLE src.db.history CREATE TAG `release-1`")
-    spark.sql("ALTER TABLE src.db.history CREATE BRANCH audit")
-    spark.sql("INSERT INTO src.db.history.branch_audit VALUES (100, 'on-branch')")
-    spark.sql("DELETE FROM src.db.history WHERE id = 1")
-    spark.sql("INSERT INTO src.db.history VALUES (5, 'v5')")
+        spark.sql(f"INSERT INTO {CATALOG}.db.history VALUES ({i}, 'v{i}')")
+    spark.sql(f"ALTER TABLE {CATALOG}.db.history CREATE TAG `release-1`")
+    spark.sql(f"ALTER TABLE {CATALOG}.db.history CREATE BRANCH audit")
+    spark.sql(f"INSERT INTO {CATALOG}.db.history.branch_audit VALUES (100, 'on-branch')")
+    spark.sql(f"DELETE FROM {CATALOG}.db.history WHERE id = 1")
+    spark.sql(f"INSERT INTO {CATALOG}.db.history VALUES (5, 'v5')")
     spark.sql(
-        "CALL src.system.expire_snapshots(table => 'db.history', "
+        f"CALL {CATALOG}.system.expire_snapshots(table => 'db.history', "
         "older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 2)"
     )
     return _table(spark, "history")
@@ -122,42 +128,43 @@ def data_elsewhere(spark: Any, warehouse: Path) -> SourceTable:
     """Data under a second prefix (write.data.path) in the object-storage layout."""
     elsewhere = str(warehouse / "elsewhere" / "data")
     spark.sql(
-        "CREATE TABLE src.db.elsewhere (id bigint, p int) USING iceberg PARTITIONED BY (p) TBLPROPERTIES ("
+        f"CREATE TABLE {CATALOG}.db.elsewhere (id bigint, p int) USING iceberg PARTITIONED BY (p) "
+        "TBLPROPERTIES ("
         f"'format-version'='2','write.data.path'='{elsewhere}','write.object-storage.enabled'='true',{MOR})"
     )
-    spark.sql("INSERT INTO src.db.elsewhere SELECT id, CAST(id % 3 AS INT) FROM range(0, 30)")
-    spark.sql("DELETE FROM src.db.elsewhere WHERE id % 4 = 0")
-    spark.sql("INSERT INTO src.db.elsewhere SELECT id, CAST(id % 3 AS INT) FROM range(30, 40)")
+    spark.sql(f"INSERT INTO {CATALOG}.db.elsewhere SELECT id, CAST(id % 3 AS INT) FROM range(0, 30)")
+    spark.sql(f"DELETE FROM {CATALOG}.db.elsewhere WHERE id % 4 = 0")
+    spark.sql(f"INSERT INTO {CATALOG}.db.elsewhere SELECT id, CAST(id % 3 AS INT) FROM range(30, 40)")
     return _table(spark, "elsewhere", {elsewhere: "elsewhere-data"})
 
 
 def v3_deletion_vectors(spark: Any) -> SourceTable:
     spark.sql(
-        "CREATE TABLE src.db.v3_dv (id bigint, s string) USING iceberg "
+        f"CREATE TABLE {CATALOG}.db.v3_dv (id bigint, s string) USING iceberg "
         f"TBLPROPERTIES ('format-version'='3',{MOR})"
     )
-    spark.sql("INSERT INTO src.db.v3_dv SELECT id, CAST(id AS STRING) FROM range(0, 40)")
-    spark.sql("DELETE FROM src.db.v3_dv WHERE id % 3 = 0")
-    spark.sql("UPDATE src.db.v3_dv SET s = 'u' WHERE id % 5 = 1")
-    spark.sql("DELETE FROM src.db.v3_dv WHERE id = 2")
+    spark.sql(f"INSERT INTO {CATALOG}.db.v3_dv SELECT id, CAST(id AS STRING) FROM range(0, 40)")
+    spark.sql(f"DELETE FROM {CATALOG}.db.v3_dv WHERE id % 3 = 0")
+    spark.sql(f"UPDATE {CATALOG}.db.v3_dv SET s = 'u' WHERE id % 5 = 1")
+    spark.sql(f"DELETE FROM {CATALOG}.db.v3_dv WHERE id = 2")
     return _table(spark, "v3_dv")
 
 
 def statistics(spark: Any) -> SourceTable:
     spark.sql(
-        "CREATE TABLE src.db.stats (id bigint, p int) USING iceberg PARTITIONED BY (p) "
+        f"CREATE TABLE {CATALOG}.db.stats (id bigint, p int) USING iceberg PARTITIONED BY (p) "
         "TBLPROPERTIES ('format-version'='2')"
     )
-    spark.sql("INSERT INTO src.db.stats SELECT id, CAST(id % 2 AS INT) FROM range(0, 50)")
-    spark.sql("CALL src.system.compute_table_stats('db.stats')")
-    spark.sql("CALL src.system.compute_partition_stats('db.stats')")
+    spark.sql(f"INSERT INTO {CATALOG}.db.stats SELECT id, CAST(id % 2 AS INT) FROM range(0, 50)")
+    spark.sql(f"CALL {CATALOG}.system.compute_table_stats('db.stats')")
+    spark.sql(f"CALL {CATALOG}.system.compute_partition_stats('db.stats')")
     return _table(spark, "stats")
 
 
 def float_specials(spark: Any) -> SourceTable:
     """NaN, +-infinity, -0.0 and NULL in a double column and in a double partition column."""
     spark.sql(
-        "CREATE TABLE src.db.floats (id bigint, f double, p double) USING iceberg PARTITIONED BY (p) "
+        f"CREATE TABLE {CATALOG}.db.floats (id bigint, f double, p double) USING iceberg PARTITIONED BY (p) "
         "TBLPROPERTIES ('format-version'='2')"
     )
     specials = [
@@ -170,21 +177,21 @@ def float_specials(spark: Any) -> SourceTable:
         "CAST(1.5 AS DOUBLE)",
     ]
     rows = ", ".join(f"({i}, {v}, {specials[(i + 3) % len(specials)]})" for i, v in enumerate(specials))
-    spark.sql(f"INSERT INTO src.db.floats VALUES {rows}")
-    spark.sql("INSERT INTO src.db.floats VALUES (100, CAST('NaN' AS DOUBLE), CAST('NaN' AS DOUBLE))")
-    spark.sql("DELETE FROM src.db.floats WHERE id = 6")
+    spark.sql(f"INSERT INTO {CATALOG}.db.floats VALUES {rows}")
+    spark.sql(f"INSERT INTO {CATALOG}.db.floats VALUES (100, CAST('NaN' AS DOUBLE), CAST('NaN' AS DOUBLE))")
+    spark.sql(f"DELETE FROM {CATALOG}.db.floats WHERE id = 6")
     return _table(spark, "floats")
 
 
 def java_gzip_metadata(spark: Any) -> SourceTable:
     """metadata.json files gzip-compressed by Iceberg Java (named `*.gz.metadata.json`)."""
     spark.sql(
-        "CREATE TABLE src.db.java_gz (id bigint, s string) USING iceberg TBLPROPERTIES ("
+        f"CREATE TABLE {CATALOG}.db.java_gz (id bigint, s string) USING iceberg TBLPROPERTIES ("
         f"'format-version'='2','write.metadata.compression-codec'='gzip',{MOR})"
     )
-    spark.sql("INSERT INTO src.db.java_gz SELECT id, CAST(id AS STRING) FROM range(0, 12)")
-    spark.sql("DELETE FROM src.db.java_gz WHERE id % 4 = 0")
-    spark.sql("INSERT INTO src.db.java_gz VALUES (100, 'late')")
+    spark.sql(f"INSERT INTO {CATALOG}.db.java_gz SELECT id, CAST(id AS STRING) FROM range(0, 12)")
+    spark.sql(f"DELETE FROM {CATALOG}.db.java_gz WHERE id % 4 = 0")
+    spark.sql(f"INSERT INTO {CATALOG}.db.java_gz VALUES (100, 'late')")
     return _table(spark, "java_gz")
 
 
