@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
+from icelake.assess.cli import write_assessment
 from icelake.assess.estimate.prices import load_prices
 from icelake.assess.gather.estate import assess_request, settings_for
 from icelake.assess.schema import TableAssessment
 from icelake.aws import s3tables
 from icelake.request.models import MigrationRequest
+from tests.browser import assert_readable, cells_broken_mid_token, load
 from tests.lake import SOURCE_ACCOUNT, SOURCE_BUCKET, TARGET_ACCOUNT, Lake, add_source_table, bucket_state
 
 pytestmark = pytest.mark.slow
@@ -144,6 +146,43 @@ def test_an_assessment_into_a_table_bucket_says_what_each_table_becomes(lake: La
     )
     assert stored == pytest.approx(by_hand, rel=0.05)
     assert stored > gib * prices.prices.s3_storage_gb_month.usd  # more than S3 Standard's
+
+
+def test_the_page_shows_each_tables_athena_name_what_it_keeps_and_the_buckets_removal(
+    lake: Lake, tmp_path: Path
+) -> None:
+    # Given an assessment of two tables into the table bucket, one of them already icelake's
+    for name in ("orders", "returns"):
+        add_source_table(lake, name, [[1, 2], [3]])
+    client = lake.target.client("s3tables")
+    client.create_table_bucket(name="lake")
+    s3tables.create(
+        client, s3tables.TableRef(BUCKET, "migrated_sales", "returns"), f"{SOURCE_ACCOUNT}:sales.returns"
+    )
+    request = _request()
+    assessed = assess_request(request, lake.deps, settings_for(request, load_prices("us-east-1")))
+
+    # When assessment.html is written and opened in headless Chromium at 1280 px
+    _, page = write_assessment(assessed, tmp_path / "out")
+    seen = load(page, ["#cost-chart"], "table", "assessment-s3tables")
+
+    # Then it loads alone, with no error, and says for each table how Athena reaches it, whether
+    # Plan creates it, what it keeps, and the bucket's unreferenced-file removal
+    assert_readable(seen, page, ["sales.orders", "sales.returns"], ["#cost-chart"])
+    for said in (
+        "In the table bucket (2 table(s))",
+        "s3tablescatalog/lake.migrated_sales.orders",
+        "s3tablescatalog/lake.migrated_sales.returns",
+        "created by Plan",
+        "exists (icelake's)",
+        "every snapshot (snapshot management off",
+        "on at cutover: 512 MB files, strategy auto",
+        "marked after 3 days and deleted 10 days later",
+        "at S3 Tables' rate, with its monitoring fee per object",
+        f"{SOURCE_ACCOUNT} \u2192 {BUCKET}",  # the subtitle names the table bucket
+    ):
+        assert said in seen.text, said
+    assert cells_broken_mid_token(page, "assessment-s3tables-cells") == []
 
 
 def test_a_table_bucket_that_is_not_in_the_target_region_blocks(lake: Lake) -> None:

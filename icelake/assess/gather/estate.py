@@ -127,7 +127,9 @@ def scope_of(request: MigrationRequest) -> dict[str, Any]:
     return {
         "source_account": request.source.account_id,
         "target_account": request.target.account_id,
-        "target": f"s3://{request.target.bucket}/{request.target.prefix}".rstrip("/"),
+        "target": request.target.table_bucket_arn
+        if request.target.kind == "s3tables"
+        else f"s3://{request.target.bucket}/{request.target.prefix}".rstrip("/"),
         "selection": json.loads(request.selection.model_dump_json()),
         "mode": request.mode,
     }

@@ -15,6 +15,7 @@ from icelake.assess.pages import html as h
 from icelake.assess.pages.kinds import by_kind
 from icelake.assess.pages.objects_page import objects_section
 from icelake.assess.pages.rewire_page import rewire_section
+from icelake.assess.pages.s3tables_page import s3tables_section
 from icelake.assess.pages.sync_page import sync_sections
 
 COMMIT_CHARTS = 10  # tables whose daily commits are drawn (the busiest); the filter finds the rest
@@ -74,6 +75,7 @@ def render_assessment(data: Mapping[str, Any], rewire: Mapping[str, Any] | None 
         h.bars_chart("cost-chart", h.cost_rows(cost)),
         _cost_notes(data),
         sync_sections(data),
+        s3tables_section(data),
         objects_section(data),
         rewire_section(rewire),
         _commit_rates(tables),
@@ -148,13 +150,16 @@ def _row(t: Mapping[str, Any]) -> e.Row:
 def _cost_notes(data: Mapping[str, Any]) -> str:
     model = data.get("model", {})
     prices = model.get("prices", {})
+    in_tables = any(t.get("s3tables") for t in data.get("tables", []))
+    tables = (
+        " (in a table bucket: at S3 Tables' rate, with its monitoring fee per object)" if in_tables else ""
+    )
     return (
         f'<p class="meta">Priced by the {escape(str(prices.get("region", "")))} table of '
         f"{escape(str(prices.get('as_of', '')))} (icelake/assess/estimate/price_tables, or --prices); "
         "storage_month is the target copy held beside the source for "
-        f"{escape(str(model.get('sync_days', '')))} day(s) "
-        f"(--sync-days); transfer is counted when the regions differ "
-        f"({'they do' if model.get('cross_region') else 'they do not'}).</p>"
+        f"{escape(str(model.get('sync_days', '')))} day(s) (--sync-days){tables}; transfer is counted "
+        f"when the regions differ ({'they do' if model.get('cross_region') else 'they do not'}).</p>"
     )
 
 
