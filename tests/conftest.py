@@ -3,6 +3,8 @@ in-process."""
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import pytest
 from moto import mock_aws
 
 from icelake.local import s3tables
+from icelake.local.spark import ENV_LOCAL_SPARK_CONF
 
 # The tests run thousands of Spark jobs on a few rows each, where the JVM's own work dominates: C2
 # compilation of code that runs a handful of times, whole-stage code generation per query, adaptive
@@ -20,6 +23,11 @@ TINY_JOBS = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.adaptive.enabled": "false",
 }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Whichever starts this process's session (a fixture, or a Glue job the embedded AWS runs).
+    os.environ[ENV_LOCAL_SPARK_CONF] = json.dumps(TINY_JOBS)
 
 
 @pytest.fixture(scope="session")
@@ -33,7 +41,7 @@ def spark(spark_warehouse: Path) -> Iterator[object]:
     from icelake.local.spark import local_spark
 
     warehouses = {"src": str(spark_warehouse / "src")}
-    session = local_spark(warehouses, app_name="icelake-tests", extra_conf=TINY_JOBS)
+    session = local_spark(warehouses, app_name="icelake-tests")
     yield session
     session.stop()
 

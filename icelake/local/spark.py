@@ -7,15 +7,19 @@ Maven download happens. Catalogs are Hadoop catalogs over local directories.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import sys
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+# Extra Spark settings for every local session of this process, as a JSON object: the test suite
+# tunes the JVM for its thousands of tiny jobs this way, whichever code starts the session first
+# (a test's fixture or a Glue job run by the embedded AWS).
+ENV_LOCAL_SPARK_CONF = "ICELAKE_LOCAL_SPARK_CONF"
 
 
 def iceberg_runtime_jar() -> str:
@@ -29,13 +33,10 @@ def iceberg_runtime_jar() -> str:
 
 
 def local_spark(
-    catalogs: dict[str, str],
-    app_name: str = "icelake",
-    driver_memory: str = "2g",
-    extra_conf: Mapping[str, str] | None = None,
+    catalogs: dict[str, str], app_name: str = "icelake", driver_memory: str = "2g"
 ) -> SparkSession:
-    """Session `local[2]` with one Hadoop Iceberg catalog per name -> warehouse directory, and any
-    `extra_conf` on top (the tests tune the JVM for their many tiny jobs)."""
+    """Session `local[2]` with one Hadoop Iceberg catalog per name -> warehouse directory, and the
+    settings of ICELAKE_LOCAL_SPARK_CONF on top."""
     from pyspark.sql import SparkSession
 
     # Bind to loopback: local runs never listen on other interfaces.
@@ -61,8 +62,23 @@ def local_spark(
             .config(f"spark.sql.catalog.{name}.type", "hadoop")
             .config(f"spark.sql.catalog.{name}.warehouse", warehouse)
         )
-    for key, value in (extra_conf or {}).items():
+    for key, value in _extra_conf().items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _extra_conf() -> dict[str, str]:
+    raw = os.environ.get(ENV_LOCAL_SPARK_CONF, "").strip()
+    if not raw:
+        return {}
+    try:
+        conf = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{ENV_LOCAL_SPARK_CONF} is not JSON ({exc}): give an object of Spark settings"
+        ) from exc
+    if not isinstance(conf, dict):
+        raise ValueError(f"{ENV_LOCAL_SPARK_CONF} must be a JSON object of Spark settings, got {raw!r}")
+    return {str(k): str(v) for k, v in conf.items()}
