@@ -1,15 +1,19 @@
 """What a work item's target is and must not hold, as the Plan step checks it and an assessment
 reports it: the owner mark icelake puts on the target table, the prefix maps the request gives
-its files, and a commit someone else made to the target since icelake last registered it."""
+its files, a commit someone else made to the target since icelake last registered it, and the
+target's FileIO (`target_io`: an S3 Tables table not created yet holds nothing)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from icelake.aws.fileio import FileIO
+from icelake.aws.fileio import FileIO, ObjectInfo
+from icelake.request.deps import Sessions
 from icelake.request.models import WorkItem
+from icelake.request.names import PENDING_SCHEME
 
 
 def owner_of(item: WorkItem) -> str:
@@ -40,3 +44,35 @@ def foreign_commit(dst_io: FileIO, synced: dict[str, Any] | None, current: str |
         "(stop syncing this table), or, once nothing of them is needed, drop the target table icelake "
         "created to migrate it again"
     )
+
+
+class NotCreatedYet(FileIO):
+    """The storage of a table a dry run would create (its location still pending): nothing is
+    there, and nothing may be written there."""
+
+    def stat(self, uri: str) -> ObjectInfo | None:
+        return None
+
+    def read(self, uri: str) -> bytes:
+        raise FileNotFoundError(uri)
+
+    def write(self, uri: str, data: bytes) -> None:
+        raise PermissionError(f"{uri}: the table does not exist yet, and a dry run writes nothing")
+
+    def create_exclusive(self, uri: str, data: bytes) -> bool:
+        self.write(uri, data)
+        return False
+
+    def list(self, prefix: str, start_after: str | None = None) -> Iterator[tuple[str, ObjectInfo]]:
+        return iter(())
+
+    def delete(self, uri: str) -> None:
+        raise PermissionError(f"{uri}: the table does not exist yet, and a dry run deletes nothing")
+
+
+def target_io(item: WorkItem, sessions: Sessions) -> FileIO:
+    """The target's FileIO; for an S3 Tables table not created yet (a dry run's, an assessment's:
+    its location is still pending), one that holds nothing."""
+    if item.target_location.startswith(f"{PENDING_SCHEME}://"):
+        return NotCreatedYet()
+    return sessions.target_io()

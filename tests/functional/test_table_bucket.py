@@ -13,8 +13,9 @@ from icelake.errors import ConcurrentCatalogChangeError, TargetNotOursError
 from icelake.local.lake import TARGET_ROLE
 from icelake.request.deps import Sessions
 from icelake.request.models import MigrationRequest, WorkItem
-from icelake.workflow import table_bucket
-from tests.lake import SOURCE_ACCOUNT, TARGET_ACCOUNT, Lake
+from icelake.workflow import steps, table_bucket
+from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput
+from tests.lake import SOURCE_ACCOUNT, TARGET_ACCOUNT, Lake, add_source_table
 
 BUCKET = f"arn:aws:s3tables:us-east-1:{TARGET_ACCOUNT}:bucket/lake"
 
@@ -115,3 +116,25 @@ def test_register_commits_from_the_token_plan_read_and_rollback_undoes_without_d
 
 def _now(sessions: Sessions, item: WorkItem) -> s3tables.Found | None:
     return s3tables.find(table_bucket.client(sessions), table_bucket.table_ref(item))
+
+
+def test_a_dry_run_plans_a_table_not_created_yet_and_writes_nothing(lake: Lake) -> None:
+    lake.target.client("s3tables").create_table_bucket(name="lake")
+    add_source_table(lake, "orders", [[1, 2], [3]])
+    request = lake.request("dry-1", options={"dry_run": True})
+    request["target"] = {"kind": "s3tables", "account_id": TARGET_ACCOUNT, "role_arn": TARGET_ROLE}
+    request["target"]["table_bucket_arn"] = BUCKET
+    inventory = steps.inventory(InventoryInput.model_validate({"request": request}), lake.deps)
+    body = lake.deps.artifacts.read_json(inventory.worklist_key, inventory.worklist_bucket)
+    (item,) = body
+
+    planned = steps.plan(PlanInput.model_validate({"item": item}), lake.deps)
+    outcome = steps.validate(
+        PlannedInput.model_validate({"plan": planned.model_dump(mode="json")}), lake.deps
+    )
+
+    # the whole table is planned against the table it would create (its location still pending),
+    # and nothing is created: no namespace, no table
+    assert (planned.engine, outcome.status) == ("none", "dry_run")
+    assert outcome.files_copied == 2 and planned.item.target_location == "s3tables://lake/sales/orders"
+    assert lake.target.client("s3tables").list_namespaces(tableBucketARN=BUCKET)["namespaces"] == []

@@ -26,7 +26,7 @@ from icelake.migrate.table_size import estimate_size
 from icelake.request.deps import Artifacts, Deps, Sessions
 from icelake.request.models import WorkItem
 from icelake.request.sync import since_of, with_sync_base
-from icelake.request.target import foreign_commit, owner_of, prefix_maps
+from icelake.request.target import foreign_commit, owner_of, prefix_maps, target_io
 from icelake.throughput import ThroughputModel
 from icelake.workflow import table_bucket
 from icelake.workflow.inputs import PlanInput
@@ -79,7 +79,7 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
     stop = _busy(item, deps)
     if stop is not None:
         return _stopped(item, deps, stop[0], stop[1], previous, existed)
-    dst_io = sessions.target_io()
+    dst_io = target_io(item, sessions)
     stop = _dropped_or_diverged(item, dst_io, synced, previous, target_name)
     if stop is not None:
         return _stopped(item, deps, stop[0], stop[1], previous, existed)
