@@ -22,6 +22,7 @@ from icelake.ingest.models import Watermark
 from icelake.local.deploy import LocalDeployment
 from icelake.local.embedded import run_execution, start_embedded_aws
 from icelake.local.lake import SOURCE_ACCOUNT, SOURCE_BUCKET, TARGET_ACCOUNT, TARGET_BUCKET
+from icelake.workflow.client import read_report
 from tests.iam.evaluator import OPERATIONS, Call, Recorder, Request, simulate, state_machine_recording
 from tests.iam.templates import Deployed, Resolver, deployed
 from tests.lake import Lake, add_source_table, commit
@@ -176,18 +177,20 @@ def test_every_call_of_a_migration_is_allowed_by_the_synthesized_policies(
 
     machine_role = _state_machine_role(templates, "IcelakeOrchestrator")
     # An assessment (the buckets' settings read too), a full run, an incremental one and a verify in
-    # Lambda, then one with every table sent to the Glue job.
+    # Lambda, then one with every table sent to the Glue job, and a verify of it whose files the
+    # Glue job checks.
     runs: tuple[tuple[str, str, dict[str, Any]], ...] = (
         ("iam-assess", "assess", {}),
         ("iam-full", "full", {}),
         ("iam-incr", "incremental", {}),
         ("iam-verify", "verify", {}),
         ("iam-glue", "full", GLUE_SIZED),
+        ("iam-verify-glue", "verify", {"verify_glue_threshold_files": 0}),
     )
     for run_id, mode, options in runs:
         if mode == "incremental":
             commit(lake, "orders", [4])  # the test's own writes are not the workflow's
-        if options:
+        if options and mode == "full":
             add_source_table(lake, "returns", [[5, 6], [7]])
         request = lake.request(run_id, mode=mode)
         if options:
@@ -195,6 +198,9 @@ def test_every_call_of_a_migration_is_allowed_by_the_synthesized_policies(
         with recorder.recording(), state_machine_recording(recorder, machine_role):
             result = run_execution(deployment.state_machine_arn, request, timeout=600, name=run_id)
         assert result.status == "SUCCEEDED", result.failure()
+    # the Glue job checked the last verify's files, and found them whole
+    (verified,) = read_report(result.output["report_uri"])["tables"]
+    assert (verified["status"], verified["engines"]) == ("verified", {"verify": "glue"}), verified
 
     assert_all_allowed(recorder.calls, d, {lake.kms_key: _target_key_arn(templates)})
 
