@@ -29,6 +29,7 @@ from icelake.migrate.copy.common import CopySettings
 from icelake.migrate.copy.engine import migration_requests, run_migration
 from icelake.migrate.copy.objects import copy_file_proved, copy_requests
 from icelake.migrate.copy.table_storage import NO_DELETE, TABLE_STORAGE_OPERATIONS, is_table_storage
+from icelake.migrate.models import MigrationResult
 from icelake.migrate.plan.model import TablePlan
 from icelake.migrate.prune import not_pruned, prune_target
 from icelake.migrate.settings import EngineSettings
@@ -252,6 +253,38 @@ def test_a_table_migrates_into_table_storage_with_only_its_operations(lake: Lake
     sent.calls.clear()
     assert prune_target(dst, src, [], warehouse, result.target_metadata_location) == []
     assert sent.calls == [] and not_pruned(warehouse) == NO_DELETE
+
+
+@pytest.mark.slow
+def test_a_table_the_run_created_is_planned_without_a_request_to_its_storage(lake: Lake) -> None:
+    # Given a new S3 Tables table (its storage holds only what icelake writes for it)
+    metadata = add_source_table(lake, "orders", [[1, 2], [3]])
+    warehouse = _warehouse(lake)
+    src, dst = _ios(lake)
+    sent = Sent(src, dst)
+    at_plan: list[int] = []
+    fresh = EngineSettings(workers=4, processes=1, copy=CopySettings(fresh_target=True))
+
+    def run() -> MigrationResult:
+        at_plan.clear()
+        sent.calls.clear()
+        hook = lambda _plan: at_plan.append(len(sent.calls))  # noqa: E731
+        return run_migration(metadata, warehouse, [], src=src, dst=dst, settings=fresh, on_planned=hook)
+
+    # When it is migrated as a table the run created
+    first = run()
+
+    # Then the plan sent nothing to the table's storage (no HEAD a file), and the copies are made
+    assert not [op for op, p in sent.calls[: at_plan[0]] if is_table_storage(f"s3://{p.get('Bucket')}/")]
+    assert first.files_copied == 2 and first.files_verified == 2
+
+    # When the step runs again (a retry: the keys are taken), each copy's PutObject is refused
+    # (412) and the object there, icelake's copy with the same bytes, is taken as done
+    again = run()
+    refused = [p for op, p in sent.to_table_storage() if op == "PutObject" and p["Key"].startswith("data/")]
+    assert len(refused) == 2 and again.files_verified == 2
+    assert again.target_metadata_location == first.target_metadata_location
+    assert sent.unsupported() == []
 
 
 @pytest.mark.parametrize("glue", [False, True], ids=["lambda", "glue"])

@@ -24,6 +24,12 @@ class CopySettings:
     # read while the one before it uploads), so a copy thread holds 2 x 32 MiB whatever the size.
     stream_part_size: int = 32 * MiB
     stream_parts_in_memory: int = 2
+    # The target is a table's storage that holds only what icelake wrote into it for this table: a
+    # table the run created (S3 Tables), whose storage takes no listing. A full plan then asks
+    # nothing there (a first run would otherwise HEAD every file: a million HEADs, ~45 minutes of
+    # one core's botocore), and a copy that finds its key taken after all (a retried step) settles
+    # it by its 412 (`streamed._settle`). Whoever knows the table is new sets it (the Plan step).
+    fresh_target: bool = False
 
 
 DEFAULT_CHECKSUM = "CRC64NVME"  # S3's default for new objects: what a copy of an unchecksummed source gets

@@ -67,7 +67,10 @@ def build_plan(
     # The copies in the manifests' order, which the source check's answers keep.
     copy_paths = reached.copy_paths(found.info)
     reached.files = {}  # before the copies are made: the two at once would be the plan's peak
-    copies, skipped = decide_copies(ctx, copy_paths, found.info, prefix_map, overwrite=settings.overwrite)
+    fresh = settings.copy.fresh_target
+    copies, skipped = decide_copies(
+        ctx, copy_paths, found.info, prefix_map, overwrite=settings.overwrite, fresh=fresh
+    )
     return TablePlan(
         source_metadata=source_metadata,
         target_metadata=target_metadata,

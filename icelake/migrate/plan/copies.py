@@ -14,6 +14,7 @@ from icelake.errors import (
 )
 from icelake.migrate.copy.objects import is_same_copy
 from icelake.migrate.copy.schedule import hot_share, spread_by_prefix
+from icelake.migrate.copy.table_storage import is_table_storage
 from icelake.migrate.inventory import whole_listing
 from icelake.migrate.plan.reads import (
     PlanContext,
@@ -107,13 +108,14 @@ def decide_copies(
     *,
     overwrite: bool,
     first_page: bool = True,
+    fresh: bool = False,
 ) -> tuple[Copies, int]:
     """(copies, how many are already there) of the files at `paths`, present at the source. A
     present target is asked in full: its metadata names the copy's source. Anything else at a
-    target key is a conflict, unless `overwrite`. `first_page`: see `target_info`."""
+    target key is a conflict, unless `overwrite`. `first_page`, `fresh`: see `target_info`."""
     tasks = Copies(paths, src_info, prefix_map)
     src_io, dst_io = ctx.src_io, ctx.dst_io
-    dst_info = target_info(ctx, tasks, prefix_map, first_page=first_page)
+    dst_info = target_info(ctx, tasks, prefix_map, first_page=first_page, fresh=fresh)
     # An absent target is a copy; only the targets that are there are compared (a read or two each).
     there = [t for t in tasks if dst_info.get(t.target) is not None] if dst_info else []
     if not there:  # a first migration: every file is a copy, and no second list of them is made
@@ -133,7 +135,7 @@ def decide_copies(
 
 
 def target_info(
-    ctx: PlanContext, tasks: Copies, prefix_map: PrefixMap, *, first_page: bool = True
+    ctx: PlanContext, tasks: Copies, prefix_map: PrefixMap, *, first_page: bool = True, fresh: bool = False
 ) -> dict[str, ObjectInfo | None]:
     """target -> what is there, for the targets that are there or may be (absent ones may be left
     out). One page of each target prefix is read first: a prefix that ends within it (the empty
@@ -141,12 +143,17 @@ def target_info(
     names are asked about; the targets under bigger prefixes are all asked (`reads.stat`).
     Without `first_page` (an incremental sync: the target holds the table already, so the page
     would settle nothing but on a table of a few hundred files) they are all asked at once: a page
-    of the table costs what the table holds where the change may be a single file."""
+    of the table costs what the table holds where the change may be a single file. `fresh`: every
+    target is a table's storage that holds only what icelake writes for this table, a table the
+    run created (`CopySettings.fresh_target`): nothing is asked (it takes no listing, and a HEAD a
+    file is what the table holds), the copies settle a key found taken by their 412."""
     dst_io, progress = ctx.dst_io, ctx.progress
     mappings = prefix_map.mappings if first_page else []
     pages = {m.target: whole_listing(dst_io, m.target) for m in mappings}
     known = {m: {canonical(uri) for uri, _info in page} for m, page in pages.items() if page is not None}
-    if pages and len(known) == len(pages) and not any(known.values()):
+    if fresh and all(is_table_storage(m.target) for m in prefix_map.mappings):
+        asked: list[str] = []  # a table's storage this run created: what is there is what it writes
+    elif pages and len(known) == len(pages) and not any(known.values()):
         asked = []  # every target prefix is empty: nothing to ask, and no target path to make
     else:
         asked = [
