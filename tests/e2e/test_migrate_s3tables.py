@@ -4,7 +4,8 @@ namespace too), each table's files under the warehouse location the service gave
 moved only from the version token read at Plan; a sync brings what the source committed since;
 a failed Validate deletes a table the run created and puts an existing one's pointer back, deleting
 no object (a table bucket's storage takes no DeleteObject) and naming the files left; a commit by
-someone else between Plan and Register is refused with nothing lost."""
+someone else between Plan and Register is refused with nothing lost; cutover sets the table's
+maintenance from the source's retention; a late append after it is stranded, then carried."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.table import Table
+from pyiceberg.table import StaticTable, Table
 
 from icelake.aws import clients
 from icelake.aws.fileio import LocalFileIO, S3FileIO
@@ -129,6 +130,7 @@ def test_the_sample_lake_moves_into_a_table_bucket_with_its_whole_history(
         _raced(lake, deployment, monkeypatch)
         monkeypatch.undo()
         _cutover(lake, deployment)
+        _stranded_then_carried(lake, deployment)
     finally:
         clients.remove_call_hook(on_table_storage)
     # and no run sent a table's storage an operation S3 Tables does not take (the embedded AWS
@@ -316,6 +318,33 @@ def _raced(lake: Lake, deployment: LocalDeployment, monkeypatch: pytest.MonkeyPa
     assert any("left as it is: someone else committed" in w for w in raced["warnings"])
     io = S3FileIO(lake.target.client("s3"))
     assert io.read(theirs[0]) == io.read(before)  # their commit, as they made it
+
+
+def _stranded_then_carried(lake: Lake, deployment: LocalDeployment) -> None:
+    """After the cutover, a late append to the source is stranded, then carried onto the table."""
+    late = _sample_commit(lake, "orders", _orders([2000]))
+    late_id = read_metadata_json(S3FileIO(lake.source.client("s3")), late)["current-snapshot-id"]
+    only_orders = {"selection": {"tables": ["sales.orders"]}}
+    (stranded,) = run_workflow(
+        deployment, _request(lake, "s3t-late", BUCKET_ARN, mode="incremental", **only_orders)
+    )["tables"]
+    assert stranded["status"] == "stranded" and stranded["stranded"][0]["snapshot_id"] == late_id, stranded
+    promoted_at = _pointer(lake, BUCKET_ARN, "orders")["metadataLocation"]
+
+    (carried,) = run_workflow(
+        deployment, _request(lake, "s3t-carry", BUCKET_ARN, mode="carry_over", **only_orders)
+    )["tables"]
+
+    assert carried["status"] == "promoted" and carried["carried"] == [late_id], carried
+    pointer = _pointer(lake, BUCKET_ARN, "orders")
+    assert pointer["metadataLocation"] == carried["target_metadata_location"] != promoted_at
+    assert carried["target_metadata_location"].startswith(pointer["warehouseLocation"].rstrip("/") + "/")
+    target = StaticTable.from_metadata(carried["target_metadata_location"], properties=s3_props())
+    rows = target.scan().to_arrow()
+    assert 2000 in rows.column("id").to_pylist()
+    current = target.metadata.current_snapshot()
+    assert current is not None and current.summary is not None
+    assert current.summary["icelake.carried-from"] == str(late_id)
 
 
 @pytest.mark.spark

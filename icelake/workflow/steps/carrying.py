@@ -25,6 +25,7 @@ from icelake.migrate.plan.target import table_prefix_map
 from icelake.request.deps import Artifacts, Deps, Sessions
 from icelake.request.models import WorkItem
 from icelake.request.target import prefix_maps
+from icelake.workflow import table_bucket
 from icelake.workflow.models import PlanResult, TableOutcome
 from icelake.workflow.steps.shared import (
     copy_facts,
@@ -215,7 +216,13 @@ def carry_register(planned: PlanResult, deps: Deps) -> None:
     """Move the target's pointer from the version the carry-over was built on to its new one; a
     writer's commit since then fails it (nothing of theirs is overwritten: Rollback, run again)."""
     item = planned.item
-    glue = deps.sessions(item.request).target.client("glue")
+    sessions = deps.sessions(item.request)
+    if table_bucket.is_table_bucket(item):  # from the pointer and version token Plan read
+        new, previous = planned.target_metadata_location, planned.previous_target_metadata
+        table_bucket.register(item, sessions, new, previous, planned.target_version)
+        deps.ledger.record_table(item.run_id, item.name, "REGISTERED")
+        return
+    glue = sessions.target.client("glue")
     catalog.move_pointer(
         glue,
         item.target_database,
@@ -284,6 +291,8 @@ def carry_undo(planned: PlanResult, deps: Deps, sessions: Sessions) -> tuple[int
     reads those files, and the outcome says so). Returns (keys removed, why nothing was)."""
     item = planned.item
     previous = planned.previous_target_metadata or ""
+    if table_bucket.is_table_bucket(item):
+        return 0, _carry_undo_in_table_bucket(planned, deps, sessions)
     glue = sessions.target.client("glue")
     table = catalog.get_table(glue, item.target_database, item.target_table)
     now = catalog.metadata_location(table) if table else None
@@ -303,3 +312,17 @@ def carry_undo(planned: PlanResult, deps: Deps, sessions: Sessions) -> tuple[int
     return sessions.target_io().delete_many(
         [k for k in keys if not any(k.startswith(p) for p in sources)]
     ), None
+
+
+def _carry_undo_in_table_bucket(planned: PlanResult, deps: Deps, sessions: Sessions) -> str:
+    """A carry-over's rollback on an S3 Tables target: the pointer put back if it is still the
+    carry's (a writer's commit since is left), and its files left to the bucket's removal (its
+    storage takes no DeleteObject), named."""
+    item = planned.item
+    journal = deps.artifacts.uri(planned.journal_key)
+    journaled = read_journal(deps.artifacts.io, journal)
+    plan = (planned.target_metadata_location, planned.previous_target_metadata, True)
+    undone = table_bucket.undo(item, sessions, deps.ledger, plan, journaled)
+    days = table_bucket.removal_days(sessions, item)
+    left = table_bucket.files_left_note(undone.files_left, journal, days, "the carry-over wrote")
+    return f"the target table {item.target_name}: {undone.action}; {left}"

@@ -62,14 +62,9 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
         previous = catalog.metadata_location(existing) if existing else None
         existed = existing is not None
     synced = ledger.last_synced(item.target_location)
-    if item.request.mode == "carry_over" and version is not None:
-        why = (
-            f"{target_name} is in an S3 Tables table bucket, where icelake does not carry stranded "
-            "commits yet; carry them with an engine that commits to the table (Spark, Athena)"
-        )
-        return _stopped(item, deps, "failed", why, previous, existed, kind="NotSupported")
     if synced and synced.get("promoted_at"):
-        return _promoted(item, deps, sessions, synced, previous)
+        promoted = _promoted(item, deps, sessions, synced, previous)
+        return promoted.model_copy(update={"target_version": version})  # a carry commits from it
     if item.request.mode == "carry_over":
         why = (
             f"{target_name} was never promoted: a carry-over brings only commits made to the source "
