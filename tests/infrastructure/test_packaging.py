@@ -152,10 +152,19 @@ def runtime_like() -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def bytecode(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the isolated interpreters keep the bytecode of what they import (-X pycache_prefix),
+    outside the assets: each of the ~20 cold starts would otherwise compile botocore, pydantic,
+    pyiceberg and the rest from source again. The sources and what they import are the same."""
+    return tmp_path_factory.mktemp("bytecode")
+
+
 def run_in_lambda(
     fn: DeployedFunction,
     runtime: Path,
     tmp: Path,
+    bytecode: Path,
     *,
     event: Mapping[str, Any] | None = None,
     environment: Mapping[str, str] | None = None,
@@ -194,8 +203,9 @@ def run_in_lambda(
         **(environment or {}),
     }
     proc = subprocess.run(
-        # -B: /opt and /var/task are read-only in Lambda, no bytecode is written next to the sources
-        [sys.executable, "-I", "-S", "-B", str(RUNNER), str(spec), str(out)],
+        # /opt and /var/task are read-only in Lambda: bytecode is written under `bytecode`, never
+        # next to the sources (the assets hold no __pycache__ afterwards)
+        [sys.executable, "-I", "-S", "-X", f"pycache_prefix={bytecode}", str(RUNNER), str(spec), str(out)],
         env=env,
         cwd=tmp,
         capture_output=True,
@@ -210,6 +220,12 @@ def run_in_lambda(
         pytest.fail(f"{fn.name}: {err['type']}: {err['message']}\n{err['traceback'][-3000:]}")
     assert not result["outside"], f"{fn.name} loaded modules from outside its package: {result['outside']}"
     return result
+
+
+def assert_no_bytecode_beside_the_sources(functions: list[DeployedFunction], runtime: Path) -> None:
+    """Nothing was written into the read-only /var/task and /opt (the bytecode went elsewhere)."""
+    for root in sorted({p for fn in functions for p in (fn.code, *fn.layers)} | {runtime}):
+        assert next(root.rglob("__pycache__"), None) is None, f"bytecode written into {root}"
 
 
 def test_every_function_with_its_layers_fits_lambdas_unzipped_limit(
@@ -247,14 +263,14 @@ def test_every_native_library_deployed_loads_on_amazon_linux_2(functions: list[D
 
 
 def test_every_handler_imports_with_only_its_assets_and_the_runtime(
-    functions: list[DeployedFunction], runtime_like: Path, tmp_path: Path
+    functions: list[DeployedFunction], runtime_like: Path, bytecode: Path, tmp_path: Path
 ) -> None:
     assert platform.machine() == "x86_64", "the layer holds Linux x86_64 wheels"
     ours = [fn for fn in functions if fn.runtime.startswith("python")]  # (not CDK's own Node.js ones)
     assert {fn.name for fn in ours} >= {name for name, _h, _p in LAMBDA_STEPS.values()}
     for fn in ours:
         assert fn.runtime == "python3.11", f"{fn.name}: runtime {fn.runtime}"
-        modules = run_in_lambda(fn, runtime_like, tmp_path)["modules"]
+        modules = run_in_lambda(fn, runtime_like, tmp_path, bytecode)["modules"]
         where = {name: Path(file) for name, file in modules.items()}
         assert where["icelake"].is_relative_to(fn.layers[0]), f"{fn.name}: icelake from {where['icelake']}"
         wanted = ["pydantic", "pydantic_settings", "aws_lambda_powertools", "aws_xray_sdk"]
@@ -264,6 +280,7 @@ def test_every_handler_imports_with_only_its_assets_and_the_runtime(
         assert where["boto3"].is_relative_to(runtime_like), f"{fn.name}: boto3 from {where['boto3']}"
         assert where["botocore"].is_relative_to(runtime_like)
         assert not set(NOT_IN_LAMBDA) & set(modules), f"{fn.name} imports {set(NOT_IN_LAMBDA) & set(modules)}"
+    assert_no_bytecode_beside_the_sources(ours, runtime_like)
 
 
 # -- the migrate steps, each in its own isolated interpreter, against moto ---------------------------
@@ -307,7 +324,7 @@ def lake(tmp_path: Path) -> Iterator[Lake]:
 
 
 def test_migrate_steps_run_from_the_deployed_packages_on_zstd_tables(
-    functions: list[DeployedFunction], runtime_like: Path, lake: Lake, tmp_path: Path
+    functions: list[DeployedFunction], runtime_like: Path, bytecode: Path, lake: Lake, tmp_path: Path
 ) -> None:
     by_name = {f.name: f for f in functions}
     steps = {step: by_name[name] for step, (name, _h, _p) in LAMBDA_STEPS.items()}
@@ -320,7 +337,8 @@ def test_migrate_steps_run_from_the_deployed_packages_on_zstd_tables(
     loaded: dict[str, dict[str, str]] = {}
 
     def invoke(step: str, event: dict[str, Any]) -> Any:
-        out = run_in_lambda(steps[step], runtime_like, tmp_path, event=event, environment=local | aws)
+        env = local | aws
+        out = run_in_lambda(steps[step], runtime_like, tmp_path, bytecode, event=event, environment=env)
         loaded[step] = out["modules"]
         return out["result"]
 
@@ -371,6 +389,7 @@ def test_migrate_steps_run_from_the_deployed_packages_on_zstd_tables(
     # with the layer's pyarrow and pyiceberg (not this machine's)
     for module in ("pyarrow", "pyiceberg", "fastavro"):
         assert Path(loaded["validate"][module]).is_relative_to(steps["validate"].layers[1]), module
+    assert_no_bytecode_beside_the_sources(list(steps.values()), runtime_like)
 
 
 def lake_object(bucket: str, key: str) -> bytes:
