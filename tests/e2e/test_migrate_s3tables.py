@@ -348,16 +348,20 @@ def _stranded_then_carried(lake: Lake, deployment: LocalDeployment) -> None:
 
 
 @pytest.mark.spark
-def test_spark_reads_every_snapshot_of_a_table_bucket_target(
+def test_the_glue_job_copies_into_a_table_bucket_and_spark_reads_every_snapshot(
     world: tuple[Lake, LocalDeployment], spark: Any, tmp_path: Path
 ) -> None:
     lake, deployment = world
     sources = publish_sample_tables(lake)
-    report = run_workflow(deployment, _request(lake, "s3t-spark", BUCKET_ARN))
+    # every table over the Glue threshold: the Glue job (on local Spark) plans, journals and
+    # copies into the table's storage, its executors streaming each file
+    options = {"glue_threshold_bytes": 0, "concurrency": 2, "validation": "rows"}
+    report = run_workflow(deployment, _request(lake, "s3t-spark", BUCKET_ARN, options=options))
     outcomes = {t["table"]: t for t in report["tables"]}
     for name, source in sources.items():
         outcome = outcomes[f"sales.{name}"]
         assert outcome["status"] == "migrated", outcome
+        assert outcome["engines"]["copy"] == "glue", outcome["engines"]
         # Spark (Iceberg Java) reads both after a path-only hop back to local disk (no S3A here)
         hops = {
             "source": (source, lake.source),
