@@ -1,6 +1,7 @@
 """What an assessment says a table keeps in a table bucket after cutover, and what its first
 compaction costs (icelake/assess/gather/table_bucket.table_keeps): from the request where it says,
-else from the source's retention; compaction priced at the price table's S3 Tables rates."""
+else from the source's retention; compaction priced at the price table's S3 Tables rates. And a
+table the target role may not read is a blocker, not an assessment that stops."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from botocore.stub import Stubber
 
 from icelake.assess.estimate.prices import load_prices
-from icelake.assess.gather.table_bucket import athena_name, table_keeps
+from icelake.assess.gather.table_bucket import BucketRemovals, athena_name, read_target, table_keeps
 from icelake.request.models import MigrationRequest, WorkItem
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "events" / "migrate_request_s3tables.json"
@@ -86,3 +89,24 @@ def test_a_source_retention_that_cannot_be_carried_blocks() -> None:
     assert refused is not None and refused.kind == "source_retention"
     assert "options.s3tables_maintenance.snapshot_management" in refused.message
     assert table.maintenance_at_cutover == {} and table.keeps == refused.message
+
+
+def test_a_target_table_the_role_may_not_read_blocks() -> None:
+    # Given S3 Tables answering the bucket's maintenance, and AccessDenied to GetTable (a role
+    # deployed without the table bucket in table_bucket_arns), as botocore's Stubber answers
+    client = boto3.client(
+        "s3tables", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
+    )
+    arn = str(_item().request.target.table_bucket_arn)
+    with Stubber(client) as stub:
+        stub.add_response(
+            "get_table_bucket_maintenance_configuration",
+            {"tableBucketARN": arn, "configuration": {}},
+            {"tableBucketARN": arn},
+        )
+        stub.add_client_error("get_table", "AccessDeniedException", http_status_code=403)
+        target = read_target(_item(), None, client, BucketRemovals())  # type: ignore[arg-type]
+    assert [b.kind for b in target.blockers] == ["table_unread"]
+    assert "AccessDeniedException" in target.blockers[0].message and not target.exists
+    # the bucket's removal read as AWS's defaults when its answer leaves them out
+    assert (target.bucket.removal_enabled, target.bucket.unreferenced_days) == (True, 3)

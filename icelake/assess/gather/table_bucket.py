@@ -118,7 +118,13 @@ def read_target(item: WorkItem, deps: Deps, client: Any, removals: BucketRemoval
     if blockers:  # no bucket: nothing to find, plan the table as new
         return Target(_at(item, NEW_TABLE_STORAGE), bucket, blockers, warnings, False)
     ref = s3tables.TableRef(arn, item.target_database, item.target_table)
-    found = s3tables.find(client, ref)
+    try:
+        found = s3tables.find(client, ref)
+    except ClientError as exc:  # not readable with this role: Plan would stop there too
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        said = f"target table {ref} could not be read ({code or exc}): deploy with it in table_bucket_arns"
+        blockers.append(Finding(kind="table_unread", message=said))
+        return Target(_at(item, NEW_TABLE_STORAGE), bucket, blockers, warnings, False)
     if found is None:
         return Target(_at(item, NEW_TABLE_STORAGE), bucket, blockers, warnings, False)
     mark = found.owner if found.owner is not None else _ledger_mark(deps, found.warehouse_location)

@@ -63,6 +63,10 @@ KINDS: dict[str, tuple[str, str]] = {
         "assumed (3 days, then 10).",
         "Grant the target role s3tables:GetTableBucketMaintenanceConfiguration (table_bucket_arns).",
     ),
+    "table_unread": (
+        "A target table in the table bucket could not be read with the target role: Plan would stop there.",
+        "Deploy the access stack with the table bucket in table_bucket_arns (cdk/table_buckets.py).",
+    ),
     "lake_formation_not_carried": (
         "Lake Formation grants and LF-tags are not carried to an S3 Tables target.",
         "Grant access on each table's s3tablescatalog name in Lake Formation after the migration.",
