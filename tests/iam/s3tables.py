@@ -144,7 +144,10 @@ def needs(operation: str, params: dict[str, Any], tables: Tables | None) -> list
 
 
 def storage_needs(operation: str, params: dict[str, Any], tables: Tables) -> list[Need]:
-    """An S3 object call on a table's storage, as IAM checks it: on the table's ARN."""
+    """An S3 object call on a table's storage, as IAM checks it: on the table's ARN. A HEAD that
+    finds nothing asks no more (a general bucket answers it 404 only to a caller with
+    s3:ListBucket; a table's storage takes no listing, and AWS does not document what it answers
+    there: 404 is what the embedded AWS and the copy's HEADs expect, unproven on AWS)."""
     action = STORAGE_ACTIONS.get(operation)
     if action is None:
         raise AssertionError(
