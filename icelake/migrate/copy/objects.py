@@ -120,6 +120,18 @@ def is_same_copy(
     src_io: FileIO, src: str, src_info: ObjectInfo, dst_io: FileIO, dst: str, dst_info: ObjectInfo
 ) -> bool:
     """Whether `dst` already holds exactly the bytes of `src` (never guesses: unknown means no)."""
+    known = known_same(src_info, dst_info)
+    if known is not None:
+        return known
+    if isinstance(src_io, LocalFileIO) and isinstance(dst_io, LocalFileIO):
+        return filecmp.cmp(local_path(src), local_path(dst), shallow=False)
+    return src_io.read(src) == dst_io.read(dst)
+
+
+def known_same(src_info: ObjectInfo, dst_info: ObjectInfo) -> bool | None:
+    """Whether `dst` holds the bytes of `src` as far as what a listing or a HEAD says of both tells
+    (sizes, icelake's source-ETag mark, checksums of one algorithm, MD5 ETags); None when only
+    reading both would."""
     if src_info.size != dst_info.size:
         return False
     if dst_info.source_etag and src_info.etag:
@@ -128,9 +140,9 @@ def is_same_copy(
         return src_info.checksum == dst_info.checksum
     if _full_checksum(src_info) and _full_checksum(dst_info):
         return src_info.sha256 == dst_info.sha256
-    if isinstance(src_io, LocalFileIO) and isinstance(dst_io, LocalFileIO):
-        return filecmp.cmp(local_path(src), local_path(dst), shallow=False)
-    return src_io.read(src) == dst_io.read(dst)
+    if etag_verifies(src_info.etag) and dst_info.etag == src_info.etag:
+        return True  # both the MD5 of their bytes (a different ETag proves nothing: KMS)
+    return None
 
 
 def _full_checksum(info: ObjectInfo) -> bool:

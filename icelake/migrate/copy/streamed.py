@@ -8,20 +8,24 @@ does, never the file.
 
 Never an overwrite: the PutObject and the CompleteMultipartUpload carry `If-None-Match: *`, which
 S3 refuses (412) when the key is there already. The object there is then asked about (HEAD) and
-taken as this copy only when it is icelake's copy of this source (its metadata names the source's
-ETag) with the size and bytes of what was read (the same checksum or ETag); anything else is
-refused by name, and nothing is written.
+taken as this copy only when it holds the bytes read (the same size, and ETag or checksum): every
+key there was journaled before any write, in a table icelake owns, so it is an earlier attempt's
+copy; anything else is refused by name, and nothing is written.
+
+Only the headers AWS lists for table storage are sent (`table_storage.TABLE_STORAGE_PARAMETERS`):
+no user metadata (so no source-ETag mark, as a server-side copy carries), no multipart checksum
+type or object size, no CRC64NVME header.
 
 Verified end to end, as a server-side copy is:
 - every GET names the planned ETag (If-Match): the bytes read are the object planned, or S3
   refuses (412) and the table is rolled back as for any source changed since its plan;
 - the bytes read are checked against the source's full-object checksum when this process can
   compute its algorithm (SHA-256, SHA-1 and CRC32 always; CRC32C and CRC64NVME with awscrt), else
-  against its MD5 ETag; a PutObject also sends the source's checksum, which S3 checks against the
-  bytes it receives (BadDigest otherwise) and keeps;
-- what S3 stored is what was sent: a PutObject's ETag is the MD5 of its bytes (SSE-S3, as table
-  storage always is) and a multipart upload's the MD5 of its parts' MD5s; the upload's full-object
-  CRC32, given at completion, is checked by S3 against the parts'.
+  against its MD5 ETag, before anything is completed;
+- what S3 stored is what was sent: a PutObject carries the MD5 (Content-MD5) and a checksum of
+  its bytes (the source's own when table storage takes its algorithm, which then verifies the copy
+  by S3 alone; else their CRC32), and its ETag is their MD5 (SSE-S3, as table storage always is);
+  each UploadPart carries its CRC32, and the upload's ETag is the MD5 of the parts' MD5s.
 """
 
 from __future__ import annotations
@@ -38,7 +42,6 @@ from typing import Any
 from botocore.exceptions import ClientError, FlexibleChecksumError
 
 from icelake.aws.fileio import (
-    SOURCE_ETAG_KEY,
     FileIO,
     ObjectInfo,
     S3FileIO,
@@ -55,7 +58,7 @@ from icelake.migrate.copy.common import (
     not_the_source,
     with_checksum,
 )
-from icelake.migrate.copy.table_storage import is_table_storage
+from icelake.migrate.copy.table_storage import TAKEN_CHECKSUMS, is_table_storage
 
 MAX_PARTS = 10_000  # S3's limit on a multipart upload
 PART_CHECKSUM = "CRC32"  # the parts' algorithm: computed here without awscrt, combined by S3 (FULL_OBJECT)
@@ -215,12 +218,19 @@ def _put_whole(src_io: S3FileIO, src: str, src_info: ObjectInfo, dst_io: S3FileI
     read = _Read(src_info, source)
     read.update(data)
     proved = read.proves(src, dst, src_info)
-    # S3 checks the bytes it receives against the source's checksum, and keeps it.
-    sums = {"ChecksumAlgorithm": source[0], f"Checksum{source[0]}": source[1]} if source else {}
+    # S3 checks the bytes it receives against the checksum sent, and keeps it: the source's when
+    # table storage takes its algorithm, else the CRC32 of the bytes read.
+    given = source if source and source[0] in TAKEN_CHECKSUMS else ("CRC32", read.crc32_b64())
     bucket, key = split_s3(dst)
     try:
         out = dst_io.client_for(bucket).put_object(
-            Bucket=bucket, Key=key, Body=data, IfNoneMatch="*", Metadata=_mark(src_info), **sums
+            Bucket=bucket,
+            Key=key,
+            Body=data,
+            IfNoneMatch="*",
+            ContentMD5=base64.b64encode(read.part_md5s[0]).decode(),
+            ChecksumAlgorithm=given[0],
+            **{f"Checksum{given[0]}": given[1]},
         )
     except ClientError as exc:
         if _refused(exc):
@@ -233,10 +243,11 @@ def _put_whole(src_io: S3FileIO, src: str, src_info: ObjectInfo, dst_io: S3FileI
             ) from exc
         raise
     etag = _stored_etag(out, read, dst)
-    answered = out.get(f"Checksum{source[0]}") if source else None
-    checked_by_s3 = source is not None and answered == source[1]
-    checksum = (source[0], answered) if source and answered else _crc32_of(out)
-    return Copied(proved or checked_by_s3, etag, checksum)
+    answered = out.get(f"Checksum{given[0]}")
+    if answered and answered != given[1]:
+        raise not_the_source(src, dst, given[0], answered, given[1])
+    checked_by_s3 = given == source  # S3 checked the source's own checksum against the bytes
+    return Copied(proved or checked_by_s3, etag, given)
 
 
 def _put_parts(
@@ -247,13 +258,9 @@ def _put_parts(
         src_info = with_checksum(src_io, src, src_info)  # ranged GETs carry no full-object checksum
     bucket, key = split_s3(dst)
     client = dst_io.client_for(bucket)
-    upload = client.create_multipart_upload(
-        Bucket=bucket,
-        Key=key,
-        Metadata=_mark(src_info),
-        ChecksumAlgorithm=PART_CHECKSUM,
-        ChecksumType="FULL_OBJECT",
-    )["UploadId"]
+    upload = client.create_multipart_upload(Bucket=bucket, Key=key, ChecksumAlgorithm=PART_CHECKSUM)[
+        "UploadId"
+    ]
     read = _Read(src_info, src_info.checksum)
     try:
         parts = _upload_parts(src_io, src, src_info, (client, bucket, key, upload), read, settings)
@@ -262,10 +269,7 @@ def _put_parts(
             Bucket=bucket,
             Key=key,
             UploadId=upload,
-            MultipartUpload={"Parts": parts},
-            ChecksumCRC32=read.crc32_b64(),  # S3 checks it against the parts' CRC32s
-            ChecksumType="FULL_OBJECT",
-            MpuObjectSize=src_info.size,
+            MultipartUpload={"Parts": parts},  # each part's CRC32, which S3 checked on arrival
             IfNoneMatch="*",
         )
     except BaseException as exc:
@@ -273,11 +277,8 @@ def _put_parts(
         if isinstance(exc, ClientError) and _refused(exc):
             return _settle(dst_io, src, src_info, dst, read)
         raise
-    etag = _stored_etag(out, read, dst)
-    answered = out.get("ChecksumCRC32")
-    if answered and answered != read.crc32_b64():
-        raise not_the_source(src, dst, "CRC32", answered, read.crc32_b64())
-    return Copied(proved, etag, ("CRC32", answered) if answered else None)
+    # The upload's checksum is composite (its parts'), no full-object one: its ETag is the proof.
+    return Copied(proved, _stored_etag(out, read, dst))
 
 
 def _upload_parts(
@@ -350,19 +351,20 @@ def _settle(dst_io: S3FileIO, src: str, src_info: ObjectInfo, dst: str, read: _R
         raise CopyVerificationError(
             f"S3 refused to write {dst} because an object was there, and none is now; run the table again"
         )
-    ours = src_info.etag is not None and there.source_etag == src_info.etag
+    # The key was journaled before any write (every key there is), in a table icelake owns: an
+    # object with the bytes read (its ETag, or its checksum) is this copy, made by an earlier attempt.
     same = there.size == src_info.size and (
         there.etag == read.etag()
         or there.checksum == ("CRC32", read.crc32_b64())
         or (read.source is not None and there.checksum == read.source)
     )
-    if ours and same:
+    if same:
         return Copied(read.proves(src, dst, src_info), there.etag, there.checksum)
-    why = "not marked as icelake's copy of it" if not ours else "its size or bytes differ"
     raise UnsafeTargetError(
-        f"{dst} is already on the table's storage and is not the copy of {src} ({why}); S3 Tables' "
-        "storage is never overwritten or deleted by icelake. Nothing was written over it: if another "
-        "writer owns the table, migrate into a table of another name"
+        f"{dst} is already on the table's storage and is not the copy of {src} (its size, ETag and "
+        "checksum are not those of the bytes read); S3 Tables' storage is never overwritten or deleted "
+        "by icelake. Nothing was written over it: if another writer owns the table, migrate into a "
+        "table of another name"
     )
 
 
@@ -375,15 +377,6 @@ def _stored_etag(out: dict[str, Any], read: _Read, dst: str) -> str:
             "was damaged on its way. The table is rolled back; run it again"
         )
     return etag
-
-
-def _crc32_of(out: dict[str, Any]) -> tuple[str, str] | None:
-    return ("CRC32", out["ChecksumCRC32"]) if out.get("ChecksumCRC32") else None
-
-
-def _mark(src_info: ObjectInfo) -> dict[str, str]:
-    """The metadata that names the copy's source (its ETag): what makes an object there icelake's."""
-    return {SOURCE_ETAG_KEY: src_info.etag or ""}
 
 
 def _abort(client: Any, bucket: str, key: str, upload_id: str) -> None:

@@ -12,7 +12,7 @@ from icelake.aws.fileio import ObjectInfo
 from icelake.errors import (
     TargetConflictError,
 )
-from icelake.migrate.copy.objects import is_same_copy
+from icelake.migrate.copy.objects import is_same_copy, known_same
 from icelake.migrate.copy.schedule import hot_share, spread_by_prefix
 from icelake.migrate.copy.table_storage import is_table_storage
 from icelake.migrate.inventory import whole_listing
@@ -121,17 +121,19 @@ def decide_copies(
     if not there:  # a first migration: every file is a copy, and no second list of them is made
         return tasks, 0
 
-    def same(task: CopyTask) -> bool:
+    def same(task: CopyTask) -> bool | None:
         t = dst_info[task.target]
         assert t is not None
+        if is_table_storage(task.target):  # None: the copy's 412 settles it, reading its source once
+            return known_same(task.info, t)
         return is_same_copy(src_io, task.source, task.info, dst_io, task.target, t)
 
     same_copy = dict(zip((t.source for t in there), ctx.reads.map(same, there, ctx.workers), strict=True))
-    conflicts = sorted(t.target for t in there if not same_copy[t.source])
+    conflicts = sorted(t.target for t in there if same_copy[t.source] is False)
     if conflicts and not overwrite:
         raise TargetConflictError(conflicts)
     left = [p for p in paths if not same_copy.get(p, False)]
-    return Copies(left, src_info, prefix_map), sum(same_copy.values())
+    return Copies(left, src_info, prefix_map), sum(v is True for v in same_copy.values())
 
 
 def target_info(
