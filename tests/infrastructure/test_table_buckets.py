@@ -193,6 +193,12 @@ def test_writing_a_table_icelake_does_not_own_is_denied(target: Stack, tables: T
             assert [d for _r, d in rds] == ["ImplicitlyDenied"], (c.operation, c.params, rds)
 
 
+def test_the_role_conditions_on_the_marks_the_steps_put() -> None:
+    from icelake.aws import s3tables
+
+    assert (OWNER_TAG, PROMOTED_TAG) == (s3tables.OWNER_TAG, s3tables.PROMOTED_TAG)
+
+
 def test_a_storage_operation_the_service_refuses_is_named() -> None:
     t = Tables()
     t.add(BUCKET, "sales", "orders", f"{BUCKET}/table/x", f"s3://{STORAGE['orders']}", OURS)
