@@ -25,6 +25,7 @@ from tests.browser import assert_readable, load
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 REQUEST = "tests/events/migrate_request.json"
+S3TABLES_REQUEST = "tests/events/migrate_request_s3tables.json"  # the same tables into a table bucket
 
 
 def _icelake() -> str:
@@ -99,12 +100,24 @@ def test_the_readme_quick_start_migrates_the_sample_tables(tmp_path: Path) -> No
         report = json.loads(shown.stdout)
         _the_run_is_as_estimated(report, estimates)
         _both_pages_read_in_a_browser(report, out, shell, tmp_path)
+
+        _into_the_table_bucket(quick_start, shell)
     finally:
         server.send_signal(signal.SIGINT)
         try:
             server.wait(timeout=60)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+def _into_the_table_bucket(quick_start: str, shell: dict[str, str]) -> None:
+    """The quick start's other line: the same tables into the sample's S3 Tables table bucket."""
+    assert f"icelake migrate start --request {S3TABLES_REQUEST}" in quick_start
+    into_bucket = _icelake_in(shell, "migrate", "start", "--request", S3TABLES_REQUEST)
+    output = into_bucket.stdout + into_bucket.stderr
+    assert into_bucket.returncode == 0 and "Traceback" not in output, output
+    for table in ("sales.orders", "sales.customers"):
+        assert any(table in line and "migrated" in line for line in output.splitlines()), output
 
 
 def _the_run_is_as_estimated(report: dict[str, object], estimates: dict[str, dict[str, object]]) -> None:
