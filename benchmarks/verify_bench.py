@@ -148,14 +148,19 @@ def verify_once(engine: str, metadata: str, record: Any, spark: Any) -> tuple[An
     return check, time.monotonic() - started, time.process_time() - cpu
 
 
-def counted(stats: dict[str, Any]) -> dict[str, int]:
-    """The model's requests to the target bucket, by the estimate's kinds."""
+def counted(stats: dict[str, Any]) -> tuple[dict[str, int], int]:
+    """The model's requests to the target bucket that it answered (by the estimate's kinds), and
+    the SlowDowns it answered instead (each sent again by the client's pacing)."""
     kinds = {"HEAD": "head", "GET": "get", "LIST": "list"}
     out = dict.fromkeys(kinds.values(), 0)
+    slowed = 0
     for kind, by_prefix in stats["requests"].items():
-        if kind in kinds:
-            out[kinds[kind]] += sum(n for p, n in by_prefix.items() if p.startswith(TARGET_BUCKET + "/"))
-    return out
+        refused = stats["slowdowns"].get(kind, {})
+        for prefix, n in by_prefix.items():
+            if kind in kinds and prefix.startswith(TARGET_BUCKET + "/"):
+                out[kinds[kind]] += n - refused.get(prefix, 0)
+                slowed += refused.get(prefix, 0)
+    return out, slowed
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -207,7 +212,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             check, wall, cpu = verify_once(engine, metadata, record, spark)
             if check.problems:
                 raise SystemExit(f"{engine}: the intact target was found damaged: {check.problems[:3]}")
-            sent = counted(model.stats())
+            sent, slowdowns = counted(model.stats())
             work_done = VerifyWork(
                 check.files - check.heads - assessed.lists - assessed.manifests,
                 check.files - check.heads,
@@ -216,8 +221,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 assessed.manifests,
             )
             formula = verify_requests(work_done)
-            if sent != formula:
-                raise SystemExit(f"{engine}: the model counted {sent}, proof_requests says {formula}")
+            if sent != formula:  # said, and the bench fails at its end (its other figures kept)
+                console.print(
+                    f"[red]{engine}: the model answered {sent}, proof_requests says {formula}[/red]"
+                )
             estimated = verify_seconds(assessed, throughput, glue=engine == "glue")
             low, high = (verify_seconds(assessed, m, glue=engine == "glue") for m in throughput.bounds())
             fig = {
@@ -226,6 +233,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "estimated_range_s": [round(low, 2), round(high, 2)],
                 "ratio": round(wall / estimated, 3),
                 "requests": sent,
+                "requests_as_formula": sent == formula,
+                "slowdowns": slowdowns,
                 "files_by_listing": check.files - check.heads,
                 "files_by_head": check.heads,
                 "ranges": check.ranges,
@@ -243,7 +252,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if spark is not None:
             spark.stop()
     out["assessed_requests"] = verify_requests(assessed)
-    out["goal"] = {e: abs(f["ratio"] - 1) <= GOAL for e, f in out["engines"].items()}
+    out["goal"] = {
+        e: abs(f["ratio"] - 1) <= GOAL and f["requests_as_formula"] for e, f in out["engines"].items()
+    }
     shutil.rmtree(work, ignore_errors=True)
     return out
 
@@ -257,19 +268,20 @@ def record(res: dict[str, Any]) -> None:
         "of every file against the copy record on the S3 model, in each engine, against the "
         "assessment's estimate (`icelake/assess/estimate/verify_estimate.py`) with the model's "
         "parameters probed in the run. Requests are the model's counts on the target bucket, "
-        "asserted equal to `proof_requests`: LIST = the listing's pages (about files / 1,000), "
+        "asserted equal to `proof_requests` (the SlowDowns the model answered, sent again by the pacing, "
+        "apart): LIST = the listing's pages (about files / 1,000), "
         "HEAD + GET = the metadata's constant (the metadata.json, its logged versions, each "
         "manifest list and manifest, a HEAD and a GET each but the logged versions'). Goal: "
         "the estimate within 20 %.\n\n"
-        "| date | commit | engine | files | requests (HEAD/GET/LIST) | constant | measured s | "
-        "estimated s (range) | ratio | load |\n|---|---|---|---|---|---|---|---|---|---|\n"
+        "| date | commit | engine | files | requests (HEAD/GET/LIST) | constant | SlowDowns sent again | "
+        "measured s | estimated s (range) | ratio | load |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
     )
     for engine, f in res["engines"].items():
         r = f["requests"]
         low, high = f["estimated_range_s"]
         row = (
             f"| {facts['date']} | {facts['commit']} | {engine} | {res['files']:,} | "
-            f"{r['head']}/{r['get']}/{r['list']} | {f['constant']} | {f['measured_s']} | "
+            f"{r['head']}/{r['get']}/{r['list']} | {f['constant']} | {f['slowdowns']} | {f['measured_s']} | "
             f"{f['estimated_s']} ({low}-{high}) | {f['ratio']} | {facts['load_average']} |"
         )
         record_row(BENCH_DIR / "RESULTS.md", "## Verify at scale", section, row)
@@ -292,7 +304,9 @@ def main(argv: list[str] | None = None) -> None:
     failed = [e for e, ok in res["goal"].items() if not ok]
     print(json.dumps(res))
     if failed:
-        raise SystemExit(f"the estimate is more than {GOAL:.0%} off for {', '.join(failed)}")
+        raise SystemExit(
+            f"requests off the formula, or the estimate more than {GOAL:.0%} off: {', '.join(failed)}"
+        )
 
 
 if __name__ == "__main__":
