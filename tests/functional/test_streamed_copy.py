@@ -203,6 +203,13 @@ def test_a_copy_already_there_is_taken_and_any_other_object_refused(lake: Lake) 
         copy_file_proved(src, big_uri, big_info, dst, f"{warehouse}/data/big.parquet", SETTINGS)
     assert dst.read(f"{warehouse}/data/big.parquet") == b"not it"
     assert _open_uploads(bucket) == 0  # (ListMultipartUploads is not served on table storage)
+    # ... while a multipart copy already there (an earlier attempt's) is taken at its completion,
+    # by the ETag of the parts read, its upload aborted
+    made = copy_file_proved(src, big_uri, big_info, dst, f"{warehouse}/data/big-2.parquet", SETTINGS)
+    remade = copy_file_proved(src, big_uri, big_info, dst, f"{warehouse}/data/big-2.parquet", SETTINGS)
+    assert made.etag is not None and made.etag.endswith("-2")
+    assert remade.verified and remade.etag == made.etag
+    assert _open_uploads(bucket) == 0
 
 
 def test_a_source_whose_bytes_are_not_its_checksum_stops_the_copy(lake: Lake) -> None:
