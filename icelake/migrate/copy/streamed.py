@@ -162,9 +162,10 @@ def _crc_function(algorithm: str) -> tuple[Callable[[bytes, int], int], int] | N
 
 
 class _Read:
-    """What is known of the bytes read from the source, in order: their CRC32 (what a multipart
-    upload's full-object checksum is), each part's MD5 (what S3's ETag of the copy is made of),
-    their whole MD5 when the source's ETag is one, and the source's own checksum when computable."""
+    """What is known of the bytes read from the source, in order: their CRC32 (what a PutObject
+    sends when table storage does not take the source's algorithm), each part's MD5 (what S3's
+    ETag of the copy is made of), their whole MD5 when the source's ETag is one, and the source's
+    own checksum when computable here."""
 
     def __init__(self, src_info: ObjectInfo, source: tuple[str, str] | None) -> None:
         self.source = source
@@ -237,9 +238,8 @@ def _put_whole(src_io: S3FileIO, src: str, src_info: ObjectInfo, dst_io: S3FileI
             return _settle(dst_io, src, src_info, dst, read)
         if _code(exc) in ("BadDigest", "InvalidDigest"):
             raise CopyVerificationError(
-                f"S3 refused the copy of {src} to {dst}: the bytes it received do not have the source's "
-                f"{source[0] if source else ''} checksum (damaged in transit). The table is rolled back; "
-                "run it again"
+                f"S3 refused the copy of {src} to {dst}: the bytes it received do not have the {given[0]} "
+                "checksum of the bytes read (damaged in transit). The table is rolled back; run it again"
             ) from exc
         raise
     etag = _stored_etag(out, read, dst)
