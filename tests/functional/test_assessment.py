@@ -79,6 +79,14 @@ def test_a_glacier_object_blocks_and_an_unchecksummed_one_warns(lake: Lake, tmp_
     )
     assert assessed.commits_per_day["7d"] == pytest.approx(3 / 7, abs=1e-3)
     assert assessed.estimate is not None and assessed.estimate.requests["copy"] == 3
+    # ... and a verify of the migrated target: 4 metadata.json files (the table's creation and 3
+    # commits), 3 lists, 3 manifests and the 3 copies (fewer than 50: not worth a listing) HEADed,
+    # the metadata.json, lists and manifests read, in the Lambda
+    verify = assessed.verify
+    assert verify is not None and (verify.files, verify.engine) == (3, "lambda"), verify
+    assert verify.requests == {"head": 4 + 3 + 3 + 3, "list": 0, "get": 1 + 3 + 3}, verify
+    assert verify.engine_rule.startswith("estimate: the Lambda's check of 3 files"), verify
+    assert 0 < verify.duration_s["lambda"] < verify.duration_s["glue"], verify  # the job's start
     assert (bucket_state(lake.source, SOURCE_BUCKET), bucket_state(lake.target, TARGET_BUCKET)) == before
 
     # ... and the blocker is what a migration really meets: CopyObject refuses the GLACIER object

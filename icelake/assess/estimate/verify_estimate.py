@@ -49,13 +49,14 @@ class VerifyWork:
 
     @classmethod
     def of_plan(cls, plan: TablePlan) -> VerifyWork:
-        """The verify of the target this plan migrates (the assessment's): the files it copies
-        are taken to lie under the target's location, as Validate's estimate takes them."""
+        """The verify of the target this plan migrates (the assessment's): its copies are taken to
+        lie under the target's location, as Validate's estimate takes them; its delete files are
+        rewritten (a HEAD each), as its metadata files are."""
+        metadata = len(plan.metadata_files) + len(plan.manifest_lists) + len(plan.manifests)
+        present = max(0, plan.files_planned - metadata)  # data, delete and statistics files
         deletes = len(plan.delete_files)
-        metadata = len(plan.metadata_files) or 1
-        headed = metadata + len(plan.manifest_lists) + len(plan.manifests) + deletes
-        files = plan.files_planned
-        return cls(files + deletes, files, headed, len(plan.manifest_lists), len(plan.manifests))
+        lists, manifests = len(plan.manifest_lists), len(plan.manifests)
+        return cls(present, present - deletes, max(1, metadata) + deletes, lists, manifests)
 
     @classmethod
     def of_metadata(cls, meta: mj.Metadata) -> VerifyWork | None:

@@ -253,4 +253,6 @@ def proof_requests(headed: int, listed: int, lists: int, manifests: int) -> dict
     files, what lies outside the table location), the pages of the ranges that answer for the
     `listed` files (when those ranges hold only them), and a GET of the metadata file, each
     manifest list and each manifest. Estimates use it: keep it in step with `proved_files`."""
-    return {"head": headed, "list": listing_pages(listed), "get": 1 + lists + manifests}
+    pages = listing_pages(listed)
+    heads = headed if pages or not listed else headed + listed  # too few to list: a HEAD each
+    return {"head": heads, "list": pages, "get": 1 + lists + manifests}
