@@ -4,7 +4,8 @@ Keys: pk = "RUN#<run_id>", sk = "RUN" or "TABLE#<db>.<table>"; pk = "SYNC#<targe
 sk = "LAST" for the last source metadata synced to a target (what incremental runs start from); and
 pk = "LOCK#<target location>", sk = "LOCK" for the run that holds a table while it works on it;
 pk = "OWNER#<target location>", sk = "OWNER" for an S3 Tables table icelake created (its storage,
-the warehouse location, is that table's alone) and the maintenance it found there.
+the warehouse location, is that table's alone) and the maintenance it found there, and
+pk = "OWNED#<table bucket ARN>/<namespace>", sk = "<table>" listing those tables by namespace.
 """
 
 from __future__ import annotations
@@ -191,8 +192,11 @@ class Ledger:
                 ExpressionAttributeValues={":me": {"S": run_id}},
             )
 
-    def mark_owner(self, target_location: str, owner: str, run_id: str, table_arn: str) -> None:
-        """icelake created the table whose storage is `target_location` for source table `owner`."""
+    def mark_owner(
+        self, target_location: str, owner: str, run_id: str, table_arn: str, namespace: str, name: str
+    ) -> None:
+        """icelake created the table whose storage is `target_location` for source table `owner`;
+        `namespace` ("<table bucket ARN>/<namespace>") lists it by `name` (`owned_in`)."""
         self.db.update_item(
             TableName=self.table,
             Key=_owner_key(target_location),
@@ -200,6 +204,23 @@ class Ledger:
             ExpressionAttributeNames={"#o": "owner"},
             ExpressionAttributeValues={":o": {"S": owner}, ":r": {"S": run_id}, ":a": {"S": table_arn}},
         )
+        self.db.put_item(
+            TableName=self.table,
+            Item=_item({"pk": f"OWNED#{namespace}", "sk": name, "owner": owner, "location": target_location}),
+        )
+
+    def owned_in(self, namespace: str) -> list[dict[str, Any]]:
+        """The tables icelake created in `namespace` and has not deleted: sk is the table's name."""
+        pages = self.db.get_paginator("query").paginate(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": f"OWNED#{namespace}"}},
+        )
+        return [_plain(i) for p in pages for i in p.get("Items", [])]
+
+    def forget_owned(self, namespace: str, name: str) -> None:
+        """A table icelake created was deleted (a rollback's DeleteTable)."""
+        self.db.delete_item(TableName=self.table, Key=_item({"pk": f"OWNED#{namespace}", "sk": name}))
 
     def owner(self, target_location: str) -> dict[str, Any] | None:
         """The OWNER row of a table icelake created (mark_owner), or None."""

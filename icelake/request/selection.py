@@ -141,12 +141,13 @@ class _MarkedTargets:
     def __init__(self, request: MigrationRequest, deps: Deps) -> None:
         self.request = request
         self.glue = deps.sessions(request).target.client("glue")
+        self.deps = deps  # its ledger lists an S3 Tables target's tables (read only then)
         self.by_database: dict[str, dict[str, list[TargetName]]] = {}
 
     def in_database(self, database: str) -> dict[str, list[TargetName]]:
         """Source table name -> where icelake put it, for the source tables of `database`."""
-        if self.request.target.kind == "s3tables":
-            return {}  # no Glue catalog on that side: an S3 Tables target's owner is in the ledger
+        if self.request.target.kind == "s3tables" and database not in self.by_database:
+            self.by_database[database] = self._in_table_bucket(database)
         if database not in self.by_database:
             mark = f"{self.request.source.account_id}:{database}."
             found: dict[str, list[TargetName]] = {}
@@ -165,6 +166,20 @@ class _MarkedTargets:
 
     def of(self, key: Key) -> list[TargetName]:
         return self.in_database(key[0]).get(key[1], [])
+
+    def _in_table_bucket(self, database: str) -> dict[str, list[TargetName]]:
+        """The same from an S3 Tables target: the tables icelake created in each namespace, as
+        the ledger lists them (one query a namespace; their locations wait for Plan)."""
+        mark = f"{self.request.source.account_id}:{database}."
+        naming = self.request.target.naming
+        found: dict[str, list[TargetName]] = {}
+        for namespace in sorted(naming.databases_of(database)):
+            for row in self.deps.ledger.owned_in(f"{self.request.target.table_bucket_arn}/{namespace}"):
+                owner, name = str(row.get("owner") or ""), str(row["sk"])
+                if owner.startswith(mark):
+                    target = TargetName(namespace, name, naming.location_of(namespace, name))
+                    found.setdefault(owner[len(mark) :], []).append(target)
+        return found
 
 
 def _found_target(naming: Naming, key: Key, found: list[TargetName]) -> TargetName:

@@ -37,6 +37,11 @@ def table_ref(item: WorkItem) -> s3tables.TableRef:
     return s3tables.TableRef(arn, item.target_database, item.target_table)
 
 
+def owned_key(ref: s3tables.TableRef) -> tuple[str, str]:
+    """How the ledger lists the tables icelake created: by "<table bucket ARN>/<namespace>", name."""
+    return f"{ref.bucket_arn}/{ref.namespace}", ref.name
+
+
 def client(sessions: Sessions) -> Any:
     return sessions.target.client("s3tables")
 
@@ -62,7 +67,7 @@ def resolve(item: WorkItem, sessions: Sessions, ledger: Ledger, create: bool) ->
         check_ours(found, owner, ledger, ref)
     elif create:
         found = s3tables.create(tables, ref, owner)
-        ledger.mark_owner(found.warehouse_location, owner, item.run_id, found.arn)
+        ledger.mark_owner(found.warehouse_location, owner, item.run_id, found.arn, *owned_key(ref))
     if found is None:
         return Resolved(item, False, None, None)
     located = item.model_copy(update={"target_location": found.warehouse_location})
@@ -138,6 +143,7 @@ def undo(
         )
     if not existed:
         s3tables.delete(tables, ref, found.version_token)
+        ledger.forget_owned(*owned_key(ref))
         return Undone("deleted")
     if found.metadata_location == new_metadata and previous is not None:
         s3tables.commit(tables, ref, previous, found.version_token)
@@ -227,6 +233,7 @@ def undo_created(item: WorkItem, sessions: Sessions, ledger: Ledger) -> list[str
     if mark.get("created_by") != item.run_id or found.metadata_location is not None:
         return []
     s3tables.delete(tables, ref, found.version_token)
+    ledger.forget_owned(*owned_key(ref))
     return [f"the target table {item.target_name}: this run created it before Plan failed; deleted"]
 
 

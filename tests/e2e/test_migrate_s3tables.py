@@ -72,11 +72,10 @@ def _request(lake: Lake, run_id: str, bucket_arn: str, **overrides: Any) -> dict
 
 
 def _pointer(lake: Lake, bucket_arn: str, name: str) -> dict[str, Any]:
-    return dict(
-        lake.target.client("s3tables").get_table_metadata_location(
-            tableBucketARN=bucket_arn, namespace="migrated_sales", name=name
-        )
+    answer = lake.target.client("s3tables").get_table_metadata_location(
+        tableBucketARN=bucket_arn, namespace="migrated_sales", name=name
     )
+    return {k: v for k, v in answer.items() if k != "ResponseMetadata"}
 
 
 def _fail_validation_of(monkeypatch: pytest.MonkeyPatch, table: str) -> None:
@@ -131,6 +130,7 @@ def test_the_sample_lake_moves_into_a_table_bucket_with_its_whole_history(
         monkeypatch.undo()
         _cutover(lake, deployment)
         _stranded_then_carried(lake, deployment)
+        _source_dropped(lake, deployment)
     finally:
         clients.remove_call_hook(on_table_storage)
     # and no run sent a table's storage an operation S3 Tables does not take (the embedded AWS
@@ -345,6 +345,17 @@ def _stranded_then_carried(lake: Lake, deployment: LocalDeployment) -> None:
     current = target.metadata.current_snapshot()
     assert current is not None and current.summary is not None
     assert current.summary["icelake.carried-from"] == str(late_id)
+
+
+def _source_dropped(lake: Lake, deployment: LocalDeployment) -> None:
+    """A source table dropped after its migration is named, its table in the bucket left as it is."""
+    lake.source.client("glue").delete_table(DatabaseName="sales", Name="customers")
+    before = _pointer(lake, BUCKET_ARN, "customers")
+    report = run_workflow(deployment, _request(lake, "s3t-dropped", BUCKET_ARN, mode="incremental"))
+    dropped = {t["table"]: t for t in report["tables"]}["sales.customers"]
+    assert dropped["status"] == "source_dropped", dropped
+    assert "no longer exists in account 111111111111" in dropped["error"]["message"]
+    assert _pointer(lake, BUCKET_ARN, "customers") == before
 
 
 @pytest.mark.spark

@@ -54,6 +54,7 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
     version = None
     if table_bucket.is_table_bucket(item):  # found or made, and where its storage is (the location)
         writes = item.request.mode in ("full", "incremental", "cutover") and not item.request.options.dry_run
+        writes = writes and not item.source_dropped  # a dropped source's target is reported, not made
         found = table_bucket.resolve(item, sessions, ledger, create=writes)
         item, existed, previous, version = found.item, found.existed, found.previous, found.version
     else:
