@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from icelake.aws.fileio import io_for
 from icelake.migrate.check.record import RECORD_NAME, RecordBuilder, add_to_record
+from icelake.migrate.copy.common import CopySettings
 from icelake.migrate.copy.engine import migrate_table
 from icelake.migrate.models import MigrationResult
 from icelake.migrate.settings import EngineSettings
@@ -36,6 +37,9 @@ def copy(given: PlannedInput, deps: Deps) -> MigrationResult:
         settings=EngineSettings(
             processes=1,
             lock_target=False,
+            # A table bucket's table this run's Plan created holds only this run's writes: its
+            # storage is not asked about each file (CopySettings.fresh_target; no-op for Glue).
+            copy=CopySettings(fresh_target=not planned.target_table_existed),
             history=item.request.options.history,
             since=since_of(item),
             record=record,
