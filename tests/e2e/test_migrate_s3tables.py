@@ -131,6 +131,7 @@ def test_the_sample_lake_moves_into_a_table_bucket_with_its_whole_history(
         _cutover(lake, deployment)
         _stranded_then_carried(lake, deployment)
         _source_dropped(lake, deployment)
+        _verified(lake, deployment)
     finally:
         clients.remove_call_hook(on_table_storage)
     # and no run sent a table's storage an operation S3 Tables does not take (the embedded AWS
@@ -356,6 +357,16 @@ def _source_dropped(lake: Lake, deployment: LocalDeployment) -> None:
     assert dropped["status"] == "source_dropped", dropped
     assert "no longer exists in account 111111111111" in dropped["error"]["message"]
     assert _pointer(lake, BUCKET_ARN, "customers") == before
+
+
+def _verified(lake: Lake, deployment: LocalDeployment) -> None:
+    """Day 2: verify reads the promoted table back through its pointer, HEADing its files (the
+    table's storage takes no listing), and writes nothing."""
+    request = _request(lake, "s3t-verify", BUCKET_ARN, mode="verify", selection={"tables": ["sales.orders"]})
+    before = _pointer(lake, BUCKET_ARN, "orders")
+    (verified,) = run_workflow(deployment, request)["tables"]
+    assert verified["status"] == "verified", verified
+    assert _pointer(lake, BUCKET_ARN, "orders") == before
 
 
 @pytest.mark.spark

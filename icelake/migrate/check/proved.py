@@ -39,6 +39,7 @@ from icelake.migrate.check.proof_chunks import (
 )
 from icelake.migrate.check.record import Record
 from icelake.migrate.copy.engine import Runner, ThreadRunner
+from icelake.migrate.copy.table_storage import is_table_storage
 from icelake.migrate.plan_scan import entry_fields, map_ahead
 from icelake.migrate.progress import NoProgress
 from icelake.uris import canonical, is_under
@@ -102,7 +103,8 @@ class _Walk:
         returns the damaged paths."""
         items = [FileToProve(p, r, w, self.record.get(p)) for p, r, w in dict.fromkeys(files)]
         results: list[ChunkResult] = []
-        location = self.location
+        # S3 Tables' storage takes no listing: each file there is HEADed
+        location = "" if is_table_storage(self.location) else self.location
         if self.inventory is not None:  # what the report holds is answered here; the rest HEADed
             known = self.inventory.objects
             answered = [f for f in items if by_listing(f, location) and canonical(f.path) in known]

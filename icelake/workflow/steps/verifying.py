@@ -33,6 +33,7 @@ from icelake.request.deps import Artifacts, Deps, Sessions
 from icelake.request.models import WorkItem
 from icelake.request.target import foreign_commit
 from icelake.throughput import ThroughputModel
+from icelake.workflow import table_bucket
 from icelake.workflow.failures import TableError, stopped_error, table_error
 from icelake.workflow.inputs import PlanInput, VerifyInput, VerifyStep
 from icelake.workflow.models import TableOutcome
@@ -113,9 +114,13 @@ def migrated_target(
 ) -> tuple[WorkItem, dict[str, Any], str] | TableOutcome:
     """The item (a decommissioned source's prefixes are the version synced from), its last sync
     and the target's current metadata; or why there is nothing to check."""
+    if table_bucket.is_table_bucket(item):  # its storage and pointer, from the table bucket
+        found = table_bucket.resolve(item, sessions, deps.ledger, create=False)
+        item, current = found.item, found.previous
+    else:
+        table = catalog.get_table(sessions.target.client("glue"), item.target_database, item.target_table)
+        current = catalog.metadata_location(table) if table else None
     synced = deps.ledger.last_synced(item.target_location)
-    table = catalog.get_table(sessions.target.client("glue"), item.target_database, item.target_table)
-    current = catalog.metadata_location(table) if table else None
     facts: dict[str, Any] = {"run_id": item.run_id, "table": item.name, **item_facts(item)}
     if not synced or current is None:
         why = (
