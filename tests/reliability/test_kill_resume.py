@@ -49,6 +49,17 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> str:
     return catalog.load_table("db.t").metadata_location
 
 
+@pytest.fixture(scope="module")
+def reference(source: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """The target location every phase's run writes to, and what an uninterrupted run writes there
+    (paths are inside the files: one location, so one reference run for all the phases)."""
+    target = tmp_path_factory.mktemp("kill-target") / "dst"
+    migrate_table(source, str(target), src_io=IO, dst_io=IO)
+    digests = _digests(target)
+    shutil.rmtree(target)
+    return target, digests
+
+
 def _digests(root: Path) -> dict[str, str]:
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
@@ -92,13 +103,10 @@ def _readable_metadata(target: Path) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("phase", PHASES)
 def test_a_kill_in_any_phase_is_resumed_to_an_identical_target(
-    source: str, tmp_path: Path, phase: str
+    source: str, reference: tuple[Path, dict[str, str]], phase: str
 ) -> None:
-    meta, target = source, tmp_path / "dst"
-    # What an uninterrupted run writes at this very location (paths are inside the files).
-    migrate_table(meta, str(target), src_io=IO, dst_io=IO)
-    reference = _digests(target)
-    shutil.rmtree(target)
+    (target, uninterrupted), meta = reference, source
+    shutil.rmtree(target, ignore_errors=True)  # (the previous phase's resumed target)
 
     seen = _kill_in(phase, meta, target)
 
@@ -110,5 +118,5 @@ def test_a_kill_in_any_phase_is_resumed_to_an_identical_target(
         _readable_metadata(target)
 
     migrate_table(meta, str(target), src_io=IO, dst_io=IO)
-    assert _digests(target) == reference
+    assert _digests(target) == uninterrupted
     assert not list(target.rglob(".icelake-*"))
