@@ -396,3 +396,32 @@ def test_the_glue_job_copies_into_a_table_bucket_and_spark_reads_every_snapshot(
             for side, (meta, session) in hops.items()
         }
         assert assert_same_table(local["source"], local["target"], spark=spark) > 0
+
+
+def test_a_damaged_file_in_a_tables_storage_is_found_and_never_written_over(
+    world: tuple[Lake, LocalDeployment],
+) -> None:
+    lake, deployment = world
+    publish_sample_tables(lake)
+    only_orders = {"selection": {"tables": ["sales.orders"]}}
+    (migrated,) = run_workflow(deployment, _request(lake, "s3t-r0", BUCKET_ARN, **only_orders))["tables"]
+    assert migrated["status"] == "migrated", migrated
+    # someone overwrites a data file in the table's storage with bytes of the same length
+    io = S3FileIO(lake.target.client("s3"))
+    target = StaticTable.from_metadata(migrated["target_metadata_location"], properties=s3_props())
+    path = next(iter(target.scan().plan_files())).file.file_path
+    io.write(path, b"x" * len(io.read(path)))
+
+    (found,) = run_workflow(deployment, _request(lake, "s3t-v1", BUCKET_ARN, mode="verify", **only_orders))[
+        "tables"
+    ]
+    (repair,) = run_workflow(deployment, _request(lake, "s3t-r1", BUCKET_ARN, mode="repair", **only_orders))[
+        "tables"
+    ]
+
+    # verify finds it (each file HEADed: the storage takes no listing); repair refuses to write
+    # over it, naming it (S3 Tables' storage is never overwritten by icelake), and leaves it
+    assert found["status"] == "damaged" and found["damaged_files"] == [path], found
+    assert repair["status"] == "failed" and repair["error"]["type"] == "UnsafeTargetError", repair["error"]
+    assert path in repair["error"]["message"] and "never overwritten" in repair["error"]["message"]
+    assert io.read(path) == b"x" * len(io.read(path))
