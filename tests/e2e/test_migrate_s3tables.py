@@ -398,7 +398,7 @@ def test_the_glue_job_copies_into_a_table_bucket_and_spark_reads_every_snapshot(
         assert assert_same_table(local["source"], local["target"], spark=spark) > 0
 
 
-def test_a_damaged_file_in_a_tables_storage_is_found_and_never_written_over(
+def test_a_tables_storage_is_never_pruned_and_its_damage_found_but_never_written_over(
     world: tuple[Lake, LocalDeployment],
 ) -> None:
     lake, deployment = world
@@ -406,8 +406,27 @@ def test_a_damaged_file_in_a_tables_storage_is_found_and_never_written_over(
     only_orders = {"selection": {"tables": ["sales.orders"]}}
     (migrated,) = run_workflow(deployment, _request(lake, "s3t-r0", BUCKET_ARN, **only_orders))["tables"]
     assert migrated["status"] == "migrated", migrated
-    # someone overwrites a data file in the table's storage with bytes of the same length
     io = S3FileIO(lake.target.client("s3"))
+    # the source expires its three oldest snapshots (the first data file, rewritten by the delete,
+    # is then reached by none): a sync deletes nothing in the table's storage, and says what a
+    # Glue target's prune would have deleted and when the bucket's removal takes it
+    old = StaticTable.from_metadata(migrated["target_metadata_location"], properties=s3_props())
+    before = {
+        e.file.file_path for e in old.scan(snapshot_id=old.metadata.snapshots[0].snapshot_id).plan_files()
+    }
+
+    def expire(table: Table) -> None:
+        table.maintenance.expire_snapshots().by_ids([s.snapshot_id for s in table.snapshots()[:3]]).commit()
+
+    _sample_commit(lake, "orders", expire)
+    (synced,) = run_workflow(
+        deployment, _request(lake, "s3t-x1", BUCKET_ARN, mode="incremental", **only_orders)
+    )["tables"]
+    assert synced["status"] == "migrated" and synced["files_pruned"] == 0, synced
+    (kept,) = [w for w in synced["warnings"] if "a Glue target would have pruned" in w]
+    assert "marks them 3 days after" in kept and all(io.stat(p) is not None for p in before)
+    migrated = synced
+    # someone overwrites a data file in the table's storage with bytes of the same length
     target = StaticTable.from_metadata(migrated["target_metadata_location"], properties=s3_props())
     path = next(iter(target.scan().plan_files())).file.file_path
     io.write(path, b"x" * len(io.read(path)))
