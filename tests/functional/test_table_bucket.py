@@ -14,7 +14,8 @@ from icelake.local.lake import TARGET_ROLE
 from icelake.request.deps import Sessions
 from icelake.request.models import MigrationRequest, WorkItem
 from icelake.workflow import steps, table_bucket
-from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput
+from icelake.workflow.inputs import InventoryInput, PlanInput, PlannedInput, RollbackInput
+from icelake.workflow.steps import planning
 from tests.lake import SOURCE_ACCOUNT, TARGET_ACCOUNT, Lake, add_source_table
 
 BUCKET = f"arn:aws:s3tables:us-east-1:{TARGET_ACCOUNT}:bucket/lake"
@@ -138,3 +139,39 @@ def test_a_dry_run_plans_a_table_not_created_yet_and_writes_nothing(lake: Lake) 
     assert (planned.engine, outcome.status) == ("none", "dry_run")
     assert outcome.files_copied == 2 and planned.item.target_location == "s3tables://lake/sales/orders"
     assert lake.target.client("s3tables").list_namespaces(tableBucketARN=BUCKET)["namespaces"] == []
+
+
+def test_a_plan_that_fails_after_creating_the_table_is_rolled_back_by_deleting_it(
+    lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lake.target.client("s3tables").create_table_bucket(name="lake")
+    add_source_table(lake, "orders", [[1, 2], [3]])
+    request = lake.request("fails-1")
+    request["target"] = {
+        "kind": "s3tables",
+        "account_id": TARGET_ACCOUNT,
+        "role_arn": TARGET_ROLE,
+        "table_bucket_arn": BUCKET,
+    }
+    inventory = steps.inventory(InventoryInput.model_validate({"request": request}), lake.deps)
+    (item,) = lake.deps.artifacts.read_json(inventory.worklist_key, inventory.worklist_bucket)
+
+    def unreadable(*_args: object, **_kwargs: object) -> None:
+        raise OSError("the source metadata could not be read")
+
+    monkeypatch.setattr(planning, "read_metadata", unreadable)
+    with pytest.raises(OSError, match="could not be read"):
+        steps.plan(PlanInput.model_validate({"item": item}), lake.deps)
+    tables = lake.target.client("s3tables")
+    assert [t["name"] for t in tables.list_tables(tableBucketARN=BUCKET)["tables"]] == ["orders"]
+
+    caught = {"Error": "OSError", "Cause": "the source metadata could not be read", "Step": "Plan"}
+    outcome = steps.rollback(RollbackInput.model_validate({"item": item, "error": caught}), lake.deps)
+
+    # the table Plan created (still without metadata) is deleted, and the ledger no longer lists it
+    assert outcome.status == "rolled_back"
+    assert (
+        "the target table sales.orders: this run created it before Plan failed; deleted" in outcome.warnings
+    )
+    assert tables.list_tables(tableBucketARN=BUCKET)["tables"] == []
+    assert lake.deps.ledger.owned_in(f"{BUCKET}/sales") == []
