@@ -131,21 +131,39 @@ def calibrated(
     )
 
 
-def verify_once(engine: str, metadata: str, record: Any, spark: Any) -> tuple[Any, float, float]:
-    """The check in `engine`: (its ProofCheck, wall seconds, this process's CPU seconds)."""
+class PhaseTimes:
+    """A ProgressSink: each spread phase's seconds (the manifests' reads, the files' chunks), from
+    its start to its last item done."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, float] = {}
+        self.seconds: dict[str, float] = {}
+
+    def start(self, phase: str, total: int) -> None:
+        self.started[phase] = time.monotonic()
+
+    def advance(self, phase: str, amount: int = 1) -> None:
+        self.seconds[phase] = round(time.monotonic() - self.started[phase], 2)
+
+
+def verify_once(engine: str, metadata: str, record: Any, spark: Any) -> tuple[Any, float, float, PhaseTimes]:
+    """The check in `engine`: (its ProofCheck, wall seconds, this process's CPU seconds, the
+    spread phases' seconds)."""
     from icelake.aws.fileio import S3FileIO
-    from icelake.migrate.check.proved import proved_files
+    from icelake.migrate.check.proved import HEAD_THREADS, proved_files
+    from icelake.migrate.copy.engine import ThreadRunner
 
     io = S3FileIO(_client())
+    phases = PhaseTimes()
     started, cpu = time.monotonic(), time.process_time()
     if engine == "lambda":
-        check = proved_files(io, metadata, record)
+        check = proved_files(io, metadata, record, runner=ThreadRunner(HEAD_THREADS, phases))
     else:
         from icelake.migrate.copy.distributed import SparkRunner, executor_spec
 
-        runner = SparkRunner(spark.sparkContext)
+        runner = SparkRunner(spark.sparkContext, phases)
         check = proved_files(io, metadata, record, runner=runner, open_io=executor_spec(TARGET).open)
-    return check, time.monotonic() - started, time.process_time() - cpu
+    return check, time.monotonic() - started, time.process_time() - cpu, phases
 
 
 def counted(stats: dict[str, Any]) -> tuple[dict[str, int], int]:
@@ -209,7 +227,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 latency=True,
             )
             console.print(f"{engine}: verifying ...")
-            check, wall, cpu = verify_once(engine, metadata, record, spark)
+            check, wall, cpu, phases = verify_once(engine, metadata, record, spark)
             if check.problems:
                 raise SystemExit(f"{engine}: the intact target was found damaged: {check.problems[:3]}")
             sent, slowdowns = counted(model.stats())
@@ -241,6 +259,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "list_pages_expected": listing_pages(check.files - check.heads),
                 "constant": sent["head"] + sent["get"],
                 "process_cpu_s": round(cpu, 2),
+                "phases_s": phases.seconds,
             }
             if engine == "lambda":
                 fig["cpu_passes"] = round(cpu / (args.files * throughput.manifest_entry_s), 2)

@@ -92,7 +92,8 @@ def verify_seconds(work: VerifyWork, model: ThroughputModel, *, glue: bool) -> f
     # task each in the Glue job (as many at once as it has cores)
     pages_at_once = min(cores if glue else parallel, ranges) or 1
     listing = requests["list"] * latency.get("list", 0.08) / pages_at_once
-    listing += requests["list"] * KEYS_PER_PAGE * model.list_key_s / cores
+    # each key's parse is a core's, and a range's keys one core's: side by side only across ranges
+    listing += requests["list"] * KEYS_PER_PAGE * model.list_key_s / min(cores, ranges or 1)
     cpu = work.files * VERIFY_PASSES * model.manifest_entry_s / cores
     # S3's rate per prefix: the metadata files' HEADs and GETs share theirs, the listing its own
     reads = max(requests["head"] + requests["get"], requests["list"]) / model.prefix_read_per_s
