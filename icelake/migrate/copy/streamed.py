@@ -258,22 +258,20 @@ def _put_parts(
         src_info = with_checksum(src_io, src, src_info)  # ranged GETs carry no full-object checksum
     bucket, key = split_s3(dst)
     client = dst_io.client_for(bucket)
-    upload = client.create_multipart_upload(Bucket=bucket, Key=key, ChecksumAlgorithm=PART_CHECKSUM)[
-        "UploadId"
-    ]
+    created = client.create_multipart_upload(Bucket=bucket, Key=key, ChecksumAlgorithm=PART_CHECKSUM)
+    # The upload's own arguments, the same in each UploadPart, the Complete and the Abort.
+    upload = {"Bucket": bucket, "Key": key, "UploadId": created["UploadId"]}
     read = _Read(src_info, src_info.checksum)
     try:
-        parts = _upload_parts(src_io, src, src_info, (client, bucket, key, upload), read, settings)
+        parts = _upload_parts(src_io, src, src_info, (client, upload), read, settings)
         proved = read.proves(src, dst, src_info)  # before completing: a wrong copy is never made
         out = client.complete_multipart_upload(
-            Bucket=bucket,
-            Key=key,
-            UploadId=upload,
+            **upload,
             MultipartUpload={"Parts": parts},  # each part's CRC32, which S3 checked on arrival
             IfNoneMatch="*",
         )
     except BaseException as exc:
-        _abort(client, bucket, key, upload)
+        _abort(client, upload)
         if isinstance(exc, ClientError) and _refused(exc):
             return _settle(dst_io, src, src_info, dst, read)
         raise
@@ -285,25 +283,18 @@ def _upload_parts(
     src_io: S3FileIO,
     src: str,
     src_info: ObjectInfo,
-    upload: tuple[Any, str, str, str],
+    upload: tuple[Any, dict[str, str]],
     read: _Read,
     settings: CopySettings,
 ) -> list[dict[str, Any]]:
     """Each part read in order (the running checksums need the bytes in order) and uploaded on a
     thread of its own, with at most `stream_parts_in_memory` parts held at once."""
-    client, bucket, key, upload_id = upload
+    client, upload_args = upload
     size, step = src_info.size, part_size(src_info.size, settings)
     in_memory = max(1, settings.stream_parts_in_memory)
 
     def send(number: int, data: bytes) -> dict[str, Any]:
-        out = client.upload_part(
-            Bucket=bucket,
-            Key=key,
-            UploadId=upload_id,
-            PartNumber=number,
-            Body=data,
-            ChecksumAlgorithm=PART_CHECKSUM,
-        )
+        out = client.upload_part(**upload_args, PartNumber=number, Body=data, ChecksumAlgorithm=PART_CHECKSUM)
         part = {"PartNumber": number, "ETag": out["ETag"]}
         if out.get("ChecksumCRC32"):
             part["ChecksumCRC32"] = out["ChecksumCRC32"]
@@ -379,10 +370,10 @@ def _stored_etag(out: dict[str, Any], read: _Read, dst: str) -> str:
     return etag
 
 
-def _abort(client: Any, bucket: str, key: str, upload_id: str) -> None:
+def _abort(client: Any, upload: dict[str, str]) -> None:
     # An upload already gone (completed, or aborted) leaves nothing to abort.
     with contextlib.suppress(ClientError):
-        client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
+        client.abort_multipart_upload(**upload)
 
 
 def _code(exc: ClientError) -> str:
