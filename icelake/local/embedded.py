@@ -72,6 +72,7 @@ from icelake.constants import ORCHESTRATOR_ACCOUNT_LOCAL, REGION_LOCAL
 from icelake.local import athena_saved, data_filters, glue_runtime, glue_views, lambda_runtime, s3tables
 from icelake.local.lambda_runtime import register_handler
 from icelake.local.moto_server import embedded_aws
+from icelake.local.patching import replace
 from icelake.local.resources import (
     ExecutionResult,
     create_glue_job,
@@ -124,13 +125,8 @@ def _check_moto_version() -> None:
 
 
 def _replace(owner: Any, name: str, value: Any) -> None:
-    """Set owner.name; undo restores the class's own attribute, or removes an inherited one's override."""
-    if name in owner.__dict__:
-        original = owner.__dict__[name]
-        _undo.append(lambda: setattr(owner, name, original))
-    else:
-        _undo.append(lambda: delattr(owner, name))
-    setattr(owner, name, value)
+    """Set owner.name, undone by this module's undo list."""
+    replace(_undo, owner, name, value)
 
 
 def _apply_patches() -> None:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from icelake.local.patching import replace
 from icelake.local.s3tables import api, storage
 
 MOTO_VERSION = "5.2.5"  # the patch points below were read on this version only
@@ -37,13 +38,8 @@ class _Held:
 
 
 def _replace(owner: Any, name: str, value: Any) -> None:
-    """Set owner.name; undo restores the class's own attribute, or removes the override."""
-    if name in owner.__dict__:
-        original = owner.__dict__[name]
-        _undo.append(lambda: setattr(owner, name, original))
-    else:
-        _undo.append(lambda: delattr(owner, name))
-    setattr(owner, name, value)
+    """Set owner.name, undone by this module's undo list."""
+    replace(_undo, owner, name, value)
 
 
 def acquire() -> None:
