@@ -30,19 +30,11 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-SUFFIX = "--table-s3"
-SUPPORTED = frozenset(
-    {
-        "PutObject",
-        "GetObject",
-        "HeadObject",
-        "CreateMultipartUpload",
-        "UploadPart",
-        "CompleteMultipartUpload",
-        "AbortMultipartUpload",
-        "ListParts",
-    }
-)
+from icelake.migrate.copy.table_storage import TABLE_STORAGE_OPERATIONS, TABLE_STORAGE_SUFFIX
+
+# AWS's page, as the product reads it too (icelake/migrate/copy/table_storage.py): one list.
+SUFFIX = TABLE_STORAGE_SUFFIX
+SUPPORTED = TABLE_STORAGE_OPERATIONS
 FIXED = {  # request header -> the only value table storage takes
     "x-amz-server-side-encryption": "AES256",
     "x-amz-storage-class": "STANDARD",
