@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -72,7 +71,7 @@ from icelake.constants import ORCHESTRATOR_ACCOUNT_LOCAL, REGION_LOCAL
 from icelake.local import athena_saved, data_filters, glue_runtime, glue_views, lambda_runtime, s3tables
 from icelake.local.lambda_runtime import register_handler
 from icelake.local.moto_server import embedded_aws
-from icelake.local.patching import replace
+from icelake.local.patching import Patches
 from icelake.local.resources import (
     ExecutionResult,
     create_glue_job,
@@ -106,12 +105,7 @@ MOTO_VERSION = "5.2.5"
 
 # ---------------------------------------------------------------------------------------- patches
 
-_PATCH_LOCK = threading.RLock()
-_undo: list[Callable[[], None]] = []  # inverse operations, applied last-first
-
-
-class _Installed:
-    depth = 0  # install_patches calls not yet undone
+_PATCHES = Patches()
 
 
 def _check_moto_version() -> None:
@@ -122,11 +116,6 @@ def _check_moto_version() -> None:
             f"icelake's embedded AWS patches moto internals verified on moto=={MOTO_VERSION}; "
             f"installed: {moto.__version__}. Re-check the patch points in {__name__} before changing the pin."
         )
-
-
-def _replace(owner: Any, name: str, value: Any) -> None:
-    """Set owner.name, undone by this module's undo list."""
-    replace(_undo, owner, name, value)
 
 
 def _apply_patches() -> None:
@@ -189,57 +178,42 @@ def _apply_patches() -> None:
     # (about 170 stat calls, twice, under a global lock): 1.5-2 ms of the 8-10 ms a request costs
     # here. The directory does not change while the process runs; the answer is kept.
     modules = tuple(moto_backends.list_of_moto_modules())
-    _replace(moto_backends, "list_of_moto_modules", lambda: iter(modules))
-    _replace(LambdaFunction, "_invoke_lambda", _invoke_lambda)
-    _replace(sfn_glue.StateTaskServiceGlue, "_eval_integration_pattern", _eval_integration_pattern)
-    _replace(sfn_glue.StateTaskServiceGlue, "_sync_to_start_job_run", _sync_to_start_job_run)
-    _replace(FakeJob, "start_job_run", start_job_run)
-    _replace(FakeJobRun, "as_dict", as_dict)
-    data_filters.install(_replace)  # Lake Formation data cells filters, which moto lacks
-    glue_views.install(_replace)  # Glue multi-dialect views in the model's shapes
-    athena_saved.install(_replace)  # BatchGetNamedQuery, ListPreparedStatements
-    _undo.append(s3tables.acquired())  # S3 Tables' settings, tags, policies; its storage's limits
+    _PATCHES.replace(moto_backends, "list_of_moto_modules", lambda: iter(modules))
+    _PATCHES.replace(LambdaFunction, "_invoke_lambda", _invoke_lambda)
+    _PATCHES.replace(sfn_glue.StateTaskServiceGlue, "_eval_integration_pattern", _eval_integration_pattern)
+    _PATCHES.replace(sfn_glue.StateTaskServiceGlue, "_sync_to_start_job_run", _sync_to_start_job_run)
+    _PATCHES.replace(FakeJob, "start_job_run", start_job_run)
+    _PATCHES.replace(FakeJobRun, "as_dict", as_dict)
+    data_filters.install(_PATCHES.replace)  # Lake Formation data cells filters, which moto lacks
+    glue_views.install(_PATCHES.replace)  # Glue multi-dialect views in the model's shapes
+    athena_saved.install(_PATCHES.replace)  # BatchGetNamedQuery, ListPreparedStatements
+    _PATCHES.undo.append(s3tables.acquired())  # S3 Tables' settings, tags, policies; its storage's limits
 
     patterns: set[Any] = sfn_glue._SUPPORTED_INTEGRATION_PATTERNS  # the set every Glue task shares
     if ResourceCondition.WaitForTaskToken not in patterns:
         patterns.add(ResourceCondition.WaitForTaskToken)
-        _undo.append(lambda: patterns.discard(ResourceCondition.WaitForTaskToken))
+        _PATCHES.undo.append(lambda: patterns.discard(ResourceCondition.WaitForTaskToken))
 
 
 def install_patches(repo_root: str | Path = ".") -> None:
     """Install the moto patches (idempotent, reference-counted) and resolve handlers under repo_root."""
-    with _PATCH_LOCK:
+    with _PATCHES.lock:
         lambda_runtime.configure(repo_root)
-        if _Installed.depth == 0:
+        if _PATCHES.holders == 0:
             warm.forget()  # a new embedded AWS: nothing kept from before holds its credentials
             _check_moto_version()
-            try:
-                _apply_patches()
-            except BaseException:
-                _undo_all()
-                raise
-        _Installed.depth += 1
-
-
-def _undo_all() -> None:
-    while _undo:
-        _undo.pop()()
+        _PATCHES.acquire(_apply_patches)
 
 
 def uninstall_patches() -> None:
     """Undo one install_patches; the last one restores moto exactly."""
-    with _PATCH_LOCK:
-        if _Installed.depth == 0:
-            return
-        _Installed.depth -= 1
-        if _Installed.depth == 0:
-            _undo_all()
+    with _PATCHES.lock:
+        if _PATCHES.release():
             warm.forget()
 
 
 def patches_installed() -> bool:
-    with _PATCH_LOCK:
-        return _Installed.depth > 0
+    return _PATCHES.held()
 
 
 @contextmanager

@@ -19,33 +19,21 @@ before the server answers S3 Tables (every caller here does, at start)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
-from icelake.local.patching import replace
+from icelake.local.patching import Patches
 from icelake.local.s3tables import api, storage
 
 MOTO_VERSION = "5.2.5"  # the patch points below were read on this version only
 
-_LOCK = threading.RLock()
-_undo: list[Callable[[], None]] = []
-
-
-class _Held:
-    count = 0
-
-
-def _replace(owner: Any, name: str, value: Any) -> None:
-    """Set owner.name, undone by this module's undo list."""
-    replace(_undo, owner, name, value)
+_PATCHES = Patches()
 
 
 def acquire() -> None:
     """Install the S3 Tables patches (the first call) or count one more holder."""
-    with _LOCK:
-        if _Held.count == 0:
+    with _PATCHES.lock:
+        if _PATCHES.holders == 0:
             import moto
 
             if moto.__version__ != MOTO_VERSION:
@@ -53,13 +41,12 @@ def acquire() -> None:
                     f"icelake's S3 Tables patches were verified on moto=={MOTO_VERSION}; installed: "
                     f"{moto.__version__}. Re-check the patch points in {__name__} before changing the pin."
                 )
-            try:
-                api.install(_replace)
-                storage.install(_replace)
-            except BaseException:
-                _restore()
-                raise
-        _Held.count += 1
+        _PATCHES.acquire(_install)
+
+
+def _install() -> None:
+    api.install(_PATCHES.replace)
+    storage.install(_PATCHES.replace)
 
 
 def acquired() -> Callable[[], None]:
@@ -70,22 +57,11 @@ def acquired() -> Callable[[], None]:
 
 def release() -> None:
     """One holder less; the last restores moto."""
-    with _LOCK:
-        if _Held.count == 0:
-            return
-        _Held.count -= 1
-        if _Held.count == 0:
-            _restore()
-
-
-def _restore() -> None:
-    while _undo:
-        _undo.pop()()
+    _PATCHES.release()
 
 
 def installed() -> bool:
-    with _LOCK:
-        return _Held.count > 0
+    return _PATCHES.held()
 
 
 @contextmanager
