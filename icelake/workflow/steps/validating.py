@@ -5,6 +5,7 @@ promote the target. A table that Plan left alone gets its outcome here too."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, Literal
 
 from icelake.aws import catalog
@@ -205,23 +206,35 @@ def _with_warnings(facts: dict[str, Any], more: list[str]) -> dict[str, Any]:
     return facts | {"warnings": [*facts["warnings"], *more]}
 
 
-def _unpruned(planned: PlanResult, sessions: Sessions, deps: Deps) -> list[str]:
-    """An S3 Tables target is never pruned by deleting (its storage takes no DeleteObject): the
-    outcome says what a Glue target would have pruned, and when the bucket's removal takes it."""
+def _on_journals(
+    planned: PlanResult, sessions: Sessions, deps: Deps
+) -> Callable[[Callable[..., list[str]]], list[str]]:
+    """What calls `prune_target` or `unreached` on the table as synced: the journals of its syncs
+    (read from the ledger now), its location, its current metadata and whether its history stays."""
     item = planned.item
     synced = deps.ledger.last_synced(item.target_location) or {}
     journals = [deps.artifacts.uri(key) for key in synced.get("journals", [])]
-    keys = unreached(
-        sessions.target_io(),
-        deps.artifacts.io,
-        journals,
-        item.target_location,
-        planned.target_metadata_location,
-        keep_history=item.request.options.history == "all",
-    )
+
+    def call(find: Callable[..., list[str]]) -> list[str]:
+        return find(
+            sessions.target_io(),
+            deps.artifacts.io,
+            journals,
+            item.target_location,
+            planned.target_metadata_location,
+            keep_history=item.request.options.history == "all",
+        )
+
+    return call
+
+
+def _unpruned(planned: PlanResult, sessions: Sessions, deps: Deps) -> list[str]:
+    """An S3 Tables target is never pruned by deleting (its storage takes no DeleteObject): the
+    outcome says what a Glue target would have pruned, and when the bucket's removal takes it."""
+    keys = _on_journals(planned, sessions, deps)(unreached)
     if not keys:
         return []
-    days = table_bucket.removal_days(sessions, item)
+    days = table_bucket.removal_days(sessions, planned.item)
     shown = ", ".join(keys[:3]) + (", ..." if len(keys) > 3 else "")
     why = f"that the source expired ({shown}) and a Glue target would have pruned"
     return [table_bucket.files_left_note(len(keys), "the journals of this table's syncs", days, why)]
@@ -231,20 +244,11 @@ def _prune(planned: PlanResult, sessions: Sessions, deps: Deps) -> tuple[int, st
     """Mirror the source's retention (icelake/migrate/prune.py says what may go). A failed prune
     does not undo a validated sync: the outcome says so, and the next run prunes again. Returns
     (files deleted, why the prune failed, what the outcome says of files left: S3 Tables)."""
-    item = planned.item
-    if table_bucket.is_table_bucket(item):
+    if table_bucket.is_table_bucket(planned.item):
         return 0, None, _unpruned(planned, sessions, deps)  # never by deleting
-    synced = deps.ledger.last_synced(item.target_location) or {}
-    journals = [deps.artifacts.uri(key) for key in synced.get("journals", [])]
+    on_journals = _on_journals(planned, sessions, deps)
     try:
-        deleted = prune_target(
-            sessions.target_io(),
-            deps.artifacts.io,
-            journals,
-            item.target_location,
-            planned.target_metadata_location,
-            keep_history=item.request.options.history == "all",
-        )
+        deleted = on_journals(prune_target)
     except Exception as exc:
         return 0, f"the sync is good, but pruning expired files failed ({exc}); the next run prunes again", []
     return len(deleted), None, []
