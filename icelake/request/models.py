@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import (
@@ -135,6 +136,15 @@ class NamesSpec(_Frozen):
         return v
 
 
+def _each_name(v: dict[str, str], field: str, check: Callable[[str, str], object]) -> dict[str, str]:
+    """A source -> target map whose keys and values `check` each (it raises, naming the one
+    wrong: a key as "a <field> key", a value as "<field>[<its key>]")."""
+    for source, target in v.items():
+        check(source, f"a {field} key")
+        check(target, f"{field}[{source!r}]")
+    return v
+
+
 class LakeFormationSpec(_Frozen):
     """What Register carries of the source table's Lake Formation access."""
 
@@ -145,10 +155,7 @@ class LakeFormationSpec(_Frozen):
     @field_validator("principal_map")
     @classmethod
     def _principals(cls, v: dict[str, str]) -> dict[str, str]:
-        for source, target in v.items():
-            check_principal(source, "a principal_map key")
-            check_principal(target, f"principal_map[{source!r}]")
-        return v
+        return _each_name(v, "principal_map", check_principal)
 
 
 class TargetSpec(SourceSpec):
@@ -234,10 +241,7 @@ class TargetSpec(SourceSpec):
     @field_validator("renames")
     @classmethod
     def _renames(cls, v: dict[str, str]) -> dict[str, str]:
-        for source, target in v.items():
-            split_name(source, "a renames key")
-            split_name(target, f"renames[{source!r}]")
-        return v
+        return _each_name(v, "renames", split_name)
 
     @model_validator(mode="after")
     def _s3tables(self) -> TargetSpec:
