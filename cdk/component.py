@@ -53,6 +53,19 @@ class IcelakeStack(Stack):
     """A stack that leaves `Component` ids out of logical IDs (see the module's docstring)."""
 
     def _allocate_logical_id(self, cfn_element: CfnElement) -> str:
+        # CDK asks again each time a logical ID is resolved (every Ref, GetAtt and the template
+        # itself: 1,753 asks for 110 elements in a synth of every stack), each ask a callback from
+        # jsii's Node.js process and round trips for each scope. An element's place in the tree
+        # never changes: answer it once, keyed by jsii's reference to the element (a new Python
+        # proxy comes with each ask; its reference is the same and is read without a round trip).
+        known: dict[str, str] = self.__dict__.setdefault("_icelake_logical_ids", {})
+        ref = getattr(cfn_element, "__jsii_ref__", None)
+        key = ref.ref if ref is not None else cfn_element.node.path
+        if key not in known:
+            known[key] = self._logical_id_of(cfn_element)
+        return known[key]
+
+    def _logical_id_of(self, cfn_element: CfnElement) -> str:
         scopes = cfn_element.node.scopes
         inner = scopes[scopes.index(self) + 1 :]
         if not any(isinstance(s, Component) for s in inner):
