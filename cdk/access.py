@@ -14,7 +14,7 @@ from aws_cdk import aws_s3 as s3
 from cdk_nag import NagSuppressions
 from constructs import Construct
 
-from cdk.buckets import AccessLogBucket
+from cdk.buckets import AccessLogBucket, encrypted_bucket
 from cdk.common import GlueDatabases, glue_catalog_arns, list_prefix_statement
 from cdk.component import IcelakeStack, arn_of
 from cdk.config import SOURCE_ROLE_NAME, TARGET_ROLE_NAME, Settings
@@ -419,19 +419,8 @@ class TargetAccessStack(IcelakeStack):
             removal_policy=RemovalPolicy.RETAIN,
         )
         access_logs = AccessLogBucket(self, "AccessLogs").bucket
-        bucket = s3.Bucket(
-            self,
-            "TargetBucket",
-            bucket_name=s.target_bucket,
-            encryption=s3.BucketEncryption.KMS,
-            encryption_key=key,
-            bucket_key_enabled=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            versioned=True,
-            server_access_logs_bucket=access_logs,
-            server_access_logs_prefix="target/",
-            removal_policy=RemovalPolicy.RETAIN,
+        bucket = encrypted_bucket(
+            self, "TargetBucket", s.target_bucket, key, access_logs, log_prefix="target/", lifecycle=False
         )
         return key, bucket
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from cdk.buckets import encrypted_bucket
 from cdk.common import GlueDatabases, list_prefix_statement
 from cdk.component import Component, arn_of
 from cdk.config import Settings
@@ -101,29 +102,3 @@ class Warehouse(Component):
 def via_s3(scope: Construct) -> dict[str, Any]:
     """A KMS condition: only through S3 in this stack's region."""
     return {"StringEquals": {"kms:ViaService": f"s3.{Stack.of(scope).region}.amazonaws.com"}}
-
-
-def encrypted_bucket(
-    scope: Construct, cid: str, name: str | None, key: kms.IKey, access_logs: s3.IBucket
-) -> s3.Bucket:
-    """A versioned bucket encrypted with `key` (bucket keys on), logging to `access_logs`."""
-    return s3.Bucket(
-        scope,
-        cid,
-        bucket_name=name,
-        encryption=s3.BucketEncryption.KMS,
-        encryption_key=key,
-        bucket_key_enabled=True,
-        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-        enforce_ssl=True,
-        versioned=True,
-        server_access_logs_bucket=access_logs,
-        server_access_logs_prefix=f"{cid.lower()}/",
-        lifecycle_rules=[
-            s3.LifecycleRule(
-                noncurrent_version_expiration=Duration.days(30),
-                abort_incomplete_multipart_upload_after=Duration.days(7),
-            )
-        ],
-        removal_policy=RemovalPolicy.RETAIN,
-    )
