@@ -80,6 +80,21 @@ def orchestrator_principal(settings: Settings) -> iam.IPrincipal:
     return iam.AccountPrincipal(settings.orchestrator_account).with_conditions(conditions)
 
 
+def access_role(scope: Construct, cid: str, name: str, settings: Settings, does: str) -> iam.Role:
+    """A role of a source or target account (the source's, the target's): assumed by the
+    orchestrator (`orchestrator_principal`) and, if named, by operators (`trust_operators`)."""
+    role = iam.Role(
+        scope,
+        cid,
+        role_name=name,
+        assumed_by=orchestrator_principal(settings),
+        max_session_duration=Duration.hours(1),  # assumed by role sessions: chaining caps it at 1 h
+        description=f"icelake: {does}",
+    )
+    trust_operators(role, settings)
+    return role
+
+
 def trust_operators(role: iam.Role, settings: Settings) -> None:
     """Opt in (operator_principal_arns): the named principals may assume the role too, for an
     operator's CLI to read or write directly. One statement per account, by account and
@@ -185,15 +200,13 @@ class SourceAccessStack(IcelakeStack):
     def __init__(self, scope: Construct, cid: str, *, settings: Settings, **kw: object):
         super().__init__(scope, cid, **kw)  # type: ignore[arg-type]
         s = settings
-        self.role = iam.Role(
+        self.role = access_role(
             self,
             "SourceRole",
-            role_name=SOURCE_ROLE_NAME,
-            assumed_by=orchestrator_principal(s),
-            max_session_duration=Duration.hours(1),  # assumed by role sessions: chaining caps it at 1 h
-            description="icelake: read-only access to the source Iceberg tables (S3, Glue, KMS)",
+            SOURCE_ROLE_NAME,
+            s,
+            "read-only access to the source Iceberg tables (S3, Glue, KMS)",
         )
-        trust_operators(self.role, s)
         statements = [
             *_s3_read(s.source_locations, "SourceData"),
             _bucket_location("SourceBucketRegions", [loc.bucket for loc in s.source_locations]),
@@ -296,15 +309,13 @@ class TargetAccessStack(IcelakeStack):
             description="icelake migration target",
             existing=s.target_databases_existing,
         ).databases
-        self.role = iam.Role(
+        self.role = access_role(
             self,
             "TargetRole",
-            role_name=TARGET_ROLE_NAME,
-            assumed_by=orchestrator_principal(s),
-            max_session_duration=Duration.hours(1),  # assumed by role sessions: chaining caps it at 1 h
-            description="icelake: writes only under the target prefix and to the target Glue databases",
+            TARGET_ROLE_NAME,
+            s,
+            "writes only under the target prefix and to the target Glue databases",
         )
-        trust_operators(self.role, s)
         objects = self.bucket.arn_for_objects(location.object_pattern)
         statements = [
             iam.PolicyStatement(
