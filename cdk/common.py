@@ -36,6 +36,19 @@ PYTHON_RUNTIME_REASON = (
 )
 
 
+def log_group(scope: Construct, cid: str, name: str, key: kms.IKey | None) -> logs.LogGroup:
+    """A function's or a state machine's log group: kept LOG_RETENTION, encrypted with `key` if
+    given, deleted with its stack."""
+    return logs.LogGroup(
+        scope,
+        cid,
+        log_group_name=name,
+        retention=LOG_RETENTION,
+        encryption_key=key,
+        removal_policy=RemovalPolicy.DESTROY,
+    )
+
+
 def log_group_arn(stack: Stack, name: str) -> str:
     """ARN of a log group by name (wildcards allowed), without the `:*` of its streams."""
     return stack.format_arn(service="logs", resource="log-group", resource_name=name, arn_format=COLON)
@@ -190,14 +203,7 @@ class PythonFunction(Component):
         log_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, cid)
-        self.log_group = logs.LogGroup(
-            self,
-            f"{cid}Logs",
-            log_group_name=f"/aws/lambda/{name}",
-            retention=LOG_RETENTION,
-            encryption_key=log_key,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
+        self.log_group = log_group(self, f"{cid}Logs", f"/aws/lambda/{name}", log_key)
         self.function = lambda_.Function(
             self,
             f"{cid}Function",
@@ -361,14 +367,7 @@ class AslStateMachine(Component):
         logs_id: str | None = None,
     ) -> None:
         super().__init__(scope, cid)
-        self.log_group = logs.LogGroup(
-            self,
-            logs_id or f"{cid}Logs",
-            log_group_name=f"/aws/vendedlogs/states/{name}",
-            retention=LOG_RETENTION,
-            encryption_key=log_key,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
+        self.log_group = log_group(self, logs_id or f"{cid}Logs", f"/aws/vendedlogs/states/{name}", log_key)
         self.state_machine = sfn.StateMachine(
             self,
             cid,
