@@ -6,6 +6,7 @@ cdk/ingest_store.py, the merge job in cdk/ingest_merge.py."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from aws_cdk import Duration, Stack
@@ -178,29 +179,27 @@ class IngestStack(IcelakeStack):
         landing = Landing(self, "Landing", settings=s, key=key, access_logs=access_logs)
         warehouse = Warehouse(self, "Warehouse", settings=s, access_logs=access_logs)
 
-        # Fetch and complete, each with its own role.
-        layers = LambdaLayers(self, "Layer", settings=s, build_dir=build_dir).layers
-        fetch = IngestFunction(
+        # Fetch and complete, each with its own role; both with the layers, the raw bucket and the key.
+        function = partial(
+            IngestFunction,
             self,
+            layers=LambdaLayers(self, "Layer", settings=s, build_dir=build_dir).layers,
+            raw=landing.bucket,
+            key=key,
+        )
+        fetch = function(
             "Fetch",
             name=FETCH_FUNCTION,
             handler="handler.handler",
             role_name=INGEST_FETCH_ROLE_NAME,
             what="fetches the APIs into raw/",
-            layers=layers,
-            raw=landing.bucket,
-            key=key,
         )
-        complete = IngestFunction(
-            self,
+        complete = function(
             "Complete",
             name=COMPLETE_FUNCTION,
             handler="handler.complete_handler",
             role_name=INGEST_COMPLETE_ROLE_NAME,
             what="marks merged raw batches complete",
-            layers=layers,
-            raw=landing.bucket,
-            key=key,
         )
         fetch_policy = iam.Policy(
             self,
