@@ -333,14 +333,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     model_args = ["--seed", str(args.seed), "--writes-per-s", str(args.writes_per_s)]
     model_args += ["--reads-per-s", str(args.reads_per_s)]
     with start_model(*model_args) as model:
-        config = ModelConfig(**{k: v for k, v in model.config.items() if k != "latency_mean_ms"})
-        os.environ.update(
-            AWS_ENDPOINT_URL=model.endpoint,
-            AWS_ACCESS_KEY_ID="model",
-            AWS_SECRET_ACCESS_KEY="model",
-            AWS_DEFAULT_REGION=REGION,
-        )
-        os.environ.pop("AWS_SESSION_TOKEN", None)
+        config = model.use(REGION)
         source = build_and_publish(work, args.files, args.prefixes, args.hot_share, model)
         counts = {p: n for p, n in model.stats()["requests"].get("PUT", {}).items() if "/data/" in p}
         out: dict[str, Any] = {

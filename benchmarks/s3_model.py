@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -61,6 +62,18 @@ class ModelProcess:
         data = None if body is None else json.dumps(body).encode()
         with urllib.request.urlopen(f"{self.endpoint}/_model/{path}", data=data, timeout=60) as answer:
             return json.loads(answer.read())
+
+    def use(self, region: str) -> ModelConfig:
+        """Send this process's AWS clients to the model (its endpoint, its credentials, `region`,
+        no session token) and return its parameters (but the mean latency, which it derives)."""
+        os.environ.update(
+            AWS_ENDPOINT_URL=self.endpoint,
+            AWS_ACCESS_KEY_ID="model",
+            AWS_SECRET_ACCESS_KEY="model",
+            AWS_DEFAULT_REGION=region,
+        )
+        os.environ.pop("AWS_SESSION_TOKEN", None)
+        return ModelConfig(**{k: v for k, v in self.config.items() if k != "latency_mean_ms"})
 
     def configure(self, **changes: Any) -> dict[str, Any]:
         """Change parameters (names of ModelConfig; `reset=True` clears the counts)."""

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import time
 from functools import partial
@@ -196,14 +195,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     work.mkdir(parents=True)
     model_args = ["--seed", str(args.seed), "--reads-per-s", str(args.reads_per_s)]
     with start_model(*model_args) as model:
-        config = ModelConfig(**{k: v for k, v in model.config.items() if k != "latency_mean_ms"})
-        os.environ.update(
-            AWS_ENDPOINT_URL=model.endpoint,
-            AWS_ACCESS_KEY_ID="model",
-            AWS_SECRET_ACCESS_KEY="model",
-            AWS_DEFAULT_REGION=REGION,
-        )
-        os.environ.pop("AWS_SESSION_TOKEN", None)
+        config = model.use(REGION)
         source = build_and_publish(work, args.files, 8, 0.3, model, max(1, args.files // 1000))
         assessed = assessed_work(source)
         console.print(f"migrating {args.files:,} files to the target, with the copy record ...")
