@@ -348,12 +348,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         out["estimate_inputs"] = {"requests": planned["requests"], "busiest": round(planned["busiest"], 4)}
         spark = None
         for engine in args.engines:
-            model.configure(
-                reset=True,
-                per_prefix_writes_per_s=config.per_prefix_writes_per_s,
-                per_prefix_reads_per_s=config.per_prefix_reads_per_s,
-                latency=True,
-            )
+            model.restart(config)
             target = f"s3://{TARGET_BUCKET}/{engine}/db/t"
             console.print(f"{engine}: migrating {out['objects']:,} files ...")
             try:

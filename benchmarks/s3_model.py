@@ -80,6 +80,16 @@ class ModelProcess:
         self.config = self._admin("config", changes)
         return self.config
 
+    def restart(self, config: ModelConfig) -> dict[str, Any]:
+        """Counts cleared, `config`'s per-prefix limits and latency back on: a run measured from
+        the start."""
+        return self.configure(
+            reset=True,
+            per_prefix_writes_per_s=config.per_prefix_writes_per_s,
+            per_prefix_reads_per_s=config.per_prefix_reads_per_s,
+            latency=True,
+        )
+
     def stats(self) -> dict[str, Any]:
         return dict(self._admin("stats"))
 

@@ -216,12 +216,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "engines": {},
         }
         for engine in args.engines:
-            model.configure(
-                reset=True,
-                per_prefix_writes_per_s=config.per_prefix_writes_per_s,
-                per_prefix_reads_per_s=config.per_prefix_reads_per_s,
-                latency=True,
-            )
+            model.restart(config)
             console.print(f"{engine}: verifying ...")
             check, wall, cpu, phases = verify_once(engine, metadata, record, spark)
             if check.problems:
