@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -46,7 +45,7 @@ from benchmarks.estimate_pairs import (
     print_pairs,
     with_measured_start,
 )
-from benchmarks.results_md import record_row
+from benchmarks.results_md import record_row, saved_result
 from benchmarks.synthetic_table import build_in_own_process, large_table_parser
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -255,13 +254,7 @@ def run(files: int, file_size: int, work: Path, profile: Path | None = None) -> 
 
 
 def record(res: dict[str, Any]) -> Path:
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False
-    ).stdout.strip()
-    day = res["recorded_at"][:10]
-    path = BENCH_DIR / "results" / f"cutover-{res['files']}-{day}-{commit}.json"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(json.dumps({**res, "commit": commit}, indent=2) + "\n")
+    day, commit, path = saved_result("cutover", res)
     steps = ", ".join(f"{k} {v}" for k, v in res["freeze_by_step"].items())
     row = (
         f"| {day} | {commit} | {res['files']:,} | {res['freeze_s']} | {steps} | {res['stranded_detected']} | "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -12,14 +13,29 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 
 
+def head_commit() -> str:
+    """The short hash of the commit checked out: what a result was measured at."""
+    return subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO, check=False
+    ).stdout.strip()
+
+
+def saved_result(kind: str, res: dict[str, Any]) -> tuple[str, str, Path]:
+    """`res` with its commit, as benchmarks/results/<kind>-<files>-<day>-<commit>.json (the day
+    of its `recorded_at`); returns the day, the commit and the file."""
+    commit = head_commit()
+    day = res["recorded_at"][:10]
+    path = REPO / "benchmarks" / "results" / f"{kind}-{res['files']}-{day}-{commit}.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps({**res, "commit": commit}, indent=2) + "\n")
+    return day, commit, path
+
+
 def run_facts() -> dict[str, Any]:
     """Where and when a result was measured: its row's first columns (date, commit, cores, load)."""
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO, check=False
-    )
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "commit": commit.stdout.strip(),
+        "commit": head_commit(),
         "nproc": os.cpu_count(),
         "python": platform.python_version(),
         "load_average": round(os.getloadavg()[0], 1),

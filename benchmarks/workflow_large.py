@@ -51,7 +51,7 @@ from benchmarks.estimate_pairs import (
     print_pairs,
     with_measured_start,
 )
-from benchmarks.results_md import record_row
+from benchmarks.results_md import record_row, saved_result
 from benchmarks.synthetic_table import build_in_own_process, large_table_parser
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -226,13 +226,7 @@ def within_limits(res: dict[str, Any]) -> list[str]:
 
 
 def record(res: dict[str, Any]) -> Path:
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False
-    ).stdout.strip()
-    day = res["recorded_at"][:10]
-    path = BENCH_DIR / "results" / f"workflow-large-{res['files']}-{day}-{commit}.json"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(json.dumps({**res, "commit": commit}, indent=2) + "\n")
+    day, commit, path = saved_result("workflow-large", res)
     steps = "; ".join(
         f"{step} {s['max_s']}/{int(s['timeout_s'])} s"
         + (f", {s['est_memory_mib']}/{s['memory_mb']} MiB" if s["engine"] == "lambda" else "")
