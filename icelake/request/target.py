@@ -14,11 +14,22 @@ from icelake.aws.fileio import FileIO, ObjectInfo
 from icelake.request.deps import Sessions
 from icelake.request.models import WorkItem
 from icelake.request.names import PENDING_SCHEME
+from icelake.request.s3tables import parse_table_bucket_arn
 
 
 def owner_of(item: WorkItem) -> str:
     """The owner mark icelake puts on the target table: which source table it mirrors."""
     return f"{item.request.source.account_id}:{item.source_database}.{item.source_table}"
+
+
+def athena_name(item: WorkItem) -> str | None:
+    """An S3 Tables target as an analyst types it in Athena (the s3tablescatalog federated
+    catalog); None for a Glue target, which Athena reads by its database and table."""
+    arn = item.request.target.table_bucket_arn
+    if item.request.target.kind != "s3tables" or not arn:
+        return None
+    bucket = parse_table_bucket_arn(str(arn)).name
+    return f"s3tablescatalog/{bucket}.{item.target_database}.{item.target_table}"
 
 
 def prefix_maps(item: WorkItem) -> list[tuple[str, str]]:

@@ -152,6 +152,8 @@ class TableOutcome(_Frozen):
     target_snapshot_id: int | None = None
     sync_again: bool = False  # cutover: the source moved during the sync; the state machine loops
     target: str | None = None  # the target table's "database.table"
+    # An S3 Tables target as analysts type it in Athena: s3tablescatalog/<bucket>.<namespace>.<table>
+    athena_name: str | None = None
     # stranded: the source's commits after promotion, oldest first (at most 200); a carry-over's
     # outcome lists those it refused. carried: the source snapshot ids a carry-over brought.
     stranded: list[StrandedCommit] = []

@@ -22,6 +22,7 @@ from icelake.aws import s3tables
 from icelake.aws import s3tables_maintenance as maintenance
 from icelake.aws.fileio import S3FileIO
 from icelake.errors import PriceTableError
+from icelake.request import target
 from icelake.request.deps import Deps
 from icelake.request.models import WorkItem
 from icelake.request.s3tables import parse_table_bucket_arn
@@ -36,8 +37,7 @@ _SORTED = ("sort", "z-order")
 
 def athena_name(item: WorkItem) -> str:
     """The table as an analyst types it in Athena (the s3tablescatalog federated catalog)."""
-    bucket = parse_table_bucket_arn(str(item.request.target.table_bucket_arn)).name
-    return f"s3tablescatalog/{bucket}.{item.target_database}.{item.target_table}"
+    return target.athena_name(item) or item.target_name
 
 
 @dataclass

@@ -41,6 +41,7 @@ def render_report(report: Mapping[str, Any]) -> str:
         _errors(failed),
         _stranded(tables),
         _damaged_files(tables),
+        _athena_names(tables),
         objects_section(report),
         _estimated_against_actual(estimated),
         _request_kinds(tables),
@@ -92,6 +93,18 @@ def _damaged_files(tables: list[Mapping[str, Any]]) -> str:
         return ""
     return f'<h2 id="damaged">Damaged files ({len(rows)})</h2>' + h.table(
         ["table", "file", "state"], rows, tid="damaged-files"
+    )
+
+
+def _athena_names(tables: list[Mapping[str, Any]]) -> str:
+    """Each table that went into S3 Tables, by the name analysts type in Athena (none: nothing)."""
+    rows = ["".join([h.cell(t["table"]), h.cell(t["athena_name"])]) for t in tables if t.get("athena_name")]
+    if not rows:
+        return ""
+    return (
+        f'<h2 id="athena-names">In Athena ({len(rows)})</h2><p class="meta">Tables in a table bucket are '
+        "read through the s3tablescatalog federated catalog, by these names.</p>"
+        + h.table(["table", "Athena name"], rows, tid="athena-names-table")
     )
 
 

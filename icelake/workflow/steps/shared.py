@@ -9,6 +9,7 @@ from icelake import uris
 from icelake.aws.ledger import Ledger
 from icelake.migrate.models import MigrationResult
 from icelake.request.models import WorkItem
+from icelake.request.target import athena_name
 from icelake.workflow.models import PlanResult, TableOutcome
 
 
@@ -22,7 +23,7 @@ def item_facts(item: WorkItem, registered: dict[str, Any] | None = None) -> dict
         for earlier in item.earlier_targets
     ]
     warnings += (registered or {}).get("register_warnings", [])
-    return {"target": item.target_name, "warnings": warnings}
+    return {"target": item.target_name, "athena_name": athena_name(item), "warnings": warnings}
 
 
 def copy_facts(item: WorkItem, planned: PlanResult, copied: MigrationResult) -> dict[str, Any]:
