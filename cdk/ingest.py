@@ -6,8 +6,10 @@ cdk/ingest_store.py, the merge job in cdk/ingest_merge.py."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_events as events
@@ -113,24 +115,19 @@ def fetch_statements(settings: Settings, landing: Landing, log_group_arn: str) -
         landing.list_statement(),
         landing.key_statement(["kms:Decrypt", "kms:GenerateDataKey"]),
     ]
-    if s.ingest_secret_arns:
-        statements.append(
-            iam.PolicyStatement(
-                sid="Secrets",
-                actions=["secretsmanager:GetSecretValue"],
-                resources=list(s.ingest_secret_arns),
-            )
-        )
-    if s.ingest_secret_kms_key_arns:
-        statements.append(
-            iam.PolicyStatement(
-                sid="SecretsKey",
-                actions=["kms:Decrypt"],
-                resources=list(s.ingest_secret_kms_key_arns),
-                conditions={"StringEquals": {"kms:ViaService": f"secretsmanager.{region}.amazonaws.com"}},
-            )
-        )
+    via_secrets = {"StringEquals": {"kms:ViaService": f"secretsmanager.{region}.amazonaws.com"}}
+    statements += _if_any("Secrets", ["secretsmanager:GetSecretValue"], s.ingest_secret_arns)
+    statements += _if_any("SecretsKey", ["kms:Decrypt"], s.ingest_secret_kms_key_arns, via_secrets)
     return statements
+
+
+def _if_any(
+    sid: str, actions: list[str], resources: Sequence[str], conditions: dict[str, Any] | None = None
+) -> list[iam.PolicyStatement]:
+    """The statement on `resources`, or none when the settings name none (an optional grant)."""
+    if not resources:
+        return []
+    return [iam.PolicyStatement(sid=sid, actions=actions, resources=list(resources), conditions=conditions)]
 
 
 def complete_statements(landing: Landing, log_group_arn: str) -> list[iam.PolicyStatement]:
