@@ -58,6 +58,9 @@ def accounted(
             glue_seconds=copied.elapsed_seconds if glue and copied is not None else 0.0,
             transfer_bytes=copied_bytes if cross_region else 0,
             stored_bytes=copied_bytes,
+            stored_objects=_table_objects(
+                request, prices, copied.files_copied + copied.files_rewritten if copied else 0
+            ),
         )
         cost = cost_usd(prices, work)
     estimate = plan_estimate(planned, prices, cross_region) if planned is not None and prices else None
@@ -102,4 +105,14 @@ def plan_estimate(planned: PlanResult, prices: PriceTable, cross_region: bool) -
         cross_region=cross_region,
         stored_bytes=planned.bytes_to_copy,
         sync_days=SYNC_DAYS,
+        stored_objects=_table_objects(planned.item.request, prices, planned.files_to_copy),
     )
+
+
+def _table_objects(request: MigrationRequest, prices: PriceTable, objects: int) -> int | None:
+    """The objects an S3 Tables target stores (its storage priced at S3 Tables' rates, with the
+    monitoring fee per object), or None: an S3 bucket's rates. A region whose S3 Tables prices the
+    price table lacks is priced at S3's, as the assessment was refused without options.prices."""
+    if request.target.kind != "s3tables" or prices.s3tables is None:
+        return None
+    return objects
