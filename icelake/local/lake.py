@@ -4,6 +4,7 @@ the orchestrator's ledger and artifacts bucket in moto's default account."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,17 +70,19 @@ class Lake:
         *,
         incremental: bool = False,
         direct: bool = False,
+        maps: Sequence[tuple[str, str]] = (),
     ) -> str:
         """Copy a local table's state to the source bucket and point the source Glue table at it:
         its whole history, what older logged versions alone reach too (history all).
         `incremental`: only what the table committed since it was last published; `direct`: its
         files written into the embedded S3's store, not PUT through the server (a benchmark's
-        large table: `backend_io`)."""
+        large table: `backend_io`); `maps`: where its files outside its location go (`--map`)."""
         location = f"s3://{SOURCE_BUCKET}/lake/{database}/{name}"
         s3 = self.source.client("s3")
         result = migrate_table(
             local_metadata,
             location,
+            maps,
             src_io=LocalFileIO(),
             dst_io=BackendS3FileIO(s3, SOURCE_ACCOUNT) if direct else S3FileIO(s3),
             settings=EngineSettings(history="all", since=Since(from_target=True) if incremental else FULL),

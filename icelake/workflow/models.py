@@ -51,6 +51,10 @@ class PlanResult(_Frozen):
     target_table_existed: bool
     # An S3 Tables target: the version token read at Plan, which Register's commit must still find.
     target_version: str | None = None
+    # An S3 Tables target: where the prefixes the source keeps outside its location were mapped
+    # under the table's (icelake.migrate.plan.target.external_mapped), a line each; Register puts
+    # them in the outcome's warnings.
+    mapped_outside: list[str] = []
     target_metadata_location: str  # where the copy step will put the current metadata
     journal_key: str  # artifacts key: the target keys this run creates (all rollback may delete)
     journal_uri: str = ""  # the same journal as a URI (the Glue job adds what its own plan creates)

@@ -62,6 +62,7 @@ def build_plan(
         except NoBase as why:
             full_reason = str(why)
         reached = reach(ctx, source_metadata, meta, prefix_map, settings.history)
+        prefix_map = reached.prefix_map  # a table bucket's grown by the prefixes found outside it
         refuse_other_table(dst_io, parent(target_metadata), mj.table_uuid(meta))
         found = at_source(ctx, reached, meta, prefix_map, settings)
     # The copies in the manifests' order, which the source check's answers keep.
@@ -99,6 +100,7 @@ def incremental_plan(
     """The plan of what the source committed since `base` (`plan.incremental`); `NoBase` when it
     cannot be planned so."""
     inc = increment(ctx, base, source_metadata, meta, prefix_map, settings.history)
+    prefix_map = inc.prefix_map  # a table bucket's grown by the prefixes found outside it
     asked = near_reads(ctx)
     info = check_sources(asked, inc.files, inc.delete_formats, prefix_map, None)
     copy_paths = [p for p in inc.files if p not in inc.delete_formats and info[p] is not None]

@@ -28,7 +28,7 @@ from icelake.migrate.plan.entries import recorded
 from icelake.migrate.plan.reach import path_directories, read_manifest_lists, read_manifests
 from icelake.migrate.plan.reads import PlanContext, read_metadata
 from icelake.migrate.plan.since import SyncBase
-from icelake.migrate.plan.target import prefix_counts
+from icelake.migrate.plan.target import with_found_prefixes
 from icelake.uris import PrefixMap, canonical
 
 
@@ -46,6 +46,7 @@ class Increment:
     equality: set[str]
     planned: dict[str, PlannedManifest]
     prefix_counts: Counter[str]
+    prefix_map: PrefixMap  # as `Reach.prefix_map`
 
 
 def increment(
@@ -85,9 +86,9 @@ def increment(
         if target is None or canonical(target) not in synced_stats:
             files.setdefault(canonical(path), recorded(size if size is not None else -1, live=True))
     refs = {canonical(p) for p in refs}.difference(files)
-    counts = prefix_counts([files.keys(), refs], prefix_map, path_directories(meta))
+    mapped, counts = with_found_prefixes([files.keys(), refs], prefix_map, path_directories(meta))
     return Increment(
-        metadata_files, kept, lists, manifests, reused, files, deletes, equality, planned, counts
+        metadata_files, kept, lists, manifests, reused, files, deletes, equality, planned, counts, mapped
     )
 
 

@@ -28,7 +28,7 @@ from icelake.migrate.plan.reads import (
     fetch_metadata,
     read_required,
 )
-from icelake.migrate.plan.target import prefix_counts
+from icelake.migrate.plan.target import with_found_prefixes
 from icelake.migrate.plan_scan import fetched_ahead
 from icelake.migrate.progress import ProgressSink
 from icelake.uris import PrefixMap, canonical, parent
@@ -186,6 +186,9 @@ class Reach:
     planned: dict[str, PlannedManifest]  # data manifests as read, for their rewrite
     older: OlderHistory  # what only older logged versions reach
     prefix_counts: Counter[str]  # referenced paths per mapping (by its source prefix)
+    # The map the paths were counted by: the one given, or a table bucket's grown by the prefixes
+    # found outside every mapping (`with_found_prefixes`), which the plan then maps by.
+    prefix_map: PrefixMap
 
     def copy_paths(self, src_info: dict[str, ObjectInfo | None]) -> list[str]:
         """The files copied unchanged (not rewritten: no delete file) that the source has, in the
@@ -198,7 +201,7 @@ def reach(
     ctx: PlanContext, source_metadata: str, meta: mj.Metadata, prefix_map: PrefixMap, history: History
 ) -> Reach:
     """Everything the table's metadata reaches, read once; refuses a referenced path no mapping
-    moves (`prefix_counts`)."""
+    moves (`prefix_counts`), or, into a table bucket, maps it (`with_found_prefixes`)."""
     # Every path the table references, for the prefix check: the metadata-level ones (metadata
     # files, manifest lists, manifests, a delete's referenced data file) here, the files' own as
     # the keys of `files` (a million-file table's paths are held once, not once more in a set).
@@ -223,8 +226,10 @@ def reach(
         delete_formats.update(older.delete_formats)
         planned.update(older.planned)
     refs = {canonical(p) for p in refs}.difference(files)
-    counts = prefix_counts([files.keys(), refs], prefix_map, path_directories(meta))
-    return Reach(metadata_files, lists, manifests, files, delete_formats, equality, planned, older, counts)
+    mapped, counts = with_found_prefixes([files.keys(), refs], prefix_map, path_directories(meta))
+    return Reach(
+        metadata_files, lists, manifests, files, delete_formats, equality, planned, older, counts, mapped
+    )
 
 
 def path_directories(meta: mj.Metadata) -> set[str]:

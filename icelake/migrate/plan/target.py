@@ -25,15 +25,101 @@ from icelake.migrate.plan.reads import (
 )
 from icelake.uris import PrefixMap, canonical, is_local, is_under, local_path
 
+# Under a table bucket's table location: where the files its source keeps outside its own location
+# go (`external_target`). Iceberg writes a table's files under data/ and metadata/ only; a source
+# that has files of its own under `<location>/external/` whose keys meet an external file's is
+# refused by `refuse_duplicate_targets` (two source paths, one key), never overwritten.
+EXTERNAL_DIR = "external"
+
+
+class TableBucketMap(PrefixMap):
+    """The prefix map of a table bucket's table (`table_prefix_map`): its `target_location` is the
+    table's location, under which every path maps (`with_found_prefixes`)."""
+
+    def __init__(self, mappings: Iterable[tuple[str, str]], target_location: str) -> None:
+        super().__init__(mappings)
+        self.target_location = target_location
+
 
 def table_prefix_map(meta: mj.Metadata, maps: Iterable[tuple[str, str]], target_location: str) -> PrefixMap:
     """The prefixes to move, checked: the table location always maps to the target location, and
-    `maps` adds the other prefixes."""
-    prefix_map = PrefixMap([*maps, (meta["location"], target_location)])
+    `maps` adds the other prefixes. Into a table bucket's storage (whose files must all lie under
+    the table's location, and which takes no `maps`), the directories the source's metadata names
+    outside its location map under the target location (`external_maps`; the files the walk finds
+    elsewhere, `with_found_prefixes`): the same on every sync, whatever the step that asks."""
+    maps = [*maps, (meta["location"], target_location)]
+    given = PrefixMap(maps)
+    _refuse_targets_under_sources(given)
+    refuse_overlapping_targets(given)
+    _refuse_files_in_the_way(given)
+    if not is_table_storage(target_location):
+        return given
+    prefix_map = TableBucketMap([*maps, *external_maps(meta, target_location)], target_location)
     _refuse_targets_under_sources(prefix_map)
-    refuse_overlapping_targets(prefix_map)
-    _refuse_files_in_the_way(prefix_map)
     return prefix_map
+
+
+def external_maps(meta: mj.Metadata, target_location: str) -> list[tuple[str, str]]:
+    """The `write.*.path` directories the table's metadata names outside its location, each with
+    where it lands under the target location: `write.metadata.path` in `<target>/metadata` (where
+    S3 Tables keeps a table's metadata; metadata files and manifests are named by UUIDs, and one
+    meeting a key of the table's own is refused by `refuse_duplicate_targets`), the others by
+    `external_target`."""
+    location = canonical(meta["location"])
+    properties = meta.get("properties", {})
+    out = []
+    for key in mj.PATH_PROPERTIES:
+        value = properties.get(key)
+        if not value or is_under(canonical(value), location) or canonical(value) == location:
+            continue
+        if key == "write.metadata.path":
+            out.append((value, f"{target_location.rstrip('/')}/metadata"))
+        else:
+            out.append((value, external_target(value, target_location)))
+    return out
+
+
+def external_target(uri: str, target_location: str) -> str:
+    """Where a path outside the table's location lands under a table bucket's table location:
+    `<location>/external/<scheme>/<bucket or host><path>` (`s3://lake/x/f` ->
+    `<location>/external/s3/lake/x/f`, `file:///d/f` -> `<location>/external/file/d/f`): one
+    function of the path alone, so a sync maps it where the last one did, however the paths are
+    grouped into prefixes, and two sources (buckets, schemes) never share a directory."""
+    scheme, rest = canonical(uri).split("://", 1)
+    return f"{target_location.rstrip('/')}/{EXTERNAL_DIR}/{scheme}/{rest.lstrip('/')}"
+
+
+def external_mapped(prefix_map: PrefixMap) -> list[str]:
+    """What a person reads of the prefixes a table bucket's map moves under the table's location
+    from outside the source table's own: one line each, or none (any other map)."""
+    if not isinstance(prefix_map, TableBucketMap):
+        return []
+    location = canonical(prefix_map.target_location)
+    return [
+        f"{m.source} lies outside the source table's location, and a table bucket keeps all of a "
+        f"table's files under its own: its files were mapped to {m.target}"
+        for m in sorted(prefix_map.mappings, key=lambda m: m.source)
+        if canonical(m.target) != location
+    ]
+
+
+def with_found_prefixes(
+    groups: Sequence[Collection[str]], prefix_map: PrefixMap, directories: set[str]
+) -> tuple[PrefixMap, Counter[str]]:
+    """`prefix_counts`, and the map it counted by: a table bucket's map (`TableBucketMap`) gains
+    the prefixes no mapping moves (as `_unmapped_prefixes` groups them), each to its
+    `external_target`; any other map is refused them (`UnmappedPrefixesError`)."""
+    try:
+        return prefix_map, prefix_counts(groups, prefix_map, directories)
+    except UnmappedPrefixesError as exc:
+        if not isinstance(prefix_map, TableBucketMap):
+            raise
+        location = prefix_map.target_location
+        found = [(p, external_target(p, location)) for p in sorted(exc.prefixes)]
+        mappings = [(m.source, m.target) for m in prefix_map.mappings]
+        extended = TableBucketMap([*mappings, *found], location)
+        _refuse_targets_under_sources(extended)
+        return extended, prefix_counts(groups, extended, directories)
 
 
 def _refuse_targets_under_sources(prefix_map: PrefixMap) -> None:

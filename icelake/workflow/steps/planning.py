@@ -19,7 +19,7 @@ from icelake.migrate.journal import JOURNAL_NAME, new_target_keys, write_journal
 from icelake.migrate.models import Orphans
 from icelake.migrate.plan.build import build_plan
 from icelake.migrate.plan.reads import read_metadata
-from icelake.migrate.plan.target import table_prefix_map
+from icelake.migrate.plan.target import external_mapped, table_prefix_map
 from icelake.migrate.progress import NoProgress
 from icelake.migrate.settings import EngineSettings
 from icelake.migrate.table_size import estimate_size
@@ -173,7 +173,15 @@ def _planned_by_glue(item: WorkItem, meta: dict[str, Any], journal_uri: str, dep
         mapped = table_prefix_map(meta, prefix_maps(item), item.target_location)
         target_metadata = mapped.map(item.source_metadata_location) or ""
         write_journal(deps.artifacts.io, journal_uri, [])
-        return Figures("glue", size.files, size.bytes, size.files, size.bytes, target_metadata)
+        return Figures(
+            "glue",
+            size.files,
+            size.bytes,
+            size.files,
+            size.bytes,
+            target_metadata,
+            mapped_outside=tuple(external_mapped(mapped)),
+        )
     return None
 
 
@@ -224,6 +232,9 @@ class Figures:
     # compares. An incremental plan's are left at 0 (the estimate then times its requests only).
     manifest_entries: int = 0
     snapshots: int = 0
+    # Into a table bucket: where the prefixes outside the source's location were mapped (a line
+    # each, `external_mapped`); the Glue job's own plan may find more than these.
+    mapped_outside: tuple[str, ...] = ()
 
     def result_fields(self) -> dict[str, Any]:
         """What the plan's result takes from the figures, by the same names."""
@@ -240,6 +251,7 @@ _RESULT_FIELDS = (
     "orphans",
     "manifest_entries",
     "snapshots",
+    "mapped_outside",
 )
 
 
@@ -296,6 +308,7 @@ def _plan_here(
         table_plan.copies.prefix_spread()[1] if table_plan.copies else 1.0,
         table_plan.manifest_entries() if table_plan.sync == "full" else 0,
         len(source[0].get("snapshots") or []) if table_plan.sync == "full" else 0,
+        tuple(external_mapped(table_plan.prefix_map)),
     )
 
 

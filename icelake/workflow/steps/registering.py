@@ -43,7 +43,7 @@ def register_and_carry(planned: PlanResult, sessions: Sessions) -> lf.Carried:
             planned.previous_target_metadata,
             planned.target_version,
         )
-        return lf.Carried(warnings=table_bucket.not_carried(item))
+        return lf.Carried(warnings=[*table_bucket.not_carried(item), *planned.mapped_outside])
     source_table = catalog.get_table(sessions.source.client("glue"), item.source_database, item.source_table)
     catalog.register_table(
         sessions.target.client("glue"),
