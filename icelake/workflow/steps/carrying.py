@@ -18,11 +18,11 @@ from icelake.aws.session import pyiceberg_props
 from icelake.errors import CarryRefusedError, ValidationFailedError
 from icelake.migrate.cutover.carry import CarryPlan, carry_names, plan_carry, refusals, write_carry
 from icelake.migrate.cutover.stranded import StrandedCommit, carried_ids, commits_after, stranded_message
-from icelake.migrate.journal import JOURNAL_NAME, read_journal, write_journal
+from icelake.migrate.journal import read_journal, write_journal
 from icelake.migrate.metadata_json import parse_metadata
 from icelake.migrate.models import MigrationResult
 from icelake.migrate.plan.target import table_prefix_map
-from icelake.request.deps import Artifacts, Deps, Sessions
+from icelake.request.deps import Deps, Sessions
 from icelake.request.models import WorkItem
 from icelake.request.target import prefix_maps
 from icelake.workflow import table_bucket
@@ -30,8 +30,9 @@ from icelake.workflow.models import PlanResult, TableOutcome
 from icelake.workflow.steps.shared import (
     copy_facts,
     item_facts,
+    journal_key_of,
+    planned_result,
     record_outcome,
-    record_planned,
     source_prefixes,
 )
 
@@ -130,8 +131,7 @@ def _carry_or_refuse(
 def carry_plan(item: WorkItem, deps: Deps, carry: CarryPlan, previous: str, target_io: FileIO) -> PlanResult:
     """The Plan step's result for a carry-over, its journal written first: every key it will write
     that is not at the target yet, and those this run's earlier attempt journaled."""
-    journal_key = Artifacts.key(item.run_id, item.name, JOURNAL_NAME)
-    journal_uri = deps.artifacts.uri(journal_key)
+    journal_uri = deps.artifacts.uri(journal_key_of(item))
     try:
         earlier = set(read_journal(deps.artifacts.io, journal_uri))
     except Exception:  # no earlier attempt of this run
@@ -139,20 +139,18 @@ def carry_plan(item: WorkItem, deps: Deps, carry: CarryPlan, previous: str, targ
     keys = sorted(k for k in carry.written() if k in earlier or target_io.stat(k) is None)
     write_journal(deps.artifacts.io, journal_uri, keys)
     size = sum(f.file_size_in_bytes for f in carry.files)
-    record_planned(deps.ledger, item, carry.metadata, previous, True, "lambda")
-    return PlanResult(
-        item=item,
-        engine="lambda",
-        files_planned=len(carry.files),
+    files = len(carry.files)
+    return planned_result(
+        deps,
+        item,
+        carry.metadata,
+        previous,
+        True,
+        "lambda",
+        files_planned=files,
         bytes_planned=size,
-        files_to_copy=len(carry.files),
+        files_to_copy=files,
         bytes_to_copy=size,
-        previous_target_metadata=previous,
-        target_table_existed=True,
-        target_metadata_location=carry.metadata,
-        journal_key=journal_key,
-        journal_uri=journal_uri,
-        copy_result_uri=deps.artifacts.uri(Artifacts.key(item.run_id, item.name, "copy-result.json")),
         stranded=list(carry.commits),
     )
 

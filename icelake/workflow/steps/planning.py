@@ -15,7 +15,7 @@ from icelake.aws import catalog
 from icelake.aws.fileio import FileIO
 from icelake.aws.request_count import RequestCount, subtracted
 from icelake.migrate.copy.engine import rewritten_files
-from icelake.migrate.journal import JOURNAL_NAME, new_target_keys, write_journal
+from icelake.migrate.journal import new_target_keys, write_journal
 from icelake.migrate.models import Orphans
 from icelake.migrate.plan.build import build_plan
 from icelake.migrate.plan.reads import read_metadata
@@ -23,7 +23,7 @@ from icelake.migrate.plan.target import external_mapped, table_prefix_map
 from icelake.migrate.progress import NoProgress
 from icelake.migrate.settings import EngineSettings
 from icelake.migrate.table_size import estimate_size
-from icelake.request.deps import Artifacts, Deps, Sessions
+from icelake.request.deps import Deps, Sessions
 from icelake.request.models import WorkItem
 from icelake.request.sync import since_of, with_sync_base
 from icelake.request.target import foreign_commit, owner_of, prefix_maps, target_io
@@ -32,7 +32,7 @@ from icelake.workflow import table_bucket
 from icelake.workflow.inputs import PlanInput
 from icelake.workflow.models import PlanResult
 from icelake.workflow.steps.carrying import carry_plan, promoted_state
-from icelake.workflow.steps.shared import record_planned
+from icelake.workflow.steps.shared import journal_key_of, planned_result
 
 LOCK_LEASE_SECONDS = 24 * 3600  # longer than any table's copy; only a dead run's hold ever expires
 
@@ -85,24 +85,20 @@ def _plan(item: WorkItem, deps: Deps, sessions: Sessions) -> PlanResult:
     before = sessions.requests.counts()
     source = read_metadata(src_io, item.source_metadata_location)
     item = with_sync_base(item, synced, previous, source[0], dst_io, src_io)
-    journal_key = Artifacts.key(item.run_id, item.name, JOURNAL_NAME)
-    journal_uri = deps.artifacts.uri(journal_key)
+    journal_uri = deps.artifacts.uri(journal_key_of(item))
     figures = _planned_by_glue(item, source[0], journal_uri, deps)
     if figures is None:
         figures = _plan_here(item, src_io, dst_io, source, journal_uri, deps, sessions.requests, before)
     engine, rule = _engine(item, figures, synced, previous)
-    record_planned(ledger, item, figures.target_metadata, previous, existed, engine)
-    return PlanResult(
-        item=item,
-        engine=engine,
+    return planned_result(
+        deps,
+        item,
+        figures.target_metadata,
+        previous,
+        existed,
+        engine,
         engine_rule=rule,
-        previous_target_metadata=previous,
-        target_table_existed=existed,
         target_version=version,
-        target_metadata_location=figures.target_metadata,
-        journal_key=journal_key,
-        journal_uri=journal_uri,
-        copy_result_uri=deps.artifacts.uri(Artifacts.key(item.run_id, item.name, "copy-result.json")),
         expected_requests=figures.expected_requests or {},
         **figures.result_fields(),
     )
@@ -368,7 +364,7 @@ def _stopped(
         previous_target_metadata=current,
         target_table_existed=existed,
         target_metadata_location=current or "",
-        journal_key=Artifacts.key(item.run_id, item.name, JOURNAL_NAME),  # never written: nothing to undo
+        journal_key=journal_key_of(item),  # never written: nothing to undo
         copy_result_uri="",
         stopped=status,
         stop_reason=why,

@@ -3,11 +3,13 @@ which an assessment needs too, are in icelake/request/target.py)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from icelake import uris
 from icelake.aws.ledger import Ledger
+from icelake.migrate.journal import JOURNAL_NAME
 from icelake.migrate.models import MigrationResult
+from icelake.request.deps import Artifacts, Deps
 from icelake.request.models import WorkItem
 from icelake.request.target import athena_name
 from icelake.workflow.models import PlanResult, TableOutcome
@@ -63,6 +65,37 @@ def record_planned(
         target_table_existed=existed,
         engine=engine,
     )
+
+
+def planned_result(
+    deps: Deps,
+    item: WorkItem,
+    target_metadata: str,
+    previous: str | None,
+    existed: bool,
+    engine: Literal["lambda", "glue", "none"],
+    **fields: Any,
+) -> PlanResult:
+    """A table planned for a copy, by Plan or a carry-over: its PLANNED ledger record (record_planned)
+    and the PlanResult with the same figures, where its journal and copy result go, and `fields`."""
+    record_planned(deps.ledger, item, target_metadata, previous, existed, engine)
+    journal_key = journal_key_of(item)
+    return PlanResult(
+        item=item,
+        engine=engine,
+        previous_target_metadata=previous,
+        target_table_existed=existed,
+        target_metadata_location=target_metadata,
+        journal_key=journal_key,
+        journal_uri=deps.artifacts.uri(journal_key),
+        copy_result_uri=deps.artifacts.uri(Artifacts.key(item.run_id, item.name, "copy-result.json")),
+        **fields,
+    )
+
+
+def journal_key_of(item: WorkItem) -> str:
+    """The artifacts key of the table's journal in this run: every target key it writes."""
+    return Artifacts.key(item.run_id, item.name, JOURNAL_NAME)
 
 
 def record_outcome(ledger: Ledger, outcome: TableOutcome, state: str, **attrs: Any) -> None:
