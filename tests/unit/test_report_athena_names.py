@@ -3,29 +3,15 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from icelake.assess.pages.render import render_report
-from icelake.request.models import MigrationRequest, WorkItem
+from icelake.request.models import WorkItem
 from icelake.workflow.models import TableOutcome
 from icelake.workflow.steps.shared import item_facts
-
-EVENTS = Path(__file__).resolve().parents[1] / "events"
+from tests.work_items import orders_item
 
 
 def _item(event: str) -> WorkItem:
-    request = MigrationRequest.model_validate({**json.loads((EVENTS / event).read_text()), "run_id": "r"})
-    return WorkItem(
-        run_id="r",
-        source_database="sales",
-        source_table="orders",
-        source_metadata_location="s3://source-lake/lake/sales/orders/metadata/v3.metadata.json",
-        target_database="migrated_sales",
-        target_table="orders",
-        target_location="s3://somewhere/migrated_sales/orders",
-        request=request,
-    )
+    return orders_item(event, "s3://somewhere/migrated_sales/orders")
 
 
 def test_an_s3_tables_outcome_names_the_table_as_athena_reads_it_and_the_report_lists_it() -> None:

@@ -5,8 +5,6 @@ table the target role may not read is a blocker, not an assessment that stops.""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -15,26 +13,15 @@ from botocore.stub import Stubber
 
 from icelake.assess.estimate.prices import load_prices
 from icelake.assess.gather.table_bucket import BucketRemovals, athena_name, read_target, table_keeps
-from icelake.request.models import MigrationRequest, WorkItem
+from icelake.request.models import WorkItem
+from tests.work_items import orders_item
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "events" / "migrate_request_s3tables.json"
 MIB = 1024**2
 
 
 def _item(maintenance: dict[str, Any] | None = None) -> WorkItem:
-    body = json.loads(EXAMPLE.read_text())
-    body["options"]["s3tables_maintenance"] = maintenance
-    request = MigrationRequest.model_validate({**body, "run_id": "r"})
-    return WorkItem(
-        run_id="r",
-        source_database="sales",
-        source_table="orders",
-        source_metadata_location="s3://source-lake/lake/sales/orders/metadata/v3.metadata.json",
-        target_database="migrated_sales",
-        target_table="orders",
-        target_location="s3tables://lake/migrated_sales/orders",
-        request=request,
-    )
+    options = {"s3tables_maintenance": maintenance}
+    return orders_item("migrate_request_s3tables.json", "s3tables://lake/migrated_sales/orders", options)
 
 
 def _metadata(files: int, size: int, properties: dict[str, str] | None = None) -> dict[str, Any]:
