@@ -14,12 +14,13 @@ from moto import mock_aws
 from icelake.local import s3tables
 from icelake.local.spark import ENV_LOCAL_SPARK_CONF
 
-# The tests run thousands of Spark jobs on a few rows each, where the JVM's own work dominates: C2
-# compilation of code that runs a handful of times, whole-stage code generation per query, adaptive
-# re-planning, parallel GC threads. Turned off, the SCD2 properties and types cost 159 s of CPU instead
-# of 276 s (-42 %) for the same tests; the product's sessions keep Spark's defaults.
+# The tests run thousands of Spark jobs on a few rows each, where per-query work dominates:
+# whole-stage code generation per query and adaptive re-planning, both off here (the product's
+# sessions keep Spark's defaults). Measured on tests/ingest with -n 0 (one JVM the whole run, as a
+# worker's): 304 s wall and 401 s CPU with them off; 322 s and 409 s with Spark's defaults. C1-only
+# compilation and the serial collector, tried too, cost a JVM that lives that long more than they
+# save: 411 s and 435 s.
 TINY_JOBS = {
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.adaptive.enabled": "false",
 }
