@@ -26,7 +26,9 @@ manifests), no Lambda start (a local run has none). The Glue engine's start is i
 jobs (the manifests' reads, the files' chunks), each measured in the run as an empty job on the
 warmed session: a real job's start (glue_startup_s, 30 to 120 s) holds them and its workers'
 imports. Goal: within 20 %, both engines. `cpu_passes` is the Lambda engine's process CPU over
-the files' entries at manifest_entry_s: what `VERIFY_PASSES` stands for.
+the files' entries at manifest_entry_s (the estimate holds the decode and the driver's work at
+DECODE_PASSES + DRIVER_PASSES of them, the listing's keys at list_key_s each); `phases_s` times
+the spread phases (the manifests' reads, the files' chunks).
 
 The last line is one JSON object; without --no-record it is kept in benchmarks/results/ and a
 row per engine goes to benchmarks/RESULTS.md ("Verify at scale").

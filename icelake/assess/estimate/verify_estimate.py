@@ -3,11 +3,18 @@ and which engine checks it. The assessment estimates it from the table's plan; t
 chooses its engine from the target's metadata.json alone (the snapshot summaries' totals), before
 reading anything that grows with the table.
 
-The work is `check/proved.py`'s: a HEAD of each file the record proves by a checksum (the metadata
-files, manifest lists, manifests and delete files icelake rewrote) or that lies outside the table
-location, the location's listing in ranges for the copies, and a GET of the metadata file, each
-manifest list and each manifest, whose entries are decoded (`VERIFY_PASSES` times an entry's
-plan read: decoded, then checked). Rules of the engine, as the copy's (`engine_choice.py`):
+The work is `check/proved.py`'s, in its order, each phase after the last:
+1. the metadata files: a HEAD of the metadata file, its logged versions, its statistics files and
+   its manifest lists, then a GET of each list, then a HEAD of each manifest, on this process's
+   `HEAD_THREADS` threads in batches of `HEAD_BATCH` HEADs one after another (so a phase of up to
+   320 HEADs costs a batch's 20 latencies), all on the metadata prefix (at most its read rate);
+2. the manifests' GETs, their entries decoded (`DECODE_PASSES` times an entry's plan read) on the
+   engine's cores;
+3. the data and delete files: each one's proof found and judged in the driver (`DRIVER_PASSES`),
+   the location's listing in ranges of `RANGE_KEYS` (side by side: a thread each in a Lambda, whose
+   one core parses every key; a task each in the Glue job, as many at once as it has cores), and a
+   HEAD of each file the listing does not answer for (delete files, files elsewhere).
+Rules of the engine, as the copy's (`engine_choice.py`):
 1. threshold: more files than `options.verify_glue_threshold_files` -> Glue;
 2. estimate: the Lambda's check expected past 60 % of the Verify Lambda's timeout -> Glue;
 3. else the Lambda.
@@ -23,18 +30,19 @@ from typing import Any
 from icelake.assess.estimate.engine_choice import LAMBDA_SHARE, EngineChoice
 from icelake.constants import STEP_LIMITS
 from icelake.migrate import metadata_json as mj
-from icelake.migrate.check.proof_chunks import KEYS_PER_PAGE, RANGE_KEYS
-from icelake.migrate.check.proved import proof_requests
+from icelake.migrate.check.proof_chunks import HEAD_BATCH, KEYS_PER_PAGE, RANGE_KEYS, list_pages
+from icelake.migrate.check.proved import HEAD_THREADS, proof_requests
 from icelake.migrate.plan.model import TablePlan
 from icelake.migrate.table_size import estimate_size
 from icelake.throughput import ThroughputModel
 
 VERIFY_TIMEOUT_S = STEP_LIMITS["verify"][1]
-# A verify's CPU per data or delete file, in manifest entries' plan reads (manifest_entry_s): the
-# entry decoded (lighter than a plan's read), then its record row found and compared. `make
-# bench-verify` (benchmarks/verify_bench.py) measures the Lambda engine's whole process CPU at
-# 0.9 of them a file, its listing's parse included (benchmarks/RESULTS.md, "Verify at scale").
-VERIFY_PASSES = 1.0
+# A verify's CPU per data or delete file, in manifest entries' plan reads (manifest_entry_s), as
+# `make bench-verify` measures its phases (benchmarks/RESULTS.md, "Verify at scale"): the check's
+# decode of an entry is a tenth of a plan's read (it keeps three fields), and finding the file's
+# proof, sorting it into a range and judging it costs the driver about as much again.
+DECODE_PASSES = 0.1
+DRIVER_PASSES = 0.1
 
 
 @dataclass(frozen=True)
@@ -75,29 +83,40 @@ def verify_requests(work: VerifyWork) -> dict[str, int]:
 
 
 def verify_seconds(work: VerifyWork, model: ThroughputModel, *, glue: bool) -> float:
-    """Seconds of the files check in `engine`: its start; HEADs and GETs at their latency over the
-    engine's concurrency; the listing's ranges side by side, each page's latency, and each key's
-    cost on a core; the entries decoded and checked on a core (Glue: one per worker)."""
-    requests = verify_requests(work)
-    concurrency = model.glue_workers * model.glue_threads_per_worker if glue else model.lambda_parallel
-    parallel = min(concurrency, model.endpoint_parallel or concurrency)
-    cores = model.glue_workers if glue else 1
-    start = model.glue_startup_s if glue else model.lambda_start_s
+    """Seconds of the files check in an engine: its start, then the phases of the module's docstring
+    one after another, each at its requests' latency over what runs side by side (at least the
+    prefix's read rate) plus its CPU."""
     latency = model.latency_s
-    heads_gets = (
-        requests["head"] * latency.get("head", 0.02) + requests["get"] * latency.get("get", 0.03)
-    ) / parallel
-    ranges = math.ceil(work.listed / RANGE_KEYS) if requests["list"] else 0
-    # A range's pages come one after another; ranges go side by side, a thread each in a Lambda, a
-    # task each in the Glue job (as many at once as it has cores)
-    pages_at_once = min(cores if glue else parallel, ranges) or 1
-    listing = requests["list"] * latency.get("list", 0.08) / pages_at_once
-    # each key's parse is a core's, and a range's keys one core's: side by side only across ranges
-    listing += requests["list"] * KEYS_PER_PAGE * model.list_key_s / min(cores, ranges or 1)
-    cpu = work.files * VERIFY_PASSES * model.manifest_entry_s / cores
-    # S3's rate per prefix: the metadata files' HEADs and GETs share theirs, the listing its own
-    reads = max(requests["head"] + requests["get"], requests["list"]) / model.prefix_read_per_s
-    return start + max(heads_gets + listing, reads) + cpu
+    head, get, page = latency.get("head", 0.02), latency.get("get", 0.03), latency.get("list", 0.08)
+    rate = model.prefix_read_per_s
+    cores = model.glue_workers if glue else 1
+    # the runner's side by side: Spark tasks, one a core; a Lambda's threads
+    runner = cores if glue else min(model.lambda_parallel, model.endpoint_parallel or model.lambda_parallel)
+
+    def headed(n: int, at_once: int) -> float:
+        batches = math.ceil(n / HEAD_BATCH)
+        return max(math.ceil(batches / at_once) * min(n, HEAD_BATCH) * head, n / rate)
+
+    def got(n: int, at_once: int) -> float:
+        return max(math.ceil(n / at_once) * get, n / rate)
+
+    spread_heads = work.files - work.listed  # delete files, files elsewhere: a HEAD each
+    first = max(1, work.headed - spread_heads - work.manifests)  # metadata files, statistics, lists
+    metadata = get + headed(first, HEAD_THREADS) + got(work.lists, HEAD_THREADS)
+    metadata += headed(work.manifests, HEAD_THREADS)
+    manifests = got(work.manifests, runner) + work.files * DECODE_PASSES * model.manifest_entry_s / cores
+    files = work.files * DRIVER_PASSES * model.manifest_entry_s + headed(spread_heads, runner)
+    pages = verify_requests(work)["list"]
+    if pages:
+        ranges = math.ceil(work.listed / RANGE_KEYS)
+        rounds = math.ceil(ranges / runner)
+        range_pages = list_pages(min(work.listed, RANGE_KEYS))
+        waits = max(rounds * range_pages * page, pages / rate)
+        # a range's keys are parsed on one core: a Lambda's one core parses them all
+        keys = rounds * range_pages if glue else pages
+        files += waits + keys * KEYS_PER_PAGE * model.list_key_s
+    start = model.glue_startup_s if glue else model.lambda_start_s
+    return start + metadata + manifests + files
 
 
 def choose_verify_engine(
