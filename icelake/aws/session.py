@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
-import botocore.session
 from botocore.credentials import CredentialProvider, CredentialResolver, RefreshableCredentials
 
-from icelake.aws.clients import ROLE_ATTR, new_session
+from icelake.aws.clients import ROLE_ATTR, core_session, new_session
 from icelake.errors import IcelakeError, SessionDurationError
 
 MIN_SESSION_SECONDS = 900  # STS's minimum DurationSeconds
@@ -109,7 +108,7 @@ def assume_role_session(
         advisory_timeout=advisory,
         mandatory_timeout=mandatory,
     )
-    core = botocore.session.Session()
+    core = core_session()
     core.register_component("credential_provider", CredentialResolver([_Fixed(credentials)]))
     setattr(core, ROLE_ATTR, role_arn)  # who signs this session's calls (read by call hooks)
     return new_session(botocore_session=core, region_name=base.region_name)
