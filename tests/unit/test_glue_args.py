@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -39,7 +40,7 @@ def _script(name: str) -> ModuleType:
 
 
 @pytest.fixture(params=["glue", "local"])
-def where(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def where(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     if request.param == "glue":
         (tmp_path / "awsglue").mkdir()
         (tmp_path / "awsglue" / "__init__.py").write_text("")
@@ -47,7 +48,11 @@ def where(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Mo
         monkeypatch.syspath_prepend(str(tmp_path))
         for name in [m for m in sys.modules if m.startswith("awsglue")]:
             monkeypatch.delitem(sys.modules, name)
-    return str(request.param)
+    yield str(request.param)
+    # The stand-in imported here must not outlive the test: a later Glue job of the embedded AWS
+    # in this worker would take itself for AWS Glue (monkeypatch restores only what it removed).
+    for name in [m for m in sys.modules if m.startswith("awsglue")]:
+        del sys.modules[name]
 
 
 def test_the_scd2_merge_arguments_resolve_whole(where: str) -> None:
