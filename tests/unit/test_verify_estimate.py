@@ -4,6 +4,10 @@ gives a table (threshold, then the estimate against the Lambda's timeout)."""
 
 from __future__ import annotations
 
+import math
+
+import pytest
+
 from icelake.assess.estimate.verify_estimate import (
     VERIFY_TIMEOUT_S,
     VerifyWork,
@@ -20,6 +24,7 @@ from icelake.migrate.check.proof_chunks import (
     list_pages,
     listing_pages,
 )
+from icelake.migrate.check.proved import HEAD_THREADS
 from icelake.migrate.check.record import Proof
 from icelake.throughput import ThroughputModel
 
@@ -102,3 +107,18 @@ def test_work_from_a_metadata_json_counts_its_snapshots_and_summaries() -> None:
     assert work == VerifyWork(files=3000, listed=3000, headed=1 + 2 + 6, lists=3, manifests=3)
     del snapshots[1]["summary"]["total-data-files"]
     assert VerifyWork.of_metadata(meta) is None
+
+
+def test_metadata_heads_go_no_wider_than_the_endpoint_answers() -> None:
+    # Given a check that is all metadata HEADs: 3,200 files (logged versions, statistics), in
+    # batches of 20 on the process's HEAD threads
+    work = VerifyWork(files=0, listed=0, headed=3_200, lists=0, manifests=0)
+    wide = ThroughputModel(
+        latency_s={"head": 0.01, "get": 0.01, "list": 0.01}, prefix_read_per_s=1e9, lambda_start_s=0.0
+    )
+    one_at_a_time = wide.model_copy(update={"endpoint_parallel": 1})
+    serial, threaded = (verify_seconds(work, m, glue=False) for m in (one_at_a_time, wide))
+    # Then an endpoint that answers one request at a time (the embedded AWS) takes them one after
+    # another, and S3 HEAD_THREADS batches at once
+    assert serial == pytest.approx(0.01 + 3_200 * 0.01)
+    assert threaded == pytest.approx(0.01 + math.ceil(3_200 / HEAD_BATCH / HEAD_THREADS) * HEAD_BATCH * 0.01)

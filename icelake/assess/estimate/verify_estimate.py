@@ -100,10 +100,12 @@ def verify_seconds(work: VerifyWork, model: ThroughputModel, *, glue: bool) -> f
     def got(n: int, at_once: int) -> float:
         return max(math.ceil(n / at_once) * get, n / rate)
 
+    # the process's HEAD threads, as many as the endpoint answers at once
+    threads = min(HEAD_THREADS, model.endpoint_parallel or HEAD_THREADS)
     spread_heads = work.files - work.listed  # delete files, files elsewhere: a HEAD each
     first = max(1, work.headed - spread_heads - work.manifests)  # metadata files, statistics, lists
-    metadata = get + headed(first, HEAD_THREADS) + got(work.lists, HEAD_THREADS)
-    metadata += headed(work.manifests, HEAD_THREADS)
+    metadata = get + headed(first, threads) + got(work.lists, threads)
+    metadata += headed(work.manifests, threads)
     manifests = got(work.manifests, runner) + work.files * DECODE_PASSES * model.manifest_entry_s / cores
     files = work.files * DRIVER_PASSES * model.manifest_entry_s + headed(spread_heads, runner)
     pages = verify_requests(work)["list"]
