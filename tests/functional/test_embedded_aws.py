@@ -14,6 +14,7 @@ from typing import Any
 
 import boto3
 import pytest
+from moto.stepfunctions.parser.asl.parse.asl_parser import ASLParserException
 
 from icelake.local import lambda_runtime
 from icelake.local.embedded import (
@@ -43,6 +44,7 @@ def _moto_originals() -> dict[str, Any]:
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
         state_task_service_glue as sfn_glue,
     )
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
     return {
         "invoke": LambdaFunction.__dict__["_invoke_lambda"],
@@ -51,6 +53,7 @@ def _moto_originals() -> dict[str, Any]:
         "patterns": set(sfn_glue._SUPPORTED_INTEGRATION_PATTERNS),
         "sync": sfn_glue.StateTaskServiceGlue.__dict__["_sync_to_start_job_run"],
         "modules": backends.list_of_moto_modules,
+        "parse": AmazonStateLanguageParser.__dict__["parse"],
     }
 
 
@@ -69,6 +72,12 @@ def test_patches_are_idempotent_and_reversible() -> None:
         # moto's own list of its service modules, listed once instead of at every request
         assert patched["modules"].__module__ == "icelake.local.embedded"
         assert list(patched["modules"]()) == list(before["modules"]()) and "s3" in patched["modules"]()
+        # a definition parsed once, its program given to every execution; a bad one still refused
+        parse = patched["parse"].__func__
+        definition = '{"StartAt": "A", "States": {"A": {"Type": "Pass", "End": true}}}'
+        assert parse(definition) is parse(definition)
+        with pytest.raises(ASLParserException):
+            parse('{"StartAt": "A", "States": {"A": {"Type": "NoSuchType", "End": true}}}')
         with moto_patches(REPO):  # a nested install changes nothing
             assert _moto_originals() == patched
         assert _moto_originals() == patched  # still installed: the outer one holds them
