@@ -36,6 +36,15 @@ from benchmarks.results_md import record_row, run_facts, saved_result
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 console = Console(stderr=True, width=150)
+HEADING = "## A re-run's estimate"
+SECTION = (  # what RESULTS.md says above the table, when the section is new
+    "`python -m benchmarks.rerun_bench` (`make bench-rerun`, see its docstring): the sample lake "
+    "migrated, then the same request run again; per table, the median over the re-runs of its "
+    "time and its own estimate's (a warm step's start and S3's latencies measured in the run). "
+    "Goal: within 30 %, requests within 10 %, nothing copied.\n\n"
+    "| date | commit | load | tables (estimate, run, run / estimate) | misses |\n"
+    "|---|---|---|---|---|\n"
+)
 
 
 def run(reruns: int, work: Path) -> dict[str, Any]:
@@ -163,15 +172,7 @@ def record(res: dict[str, Any]) -> Path:
     )
     facts = run_facts()
     row = f"| {day} | {commit} | {facts['load_average']} | {cells} | {', '.join(res['misses']) or 'none'} |"
-    section = (
-        "`python -m benchmarks.rerun_bench` (`make bench-rerun`, see its docstring): the sample lake "
-        "migrated, then the same request run again; per table, the median over the re-runs of its "
-        "time and its own estimate's (a warm step's start and S3's latencies measured in the run). "
-        "Goal: within 30 %, requests within 10 %, nothing copied.\n\n"
-        "| date | commit | load | tables (estimate, run, run / estimate) | misses |\n"
-        "|---|---|---|---|---|\n"
-    )
-    record_row(BENCH_DIR / "RESULTS.md", "## A re-run's estimate", section, row)
+    record_row(BENCH_DIR / "RESULTS.md", HEADING, SECTION, row)
     return path
 
 
