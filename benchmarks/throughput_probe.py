@@ -7,8 +7,7 @@ Each request kind the estimate counts (list, head, get, put, copy, delete) is se
 times, one at a time, on a small object; the model's `latency_s` is each kind's median seconds,
 `latency_spread` the kinds' p10 and p90 over their median, averaged.
 `list_key_s` is what each key adds to a listing: a listing of the `--requests` keys written, less a
-listing of one, over their number; `list_key_client_s` the part of it this thread spent on CPU
-(parsing the page), the rest being the endpoint's. `copy_mib_per_s` is one server-side copy of a `--copy-mib`
+listing of one, over their number. `copy_mib_per_s` is one server-side copy of a `--copy-mib`
 object, less a small copy's latency.
 Prints a JSON throughput model (the parameters measured; the others are ThroughputModel's defaults:
 pass it to `icelake assess --throughput FILE`). On real S3 run it from where the copy runs (a
@@ -45,35 +44,18 @@ def _median(call: Callable[[int], object], n: int) -> float:
     return median
 
 
-def _on_cpu(cpu: dict[str, float], name: str, call: Callable[[], object]) -> Callable[[int], object]:
-    """`call` as `_median` calls it, this thread's CPU seconds over its calls added to cpu[name]."""
-
-    def timed(_: int) -> object:
-        started = time.thread_time()
-        try:
-            return call()
-        finally:
-            cpu[name] = cpu.get(name, 0.0) + time.thread_time() - started
-
-    return timed
-
-
 def probe(s3: Any, bucket: str, requests: int, copy_mib: int) -> dict[str, Any]:
     """The measured parameters on `bucket` (objects written under a fresh prefix, then deleted)."""
     prefix = f"icelake-probe/{uuid.uuid4().hex}/"
     body = b"x" * 1024
-    cpu: dict[str, float] = {}  # the listings' CPU on this thread: the client's share of list_key_s
     latency = {
         "put": _median(lambda i: s3.put_object(Bucket=bucket, Key=f"{prefix}o{i}", Body=body), requests),
         "head": _median(lambda i: s3.head_object(Bucket=bucket, Key=f"{prefix}o{i}"), requests),
         "get": _median(lambda i: s3.get_object(Bucket=bucket, Key=f"{prefix}o{i}")["Body"].read(), requests),
         # a listing of one key: its latency; of all `requests` keys: what each key adds (list_key_s)
-        "list": _median(
-            _on_cpu(cpu, "list", lambda: s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}o0")), requests
-        ),
+        "list": _median(lambda i: s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}o0"), requests),
         "list_full": _median(
-            _on_cpu(cpu, "list_full", lambda: s3.list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1000)),
-            requests,
+            lambda i: s3.list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1000), requests
         ),
         "copy": _median(
             lambda i: s3.copy_object(
@@ -94,7 +76,6 @@ def probe(s3: Any, bucket: str, requests: int, copy_mib: int) -> dict[str, Any]:
     return {
         "latency_s": {k: round(latency[k], 5) for k in KINDS},
         "list_key_s": round(max(0.0, latency["list_full"] - latency["list"]) / requests, 7),
-        "list_key_client_s": round(max(0.0, cpu["list_full"] - cpu["list"]) / requests / requests, 8),
         "copy_mib_per_s": round(copy_mib / streaming, 1),
         # the kinds' p10 and p90 over their median, averaged: the estimate's low and high factors
         "latency_spread": [round(statistics.mean(lows), 2), round(statistics.mean(highs), 2)],

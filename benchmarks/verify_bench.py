@@ -21,8 +21,7 @@ metadata's constant: the metadata.json, its logged versions, each manifest list 
 Time: `measured_s` is the check's wall time; `estimated_s` is the assessment's
 (`verify_estimate.verify_seconds` on `VerifyWork.of_plan` of the table's plan, as the assessment
 calls it), with the S3 model's parameters as a ThroughputModel measured in the run against the
-model (`benchmarks.throughput_probe`: latencies, list_key_s and the client's share of it, the
-model's one core as endpoint_cores; manifest_entry_s on one of the table's
+model (`benchmarks.throughput_probe`: latencies, list_key_s; manifest_entry_s on one of the table's
 manifests), no Lambda start (a local run has none). The Glue engine's start is its two Spark
 jobs (the manifests' reads, the files' chunks), each measured in the run as an empty job on the
 warmed session: a real job's start (glue_startup_s, 30 to 120 s) holds them and its workers'
@@ -126,8 +125,6 @@ def calibrated(
         measured=f"benchmarks.throughput_probe against the S3 model {json.dumps(config.summary())}",
         latency_s=measured["latency_s"],
         list_key_s=measured["list_key_s"],
-        list_key_client_s=measured["list_key_client_s"],
-        endpoint_cores=1,  # the S3 model answers from one Python process, whatever its threads
         manifest_entry_s=entry_seconds(str(manifest), manifest.read_bytes()),
         lambda_parallel=16,
         glue_workers=max(2, local_cores),

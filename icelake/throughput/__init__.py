@@ -56,11 +56,6 @@ class ThroughputModel(BaseModel):
     # benchmarks/throughput_probe.py as a 1,000-key page against a one-key page; on embedded AWS a
     # full page takes about ten times a small one). The default is not measured: about 0.2 s a page.
     list_key_s: float = Field(default=0.0002, ge=0)
-    # Of list_key_s, what the client spends on each key (its thread's CPU parsing the page; measured
-    # by benchmarks/throughput_probe.py as a full page's CPU less a one-key page's); the rest is the
-    # endpoint's, computed on endpoint_cores. None: not measured, every key's time taken as the
-    # client's.
-    list_key_client_s: float | None = Field(default=None, ge=0)
     copy_mib_per_s: float = Field(default=100.0, gt=0)  # one server-side copy's speed past its latency
     # Bytes a second a copy streamed through the engine moves (each byte read in by a GET and sent
     # out by a PUT): a target that takes no server-side copy, S3 Tables' storage
@@ -94,10 +89,6 @@ class ThroughputModel(BaseModel):
     # answers every request from one Python process: benchmarks/estimate_pairs.py measures 1 here,
     # so its Glue job's two executors copy one file at a time, as a Lambda's 16 threads do.
     endpoint_parallel: int | None = Field(default=None, ge=1)
-    # The cores the endpoint computes its answers on (None: S3's fleet, no bound). A listing's keys
-    # (list_key_s less list_key_client_s) cost the endpoint CPU whoever waits on them: the embedded
-    # AWS and benchmarks/s3_model.py are one Python process each, one core whatever their threads.
-    endpoint_cores: int | None = Field(default=None, ge=1)
     glue_startup_s: float = Field(default=60.0, ge=0)  # a job run's start (Glue 4/5: under a minute)
     # A step's start and the work it does whatever the table: its invocation, the two accounts'
     # sessions and clients, its catalog and ledger calls (benchmarks.estimate_pairs.plan_step_start
@@ -120,15 +111,6 @@ class ThroughputModel(BaseModel):
             raise ValueError(f"a range is [low, high] with 0 <= low <= high, got {list(v)}")
         return v
 
-    def list_key_split(self) -> tuple[float, float]:
-        """(client, endpoint): seconds a listed key costs the client's core and the endpoint."""
-        client = (
-            self.list_key_s
-            if self.list_key_client_s is None
-            else min(self.list_key_client_s, self.list_key_s)
-        )
-        return client, self.list_key_s - client
-
     def bounds(self) -> tuple[ThroughputModel, ThroughputModel]:
         """The model at the low end of its ranges, and at the high end."""
         return self._at(0), self._at(1)
@@ -141,9 +123,6 @@ class ThroughputModel(BaseModel):
             update={
                 "latency_s": {k: v * factor for k, v in self.latency_s.items()},
                 "list_key_s": self.list_key_s * factor,
-                "list_key_client_s": None
-                if self.list_key_client_s is None
-                else self.list_key_client_s * factor,
                 "lambda_start_s": pick(self.lambda_start_range_s[end], self.lambda_start_s),
                 "glue_startup_s": pick(self.glue_startup_range_s[end], self.glue_startup_s),
             }

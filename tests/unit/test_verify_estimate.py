@@ -122,39 +122,3 @@ def test_metadata_heads_go_no_wider_than_the_endpoint_answers() -> None:
     # another, and S3 HEAD_THREADS batches at once
     assert serial == pytest.approx(0.01 + 3_200 * 0.01)
     assert threaded == pytest.approx(0.01 + math.ceil(3_200 / HEAD_BATCH / HEAD_THREADS) * HEAD_BATCH * 0.01)
-
-
-def test_a_listing_is_the_longest_of_its_path_its_client_and_its_endpoint() -> None:
-    # Given 100,000 copies listed in 5 ranges of 21 pages (105 pages), keys at 0.1 ms each
-    work = VerifyWork(files=100_000, listed=100_000, headed=1, lists=0, manifests=0)
-    base = ThroughputModel(
-        latency_s={"list": 0.01, "head": 0.0, "get": 0.0},
-        list_key_s=1e-4,
-        manifest_entry_s=0.0,
-        lambda_start_s=0.0,
-        glue_startup_s=0.0,
-        glue_workers=2,
-        prefix_read_per_s=1e9,
-    )
-    pages, path_pages = 105, 3 * 21  # 2 Glue tasks: 3 rounds of a range's 21 pages
-
-    def listing(model: ThroughputModel, glue: bool) -> float:
-        return verify_seconds(work, model, glue=glue) - verify_seconds(
-            VerifyWork(files=0, listed=0, headed=1, lists=0, manifests=0), model, glue=glue
-        )
-
-    # Then unsplit (every key the client's), Glue's tasks each walk their ranges' pages
-    assert listing(base, True) == pytest.approx(path_pages * (0.01 + 1000 * 1e-4))
-    # and a Lambda's one core parses all 105 pages' keys, its 16 threads' waits beside them
-    assert listing(base, False) == pytest.approx(pages * 1000 * 1e-4)
-    # When most of a key is the endpoint's, and the endpoint computes on one core
-    served = base.model_copy(update={"list_key_client_s": 2e-5, "endpoint_cores": 1})
-    # Then the endpoint's share of every page is the bound, in either engine
-    assert listing(served, True) == pytest.approx(pages * 1000 * 8e-5)
-    assert listing(served, False) == pytest.approx(pages * 1000 * 8e-5)
-    # and on S3 (no such bound) a Lambda's core parses only its share: its threads' path is the bound
-    fleet = served.model_copy(update={"endpoint_cores": None})
-    assert listing(fleet, False) == pytest.approx(21 * (0.01 + 1000 * 1e-4))
-    # and a Lambda's threads go no wider than an endpoint that answers one request at a time
-    one_at_a_time = fleet.model_copy(update={"endpoint_parallel": 1})
-    assert listing(one_at_a_time, False) == pytest.approx(pages * (0.01 + 1000 * 1e-4))

@@ -87,7 +87,7 @@ def verify_seconds(work: VerifyWork, model: ThroughputModel, *, glue: bool) -> f
     one after another, each at its requests' latency over what runs side by side (at least the
     prefix's read rate) plus its CPU."""
     latency = model.latency_s
-    head, get = latency.get("head", 0.02), latency.get("get", 0.03)
+    head, get, page = latency.get("head", 0.02), latency.get("get", 0.03), latency.get("list", 0.08)
     rate = model.prefix_read_per_s
     cores = model.glue_workers if glue else 1
     # the runner's side by side: Spark tasks, one a core; a Lambda's threads
@@ -110,32 +110,15 @@ def verify_seconds(work: VerifyWork, model: ThroughputModel, *, glue: bool) -> f
     files = work.files * DRIVER_PASSES * model.manifest_entry_s + headed(spread_heads, runner)
     pages = verify_requests(work)["list"]
     if pages:
-        files += _listing(work.listed, pages, model, runner, glue)
+        ranges = math.ceil(work.listed / RANGE_KEYS)
+        rounds = math.ceil(ranges / runner)
+        range_pages = list_pages(min(work.listed, RANGE_KEYS))
+        waits = max(rounds * range_pages * page, pages / rate)
+        # a range's keys are parsed on one core: a Lambda's one core parses them all
+        keys = rounds * range_pages if glue else pages
+        files += waits + keys * KEYS_PER_PAGE * model.list_key_s
     start = model.glue_startup_s if glue else model.lambda_start_s
     return start + metadata + manifests + files
-
-
-def _listing(listed: int, pages: int, model: ThroughputModel, runner: int, glue: bool) -> float:
-    """Seconds of the location's listing in ranges, side by side on `runner`: the longest of
-    - the path: each runner's ranges one after another, a page at a time (its latency, then its
-      keys at the endpoint's and the client's shares of list_key_s, ThroughputModel.list_key_split);
-    - the client's cores: a range's keys are parsed on one core (a Glue task's); a Lambda's one
-      core parses them all;
-    - the endpoint: every page's keys on its endpoint_cores (the embedded AWS and the S3 model:
-      one Python process, one core);
-    - the prefix's read rate."""
-    client_s, endpoint_s = model.list_key_split()
-    rounds = math.ceil(math.ceil(listed / RANGE_KEYS) / runner)
-    path_pages = rounds * list_pages(min(listed, RANGE_KEYS))
-    page_s = model.latency_s.get("list", 0.08) + KEYS_PER_PAGE * (client_s + endpoint_s)
-    bounds = [
-        path_pages * page_s,
-        (path_pages if glue else pages) * KEYS_PER_PAGE * client_s,
-        pages / model.prefix_read_per_s,
-    ]
-    if model.endpoint_cores:
-        bounds.append(pages * KEYS_PER_PAGE * endpoint_s / model.endpoint_cores)
-    return max(bounds)
 
 
 def choose_verify_engine(
