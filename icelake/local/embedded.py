@@ -48,12 +48,9 @@ versions rather than misbehave):
    (`data_filters`), Athena's BatchGetNamedQuery and ListPreparedStatements (`athena_saved`);
    S3 Tables' maintenance settings, tags and policies, and the limits of a table bucket's storage
    (`s3tables`, which every embedded AWS of moto_server.py installs too).
-7. `moto.stepfunctions.parser.asl.parse.asl_parser.AmazonStateLanguageParser.parse(definition)`
-   -> the same, its result kept per definition text while the patches are in. moto parses the
-   definition again for every execution it starts (ANTLR in pure Python: 0.12 s for the migration's
-   ASL on a quiet machine, 7 % of the CPU of a run of the workflow tests). The parsed program keeps
-   no execution's state: every value lives in the execution's Environment, and a Map's iterations
-   already share their processor's tree while they run side by side.
+7. What moto recomputes for every request (its backends' modules) and every execution (the
+   definition parsed), kept: `icelake.local.moto_server.kept`, which every embedded AWS's server
+   holds too.
 8. Not a patch: moto's process-wide config `stepfunctions.execute_state_machine=True` (POSTed to
    /moto-api/config); without it executions stay RUNNING with canned output. Restored on exit.
 
@@ -64,7 +61,6 @@ default account 123456789012 (handlers assume roles into other accounts themselv
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -75,9 +71,16 @@ from typing import Any
 
 from icelake.aws import warm
 from icelake.constants import ORCHESTRATOR_ACCOUNT_LOCAL, REGION_LOCAL
-from icelake.local import athena_saved, data_filters, glue_runtime, glue_views, lambda_runtime, s3tables
+from icelake.local import (
+    athena_saved,
+    data_filters,
+    glue_runtime,
+    glue_views,
+    lambda_runtime,
+    s3tables,
+)
 from icelake.local.lambda_runtime import register_handler
-from icelake.local.moto_server import embedded_aws
+from icelake.local.moto_server import acquire_kept, embedded_aws, release_kept
 from icelake.local.patching import Patches
 from icelake.local.resources import (
     ExecutionResult,
@@ -123,21 +126,6 @@ def _check_moto_version() -> None:
             f"icelake's embedded AWS patches moto internals verified on moto=={MOTO_VERSION}; "
             f"installed: {moto.__version__}. Re-check the patch points in {__name__} before changing the pin."
         )
-
-
-def _keep_what_moto_recomputes() -> None:
-    """What moto works out again for every request (its backends' modules) and every execution
-    (patch 7: its definition parsed), kept while the patches are in."""
-    from moto import backends as moto_backends
-    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
-
-    # moto's server looks for the backend of every request by listing its own package directory
-    # (about 170 stat calls, twice, under a global lock): 1.5-2 ms of the 8-10 ms a request costs
-    # here. The directory does not change while the process runs; the answer is kept.
-    modules = tuple(moto_backends.list_of_moto_modules())
-    _PATCHES.replace(moto_backends, "list_of_moto_modules", lambda: iter(modules))
-    parse = AmazonStateLanguageParser.__dict__["parse"].__func__  # a staticmethod's function
-    _PATCHES.replace(AmazonStateLanguageParser, "parse", staticmethod(functools.lru_cache(maxsize=32)(parse)))
 
 
 def _apply_patches() -> None:
@@ -195,7 +183,8 @@ def _apply_patches() -> None:
         env.callback_pool_manager.add(env.states.context_object.update_task_token())
         inherited_eval(self, env, *args, **kwargs)
 
-    _keep_what_moto_recomputes()
+    acquire_kept()  # what moto recomputes for every request and execution, kept
+    _PATCHES.undo.append(release_kept)
     _PATCHES.replace(LambdaFunction, "_invoke_lambda", _invoke_lambda)
     _PATCHES.replace(sfn_glue.StateTaskServiceGlue, "_eval_integration_pattern", _eval_integration_pattern)
     _PATCHES.replace(sfn_glue.StateTaskServiceGlue, "_sync_to_start_job_run", _sync_to_start_job_run)

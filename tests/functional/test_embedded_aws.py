@@ -70,7 +70,7 @@ def test_patches_are_idempotent_and_reversible() -> None:
         assert patched["sync"].__module__ == "icelake.local.embedded"
         assert "waitForTaskToken" in patched["patterns"]
         # moto's own list of its service modules, listed once instead of at every request
-        assert patched["modules"].__module__ == "icelake.local.embedded"
+        assert patched["modules"].__module__ == "icelake.local.moto_server"
         assert list(patched["modules"]()) == list(before["modules"]()) and "s3" in patched["modules"]()
         # a definition parsed once, its program given to every execution; a bad one still refused
         parse = patched["parse"].__func__
