@@ -71,14 +71,7 @@ from typing import Any
 
 from icelake.aws import warm
 from icelake.constants import ORCHESTRATOR_ACCOUNT_LOCAL, REGION_LOCAL
-from icelake.local import (
-    athena_saved,
-    data_filters,
-    glue_runtime,
-    glue_views,
-    lambda_runtime,
-    s3tables,
-)
+from icelake.local import athena_saved, data_filters, glue_runtime, glue_views, lambda_runtime, s3tables
 from icelake.local.lambda_runtime import register_handler
 from icelake.local.moto_server import acquire_kept, embedded_aws, release_kept
 from icelake.local.patching import Patches

@@ -6,8 +6,9 @@ reading anything that grows with the table.
 The work is `check/proved.py`'s, in its order, each phase after the last:
 1. the metadata files: a HEAD of the metadata file, its logged versions, its statistics files and
    its manifest lists, then a GET of each list, then a HEAD of each manifest, on this process's
-   `HEAD_THREADS` threads in batches of `HEAD_BATCH` HEADs one after another (so a phase of up to
-   320 HEADs costs a batch's 20 latencies), all on the metadata prefix (at most its read rate);
+   `HEAD_THREADS` threads (at most what the endpoint answers at once, `endpoint_parallel`) in
+   batches of `HEAD_BATCH` HEADs one after another (so a phase of up to 320 HEADs costs a batch's
+   20 latencies), all on the metadata prefix (at most its read rate);
 2. the manifests' GETs, their entries decoded (`DECODE_PASSES` times an entry's plan read) on the
    engine's cores;
 3. the data and delete files: each one's proof found and judged in the driver (`DRIVER_PASSES`),
