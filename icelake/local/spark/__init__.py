@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+# The Python workers' daemon: PySpark's, reading zip archives again only when they change.
+DAEMON_MODULE = "icelake.local.spark.daemon"
 # Extra Spark settings for every local session of this process, as a JSON object: the test suite
 # tunes the JVM for its thousands of tiny jobs this way, whichever code starts the session first
 # (a test's fixture or a Glue job run by the embedded AWS).
@@ -54,6 +56,7 @@ def local_spark(
         .config("spark.ui.showConsoleProgress", "false")  # icelake prints its own progress and tables
         .config("spark.driver.memory", driver_memory)
         .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.python.daemon.module", DAEMON_MODULE)
     )
     for name, warehouse in catalogs.items():
         os.makedirs(warehouse, exist_ok=True)
