@@ -12,6 +12,7 @@ from typing import Any
 import boto3
 
 from icelake.aws import catalog
+from icelake.aws.clients import new_session
 from icelake.aws.fileio import LocalFileIO, S3FileIO
 from icelake.aws.ledger import create_ledger_table
 from icelake.aws.session import assume_role_session
@@ -107,7 +108,7 @@ def build_lake(local_root: Path, *, orchestrator_resources: bool = True) -> Lake
     source.client("s3").create_bucket(Bucket=SOURCE_BUCKET)
     target.client("s3").create_bucket(Bucket=TARGET_BUCKET)
     kms_key = target.client("kms").create_key(Description="target lake")["KeyMetadata"]["Arn"]
-    orchestrator = boto3.Session()
+    orchestrator = new_session()  # the process's shared data loader: a bare Session() parses S3's model again
     artifacts = ARTIFACTS_BUCKET.format(account=ORCHESTRATOR_ACCOUNT_LOCAL)
     if orchestrator_resources:
         orchestrator.client("s3").create_bucket(Bucket=artifacts)
