@@ -12,6 +12,7 @@ import pytest
 from moto import mock_aws
 
 from icelake.local import s3tables
+from icelake.local.embedded import ENV_RETRY_WAIT_SCALE
 from icelake.local.spark import ENV_LOCAL_SPARK_CONF
 
 # The tests run thousands of Spark jobs on a few rows each, where per-query work dominates:
@@ -26,9 +27,15 @@ TINY_JOBS = {
 }
 
 
+# The embedded AWS's Retry waits, shortened: the tests prove what a retry does, not how long AWS
+# waits before it (the ingest workflow's retried merge waited its 30 s in full).
+RETRY_WAIT_SCALE = "0.05"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Whichever starts this process's session (a fixture, or a Glue job the embedded AWS runs).
     os.environ[ENV_LOCAL_SPARK_CONF] = json.dumps(TINY_JOBS)
+    os.environ.setdefault(ENV_RETRY_WAIT_SCALE, RETRY_WAIT_SCALE)
 
 
 @pytest.fixture(scope="session")

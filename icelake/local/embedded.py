@@ -51,7 +51,11 @@ versions rather than misbehave):
 7. What moto recomputes for every request (its backends' modules) and every execution (the
    definition parsed), kept: `icelake.local.moto_server.kept`, which every embedded AWS's server
    holds too.
-8. Not a patch: moto's process-wide config `stepfunctions.execute_state_machine=True` (POSTed to
+8. `moto.stepfunctions.parser.asl.component.common.retry.retrier_decl.time`: a Retry's wait is
+   moto's `time.sleep(interval)`, as long as AWS waits. `ICELAKE_LOCAL_RETRY_WAIT_SCALE` (a factor,
+   default 1) shortens it where only what the retry does matters: the test suite sets 0.05, so the
+   ingest workflow's retried merge waits 1.5 s instead of its 30.
+9. Not a patch: moto's process-wide config `stepfunctions.execute_state_machine=True` (POSTed to
    /moto-api/config); without it executions stay RUNNING with canned output. Restored on exit.
 
 Limits of this runtime (see the runtime modules): Lambda handlers run one at a time (os.environ is
@@ -63,6 +67,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -87,6 +92,7 @@ from icelake.local.resources import (
 )
 
 __all__ = [
+    "ENV_RETRY_WAIT_SCALE",
     "EmbeddedAws",
     "ExecutionResult",
     "create_glue_job",
@@ -99,10 +105,38 @@ __all__ = [
     "patches_installed",
     "register_handler",
     "render_asl",
+    "retry_wait_scale",
     "run_execution",
     "start_embedded_aws",
     "uninstall_patches",
 ]
+
+ENV_RETRY_WAIT_SCALE = "ICELAKE_LOCAL_RETRY_WAIT_SCALE"
+
+
+def retry_wait_scale() -> float:
+    """The factor of ICELAKE_LOCAL_RETRY_WAIT_SCALE applied to every Retry's wait (1: as AWS waits)."""
+    raw = os.environ.get(ENV_RETRY_WAIT_SCALE, "").strip()
+    if not raw:
+        return 1.0
+    try:
+        scale = float(raw)
+    except ValueError:
+        scale = -1.0
+    if not 0 < scale <= 1:
+        raise ValueError(
+            f"{ENV_RETRY_WAIT_SCALE}={raw!r}: give a factor above 0 and at most 1 (1: as AWS waits)"
+        )
+    return scale
+
+
+class _ScaledRetryWaits:
+    """The `time` of moto's retrier module: its one call, `sleep(interval)`, scaled."""
+
+    @staticmethod
+    def sleep(seconds: float) -> None:
+        time.sleep(seconds * retry_wait_scale())
+
 
 MOTO_VERSION = "5.2.5"
 
@@ -183,6 +217,7 @@ def _apply_patches() -> None:
     _PATCHES.replace(sfn_glue.StateTaskServiceGlue, "_sync_to_start_job_run", _sync_to_start_job_run)
     _PATCHES.replace(FakeJob, "start_job_run", start_job_run)
     _PATCHES.replace(FakeJobRun, "as_dict", as_dict)
+    _scale_retry_waits()
     data_filters.install(_PATCHES.replace)  # Lake Formation data cells filters, which moto lacks
     glue_views.install(_PATCHES.replace)  # Glue multi-dialect views in the model's shapes
     athena_saved.install(_PATCHES.replace)  # BatchGetNamedQuery, ListPreparedStatements
@@ -194,6 +229,12 @@ def _apply_patches() -> None:
         _PATCHES.undo.append(lambda: patterns.discard(ResourceCondition.WaitForTaskToken))
 
 
+def _scale_retry_waits() -> None:
+    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+
+    _PATCHES.replace(retrier_decl, "time", _ScaledRetryWaits)  # ICELAKE_LOCAL_RETRY_WAIT_SCALE
+
+
 def install_patches(repo_root: str | Path = ".") -> None:
     """Install the moto patches (idempotent, reference-counted) and resolve handlers under repo_root."""
     with _PATCHES.lock:
@@ -201,6 +242,7 @@ def install_patches(repo_root: str | Path = ".") -> None:
         if _PATCHES.holders == 0:
             warm.forget()  # a new embedded AWS: nothing kept from before holds its credentials
             _check_moto_version()
+            retry_wait_scale()  # a bad factor stops here, not in the first Retry of a run
         _PATCHES.acquire(_apply_patches)
 
 

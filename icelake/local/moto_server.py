@@ -12,6 +12,11 @@ workflow's patches without a server (`embedded.moto_patches`) hold them too. Ref
    machine, 7.5 % of the Python samples of a run of the workflow tests). The parsed program keeps
    no execution's state: every value lives in the execution's Environment, and a Map's iterations
    already share their processor's tree while they run side by side. Kept per definition text.
+3. `BackendDict[account]`: every lookup of a service's backend (several per request) takes moto's
+   global backend lock, lists the accounts and compares itself with every backend in use through
+   Python-level `__eq__` and `__len__` calls: 3.3 % of the test workers' Python samples, each
+   request waiting on the others' lock. A backend that already holds the account and is already
+   listed for reset is returned at once; anything else goes the original way, under the lock.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import socket
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from icelake.aws import warm
 from icelake.errors import PortInUseError
@@ -34,12 +40,29 @@ _KEPT = Patches()  # what moto recomputes (the module's docstring), kept
 
 def _keep() -> None:
     from moto import backends as moto_backends
+    from moto.core.base_backend import BackendDict
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
     modules = tuple(moto_backends.list_of_moto_modules())
     _KEPT.replace(moto_backends, "list_of_moto_modules", lambda: iter(modules))
     parse = AmazonStateLanguageParser.__dict__["parse"].__func__  # a staticmethod's function
     _KEPT.replace(AmazonStateLanguageParser, "parse", staticmethod(functools.lru_cache(maxsize=32)(parse)))
+    _KEPT.replace(BackendDict, "_create_account_specific_backend", _when_missing(BackendDict))
+
+
+def _when_missing(backend_dict: Any) -> Any:
+    """moto's `BackendDict._create_account_specific_backend`, skipped when there is nothing to
+    create: the account's backend exists and the dict is listed for reset (`reset` empties the
+    dicts it lists and the list in place, so a reset dict goes the original way again)."""
+    create = backend_dict._create_account_specific_backend
+    listed = backend_dict._instances  # the list itself: reset() clears it in place
+
+    def create_when_missing(self: Any, account_id: str) -> None:
+        if dict.__contains__(self, account_id) and any(known is self for known in listed):
+            return
+        create(self, account_id)
+
+    return create_when_missing
 
 
 def acquire_kept() -> None:

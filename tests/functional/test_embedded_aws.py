@@ -18,6 +18,7 @@ from moto.stepfunctions.parser.asl.parse.asl_parser import ASLParserException
 
 from icelake.local import lambda_runtime
 from icelake.local.embedded import (
+    ENV_RETRY_WAIT_SCALE,
     EmbeddedAws,
     create_glue_job,
     create_lambda,
@@ -25,6 +26,7 @@ from icelake.local.embedded import (
     moto_patches,
     patches_installed,
     render_asl,
+    retry_wait_scale,
     run_execution,
     start_embedded_aws,
 )
@@ -40,7 +42,9 @@ RESULT_BUCKET = "embedded-results"
 def _moto_originals() -> dict[str, Any]:
     from moto import backends
     from moto.awslambda.models import LambdaFunction
+    from moto.core.base_backend import BackendDict
     from moto.glue.models import FakeJob, FakeJobRun
+    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
         state_task_service_glue as sfn_glue,
     )
@@ -54,7 +58,26 @@ def _moto_originals() -> dict[str, Any]:
         "sync": sfn_glue.StateTaskServiceGlue.__dict__["_sync_to_start_job_run"],
         "modules": backends.list_of_moto_modules,
         "parse": AmazonStateLanguageParser.__dict__["parse"],
+        "backend": BackendDict.__dict__["_create_account_specific_backend"],
+        "retry_time": retrier_decl.time,
     }
+
+
+def _backend_lookups_are_listed_for_reset() -> None:
+    """A backend dict looked up is listed for moto's reset, whether or not it held the account."""
+    from moto.core.base_backend import BackendDict
+    from moto.sqs.models import SQSBackend
+
+    account = "123456789012"
+    fresh: Any = BackendDict(SQSBackend, "sqs")
+    made = fresh[account]
+    assert fresh[account] is made and any(known is fresh for known in BackendDict._instances)
+    unlisted: Any = BackendDict(SQSBackend, "sqs")
+    dict.__setitem__(unlisted, account, made)  # holds the account, yet moto's reset does not know it
+    assert unlisted[account] is made
+    assert any(known is unlisted for known in BackendDict._instances)
+    for listed in (fresh, unlisted):
+        BackendDict._instances.remove(listed)  # the test's own dicts: left out of the next reset
 
 
 def test_patches_are_idempotent_and_reversible() -> None:
@@ -78,11 +101,29 @@ def test_patches_are_idempotent_and_reversible() -> None:
         assert parse(definition) is parse(definition)
         with pytest.raises(ASLParserException):
             parse('{"StartAt": "A", "States": {"A": {"Type": "NoSuchType", "End": true}}}')
+        # a backend's lookup skips moto's global lock once there is nothing to create or list
+        assert patched["backend"].__module__ == "icelake.local.moto_server"
+        # a Retry's wait scaled by ICELAKE_LOCAL_RETRY_WAIT_SCALE (the suite's conftest sets it)
+        assert patched["retry_time"].sleep.__module__ == "icelake.local.embedded"
+        _backend_lookups_are_listed_for_reset()
         with moto_patches(REPO):  # a nested install changes nothing
             assert _moto_originals() == patched
         assert _moto_originals() == patched  # still installed: the outer one holds them
     assert patches_installed() == already
     assert _moto_originals() == before
+
+
+@pytest.mark.parametrize("raw", ["0", "2", "-1", "fast", "nan"])
+def test_a_retry_wait_scale_that_is_not_a_factor_is_refused_saying_what_to_give(
+    raw: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_RETRY_WAIT_SCALE, raw)
+    with pytest.raises(ValueError, match=rf"{ENV_RETRY_WAIT_SCALE}='{raw}': give a factor above 0"):
+        retry_wait_scale()
+    monkeypatch.setenv(ENV_RETRY_WAIT_SCALE, "0.25")
+    assert retry_wait_scale() == 0.25
+    monkeypatch.delenv(ENV_RETRY_WAIT_SCALE)
+    assert retry_wait_scale() == 1.0  # as AWS waits
 
 
 def test_render_asl_fails_loudly_on_a_placeholder_left() -> None:
