@@ -1,5 +1,6 @@
 """Local Spark's Python daemon: a zip archive is read again only when it changed (Python 3.12's
-lazy `zipimporter.invalidate_caches`), and every local session's tasks run under it."""
+lazy `zipimporter.invalidate_caches`), every local session's tasks run under it, and its workers
+start with icelake's task modules imported."""
 
 from __future__ import annotations
 
@@ -45,11 +46,17 @@ def test_an_unchanged_archive_is_not_read_again_and_a_changed_one_is(
 
 
 @pytest.mark.spark
-def test_a_local_sessions_tasks_run_under_the_daemon(spark: object) -> None:
-    def patched(_rows: object) -> list[str]:
+def test_a_local_sessions_tasks_run_under_the_daemon_with_icelakes_task_modules_imported(
+    spark: object,
+) -> None:
+    task_modules = daemon.TASK_MODULES
+
+    def worker_state(_rows: object) -> list[tuple[str, bool]]:
+        import sys
         import zipimport
 
-        return [zipimport.zipimporter.invalidate_caches.__name__]
+        imported = all(name in sys.modules for name in task_modules)
+        return [(zipimport.zipimporter.invalidate_caches.__name__, imported)]
 
-    names = spark.sparkContext.parallelize(range(2), 2).mapPartitions(patched).collect()  # type: ignore[attr-defined]
-    assert names == ["invalidate_if_changed", "invalidate_if_changed"]
+    states = spark.sparkContext.parallelize(range(2), 2).mapPartitions(worker_state).collect()  # type: ignore[attr-defined]
+    assert states == [("invalidate_if_changed", True)] * 2
