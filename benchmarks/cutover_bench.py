@@ -34,17 +34,7 @@ from typing import Any
 
 from rich.console import Console
 
-from benchmarks.estimate_pairs import (
-    a_data_manifest,
-    assessed_estimate,
-    calibrated_throughput,
-    embedded_throughput,
-    freeze_estimate,
-    misses,
-    paired,
-    print_pairs,
-    with_measured_start,
-)
+from benchmarks import estimate_pairs as pairs
 from benchmarks.results_md import record_row, saved_result
 from benchmarks.synthetic_table import build_in_own_process, large_table_parser
 
@@ -89,7 +79,7 @@ MODEL: dict[str, Any] = {}  # the throughput model the requests carry (measured 
 
 def _request(lake: Any, run_id: str, mode: str) -> dict[str, Any]:
     request: dict[str, Any] = lake.request(run_id, mode=mode, selection={"tables": [f"{DATABASE}.{TABLE}"]})
-    options = {"concurrency": 1, "validation": "metadata", "throughput": MODEL or embedded_throughput()}
+    options = {"concurrency": 1, "validation": "metadata", "throughput": MODEL or pairs.embedded_throughput()}
     request["options"] = {**request["options"], **options}
     return request
 
@@ -189,10 +179,10 @@ def run(files: int, file_size: int, work: Path, profile: Path | None = None) -> 
         lake = build_lake(work / "lake", orchestrator_resources=False)
         lake.publish(DATABASE, TABLE, built["current_metadata"], direct=True)  # seeded: not measured
         spark = local_spark({}, app_name="icelake-bench-cutover")  # the Glue job's session, started
-        MODEL.update(calibrated_throughput(manifest=a_data_manifest(built["metadata_dir"])))
+        MODEL.update(pairs.calibrated_throughput(manifest=pairs.a_data_manifest(built["metadata_dir"])))
         # The assessment's estimate of the first migration, set beside what it measured (issue 45)
-        estimate = assessed_estimate(deployment, lake, _request(lake, "assess-1", "assess"), "assess-1")
-        estimate, started = with_measured_start(estimate, MODEL)
+        estimate = pairs.assessed_estimate(deployment, lake, _request(lake, "assess-1", "assess"), "assess-1")
+        estimate, started = pairs.with_measured_start(estimate, MODEL)
         MODEL.update(started)
         migrated, full_s, _ = _run(deployment, lake, "full-1", "full")
         writer = Writer(lake, spark, work / "warehouse")
@@ -212,7 +202,7 @@ def run(files: int, file_size: int, work: Path, profile: Path | None = None) -> 
         # manifest entries they wrote, as the assessment counts them), under the model measured in
         # the run
         entries = _entries_per_commit(lake, last, 3)
-        predicted = freeze_estimate(
+        predicted = pairs.freeze_estimate(
             MODEL, 3, int(promoted.get("files_copied", 0)), int(promoted.get("bytes_copied", 0)), entries
         )
         writer.append(1)  # a late writer, after promotion
@@ -226,7 +216,7 @@ def run(files: int, file_size: int, work: Path, profile: Path | None = None) -> 
         "full_s": round(full_s, 1),
         "full_status": migrated["status"],
         "full_estimate_engine": estimate["engine"],
-        "full_estimate": paired(estimate, migrated),
+        "full_estimate": pairs.paired(estimate, migrated),
         # What the estimate was made of, so a later model can be set beside the same measurement
         "full_assessed": estimate,
         "estimate_model": dict(MODEL),
@@ -281,10 +271,10 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     res = run(args.files, args.file_size, Path(args.work_dir).resolve(), args.profile)
     res["recorded_at"] = datetime.now(UTC).isoformat(timespec="seconds")
-    print_pairs(
+    pairs.print_pairs(
         console, res["full_estimate"], f"the full migration: estimate ({res['full_estimate_engine']}) and run"
     )
-    res["full_estimate_misses"] = misses(res["full_estimate"])
+    res["full_estimate_misses"] = pairs.misses(res["full_estimate"])
     if not args.no_record:
         console.print(f"recorded {record(res).relative_to(REPO)} and benchmarks/RESULTS.md")
     shutil.rmtree(args.work_dir, ignore_errors=True)

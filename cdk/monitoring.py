@@ -81,38 +81,33 @@ class MigrationRules(Component):
                 )
             ],
         )
-        # Completion and failure: the Report step's events, executions that failed outright, Glue runs.
-        events.Rule(
-            self,
-            "RunReports",
-            rule_name="icelake-run-reports",
-            event_pattern=events.EventPattern(source=[EVENT_SOURCE]),
-            targets=[targets.SnsTopic(topic)],
-        )
-        events.Rule(
-            self,
+
+        # Completion and failure, each to the topic: the Report step's events, executions that failed
+        # outright, Glue runs.
+        def notify(cid: str, name: str, pattern: events.EventPattern) -> events.Rule:
+            return events.Rule(
+                self, cid, rule_name=name, event_pattern=pattern, targets=[targets.SnsTopic(topic)]
+            )
+
+        notify("RunReports", "icelake-run-reports", events.EventPattern(source=[EVENT_SOURCE]))
+        executions = {
+            "status": ["FAILED", "TIMED_OUT", "ABORTED"],
+            "stateMachineArn": [state_machine.state_machine_arn],
+        }
+        notify(
             "ExecutionFailures",
-            rule_name="icelake-execution-failures",
-            event_pattern=events.EventPattern(
+            "icelake-execution-failures",
+            events.EventPattern(
                 source=["aws.states"],
                 detail_type=["Step Functions Execution Status Change"],
-                detail={
-                    "status": ["FAILED", "TIMED_OUT", "ABORTED"],
-                    "stateMachineArn": [state_machine.state_machine_arn],
-                },
+                detail=executions,
             ),
-            targets=[targets.SnsTopic(topic)],
         )
-        self.glue_failures = events.Rule(
-            self,
+        glue_runs = {"jobName": [GLUE_MIGRATE_JOB], "state": ["FAILED", "TIMEOUT", "ERROR"]}
+        self.glue_failures = notify(
             "GlueFailures",
-            rule_name="icelake-glue-failures",
-            event_pattern=events.EventPattern(
-                source=["aws.glue"],
-                detail_type=["Glue Job State Change"],
-                detail={"jobName": [GLUE_MIGRATE_JOB], "state": ["FAILED", "TIMEOUT", "ERROR"]},
-            ),
-            targets=[targets.SnsTopic(topic)],
+            "icelake-glue-failures",
+            events.EventPattern(source=["aws.glue"], detail_type=["Glue Job State Change"], detail=glue_runs),
         )
 
 
