@@ -55,7 +55,10 @@ versions rather than misbehave):
    moto's `time.sleep(interval)`, as long as AWS waits. `ICELAKE_LOCAL_RETRY_WAIT_SCALE` (a factor,
    default 1) shortens it where only what the retry does matters: the test suite sets 0.05, so the
    ingest workflow's retried merge waits 1.5 s instead of its 30.
-9. Not a patch: moto's process-wide config `stepfunctions.execute_state_machine=True` (POSTed to
+9. `moto.stepfunctions.parser.backend.execution.BaseExecutionWorkerCommunication.terminated`
+   (wrapped): an execution that ends says so to `run_execution` (`resources.execution_ended`),
+   which then looks at once instead of at its next poll, up to half a second later.
+10. Not a patch: moto's process-wide config `stepfunctions.execute_state_machine=True` (POSTed to
    /moto-api/config); without it executions stay RUNNING with canned output. Restored on exit.
 
 Limits of this runtime (see the runtime modules): Lambda handlers run one at a time (os.environ is
@@ -76,7 +79,15 @@ from typing import Any
 
 from icelake.aws import warm
 from icelake.constants import ORCHESTRATOR_ACCOUNT_LOCAL, REGION_LOCAL
-from icelake.local import athena_saved, data_filters, glue_runtime, glue_views, lambda_runtime, s3tables
+from icelake.local import (
+    athena_saved,
+    data_filters,
+    glue_runtime,
+    glue_views,
+    lambda_runtime,
+    resources,
+    s3tables,
+)
 from icelake.local.lambda_runtime import register_handler
 from icelake.local.moto_server import acquire_kept, embedded_aws, release_kept
 from icelake.local.patching import Patches
@@ -217,7 +228,7 @@ def _apply_patches() -> None:
     _PATCHES.replace(sfn_glue.StateTaskServiceGlue, "_sync_to_start_job_run", _sync_to_start_job_run)
     _PATCHES.replace(FakeJob, "start_job_run", start_job_run)
     _PATCHES.replace(FakeJobRun, "as_dict", as_dict)
-    _scale_retry_waits()
+    _shorten_waits()
     data_filters.install(_PATCHES.replace)  # Lake Formation data cells filters, which moto lacks
     glue_views.install(_PATCHES.replace)  # Glue multi-dialect views in the model's shapes
     athena_saved.install(_PATCHES.replace)  # BatchGetNamedQuery, ListPreparedStatements
@@ -229,10 +240,20 @@ def _apply_patches() -> None:
         _PATCHES.undo.append(lambda: patterns.discard(ResourceCondition.WaitForTaskToken))
 
 
-def _scale_retry_waits() -> None:
+def _shorten_waits() -> None:
+    """Patches 8 and 9: a Retry's wait scaled, an execution's end said to `run_execution`."""
     from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+    from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication as Comm
 
     _PATCHES.replace(retrier_decl, "time", _ScaledRetryWaits)  # ICELAKE_LOCAL_RETRY_WAIT_SCALE
+
+    original = Comm.__dict__["terminated"]
+
+    def terminated(self: Any) -> None:
+        original(self)  # the execution's status, output or error set
+        resources.execution_ended(self.execution.exec_arn)
+
+    _PATCHES.replace(Comm, "terminated", terminated)
 
 
 def install_patches(repo_root: str | Path = ".") -> None:

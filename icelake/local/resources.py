@@ -224,6 +224,28 @@ class ExecutionResult(NamedTuple):
         return None, None
 
 
+_ENDED: dict[str, None] = {}  # executions moto ended, newest last (a bounded, ordered set)
+_ENDED_CHANGED = threading.Condition()
+_MAX_ENDED = 256
+
+
+def execution_ended(arn: str) -> None:
+    """Called by the embedded AWS as moto ends an execution (its status already set): a
+    `run_execution` waiting on it looks again at once instead of at its next poll."""
+    with _ENDED_CHANGED:
+        _ENDED[arn] = None
+        while len(_ENDED) > _MAX_ENDED:
+            del _ENDED[next(iter(_ENDED))]
+        _ENDED_CHANGED.notify_all()
+
+
+def _wait_for_end(arn: str, seconds: float) -> None:
+    """Up to `seconds`, less if moto ends the execution meanwhile (a server without the embedded
+    AWS's patches never says so: the wait is then the poll's)."""
+    with _ENDED_CHANGED:
+        _ENDED_CHANGED.wait_for(lambda: arn in _ENDED, timeout=seconds)
+
+
 def run_execution(
     state_machine_arn: str,
     input: Mapping[str, Any] | str | None = None,
@@ -234,7 +256,9 @@ def run_execution(
 ) -> ExecutionResult:
     """Start an execution, wait until it ends; TimeoutError (after stopping it) if it takes too long.
     The wait between two looks starts at `poll` and grows by half up to POLL_CAP: a describe costs
-    the embedded AWS milliseconds of CPU, which a ten-per-second poll took from the run itself."""
+    the embedded AWS milliseconds of CPU, which a ten-per-second poll took from the run itself. The
+    embedded AWS ends a wait as the execution ends (`execution_ended`), so a run is not seen up to
+    POLL_CAP after it finished."""
     sfn = _client("stepfunctions")
     body = input if isinstance(input, str) else json.dumps(dict(input or {}))
     # moto 5.2.5 quirk: with real execution on, an execution started without a name is named "None"
@@ -250,7 +274,7 @@ def run_execution(
         if time.monotonic() > deadline:
             sfn.stop_execution(executionArn=arn, error="Timeout", cause=f"run_execution: over {timeout}s")
             raise TimeoutError(f"execution {arn} still RUNNING after {timeout}s")
-        time.sleep(wait)
+        _wait_for_end(arn, wait)
         wait = min(wait * 1.5, max(poll, POLL_CAP))
     events: list[dict[str, Any]] = []
     token: str | None = None

@@ -16,7 +16,7 @@ import boto3
 import pytest
 from moto.stepfunctions.parser.asl.parse.asl_parser import ASLParserException
 
-from icelake.local import lambda_runtime
+from icelake.local import lambda_runtime, resources
 from icelake.local.embedded import (
     ENV_RETRY_WAIT_SCALE,
     EmbeddedAws,
@@ -49,6 +49,7 @@ def _moto_originals() -> dict[str, Any]:
         state_task_service_glue as sfn_glue,
     )
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
 
     return {
         "invoke": LambdaFunction.__dict__["_invoke_lambda"],
@@ -60,6 +61,7 @@ def _moto_originals() -> dict[str, Any]:
         "parse": AmazonStateLanguageParser.__dict__["parse"],
         "backend": BackendDict.__dict__["_create_account_specific_backend"],
         "retry_time": retrier_decl.time,
+        "ended": BaseExecutionWorkerCommunication.__dict__["terminated"],
     }
 
 
@@ -105,6 +107,7 @@ def test_patches_are_idempotent_and_reversible() -> None:
         assert patched["backend"].__module__ == "icelake.local.moto_server"
         # a Retry's wait scaled by ICELAKE_LOCAL_RETRY_WAIT_SCALE (the suite's conftest sets it)
         assert patched["retry_time"].sleep.__module__ == "icelake.local.embedded"
+        assert patched["ended"].__module__ == "icelake.local.embedded"  # an execution says it ended
         _backend_lookups_are_listed_for_reset()
         with moto_patches(REPO):  # a nested install changes nothing
             assert _moto_originals() == patched
@@ -218,9 +221,11 @@ def test_task_choice_map_retry_catch_and_glue_sync(workflow: str, tmp_path: Path
 
 
 def test_choice_default_branch(workflow: str, tmp_path: Path) -> None:
-    status, out, _events = run_execution(workflow, _request(tmp_path, []), timeout=20)
+    status, out, _events = run_execution(workflow, _request(tmp_path, []), timeout=20, name="default-branch")
 
     assert status == "SUCCEEDED"
+    # the execution said it ended (run_execution looked again then, not at its next poll)
+    assert any(arn.endswith(":default-branch") for arn in resources._ENDED)
     assert out["decision"]["route"] == "skip"
     assert out["skipped"] is True
     assert "multiplied" not in out
