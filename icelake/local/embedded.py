@@ -58,7 +58,9 @@ versions rather than misbehave):
 9. `moto.stepfunctions.parser.backend.execution.BaseExecutionWorkerCommunication.terminated`
    (wrapped): an execution that ends says so to `run_execution` (`resources.execution_ended`),
    which then looks at once instead of at its next poll, up to half a second later.
-10. Not a patch: moto's process-wide config `stepfunctions.execute_state_machine=True` (POSTed to
+10. `os.environ.copy` (the `os._Environ` class): copied in one step, not key by key, while the
+   Lambda runtime sets and removes a handler's variables (`lambda_runtime`) in other threads.
+11. Not a patch: moto's process-wide config `stepfunctions.execute_state_machine=True` (POSTed to
    /moto-api/config); without it executions stay RUNNING with canned output. Restored on exit.
 
 Limits of this runtime (see the runtime modules): Lambda handlers run one at a time (os.environ is
@@ -228,7 +230,7 @@ def _apply_patches() -> None:
     _PATCHES.replace(sfn_glue.StateTaskServiceGlue, "_sync_to_start_job_run", _sync_to_start_job_run)
     _PATCHES.replace(FakeJob, "start_job_run", start_job_run)
     _PATCHES.replace(FakeJobRun, "as_dict", as_dict)
-    _shorten_waits()
+    _runtime_patches()
     data_filters.install(_PATCHES.replace)  # Lake Formation data cells filters, which moto lacks
     glue_views.install(_PATCHES.replace)  # Glue multi-dialect views in the model's shapes
     athena_saved.install(_PATCHES.replace)  # BatchGetNamedQuery, ListPreparedStatements
@@ -240,12 +242,21 @@ def _apply_patches() -> None:
         _PATCHES.undo.append(lambda: patterns.discard(ResourceCondition.WaitForTaskToken))
 
 
-def _shorten_waits() -> None:
-    """Patches 8 and 9: a Retry's wait scaled, an execution's end said to `run_execution`."""
+def _environ_copy(self: Any) -> dict[str, str]:
+    """`os.environ.copy()` in one step: the in-process Lambda runtime sets and removes a handler's
+    variables while other threads run, and the original copies key by key (botocore's credential
+    resolver copies the environment: a key removed meanwhile was a KeyError in a Glue job's thread)."""
+    return {self.decodekey(k): self.decodevalue(v) for k, v in list(self._data.items())}
+
+
+def _runtime_patches() -> None:
+    """Patches 8 to 10: a Retry's wait scaled, an execution's end said to `run_execution`, and
+    `os.environ` copied in one step."""
     from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
     from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication as Comm
 
     _PATCHES.replace(retrier_decl, "time", _ScaledRetryWaits)  # ICELAKE_LOCAL_RETRY_WAIT_SCALE
+    _PATCHES.replace(type(os.environ), "copy", _environ_copy)
 
     original = Comm.__dict__["terminated"]
 

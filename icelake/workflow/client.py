@@ -121,7 +121,9 @@ def run_status(execution_arn: str, run_id: str, ledger_table: str = LEDGER_TABLE
     status = RunStatus(
         run_id=run_id,
         execution_status=desc["status"],
-        tables={str(r["sk"]).removeprefix("TABLE#"): str(r["state"]) for r in rows},
+        # A row without a state is one being written: moto's update_item stores a new item's keys
+        # before its attributes (DynamoDB's is atomic); the next look shows it whole.
+        tables={str(r["sk"]).removeprefix("TABLE#"): str(r["state"]) for r in rows if "state" in r},
     )
     if desc.get("output"):
         status.output = json.loads(desc["output"])

@@ -62,6 +62,7 @@ def _moto_originals() -> dict[str, Any]:
         "backend": BackendDict.__dict__["_create_account_specific_backend"],
         "retry_time": retrier_decl.time,
         "ended": BaseExecutionWorkerCommunication.__dict__["terminated"],
+        "environ_copy": type(os.environ).__dict__["copy"],
     }
 
 
@@ -108,6 +109,9 @@ def test_patches_are_idempotent_and_reversible() -> None:
         # a Retry's wait scaled by ICELAKE_LOCAL_RETRY_WAIT_SCALE (the suite's conftest sets it)
         assert patched["retry_time"].sleep.__module__ == "icelake.local.embedded"
         assert patched["ended"].__module__ == "icelake.local.embedded"  # an execution says it ended
+        # the environment copied in one step while the Lambda runtime changes it in other threads
+        assert patched["environ_copy"].__module__ == "icelake.local.embedded"
+        assert os.environ.copy() == dict(os.environ) and isinstance(os.environ.copy(), dict)
         _backend_lookups_are_listed_for_reset()
         with moto_patches(REPO):  # a nested install changes nothing
             assert _moto_originals() == patched
