@@ -224,7 +224,10 @@ class ExecutionResult(NamedTuple):
         return None, None
 
 
-_ENDED: dict[str, None] = {}  # executions moto ended, newest last (a bounded, ordered set)
+# How many times moto ended each execution ARN (bounded, newest last). A count, not a flag: an
+# ARN comes back whenever a run of the same name starts in a later embedded AWS (a test's second
+# "full-1"), and a flag left by the earlier run would end every wait of the later one at once.
+_ENDED: dict[str, int] = {}
 _ENDED_CHANGED = threading.Condition()
 _MAX_ENDED = 256
 
@@ -233,17 +236,22 @@ def execution_ended(arn: str) -> None:
     """Called by the embedded AWS as moto ends an execution (its status already set): a
     `run_execution` waiting on it looks again at once instead of at its next poll."""
     with _ENDED_CHANGED:
-        _ENDED[arn] = None
+        _ENDED[arn] = _ENDED.pop(arn, 0) + 1
         while len(_ENDED) > _MAX_ENDED:
             del _ENDED[next(iter(_ENDED))]
         _ENDED_CHANGED.notify_all()
 
 
-def _wait_for_end(arn: str, seconds: float) -> None:
-    """Up to `seconds`, less if moto ends the execution meanwhile (a server without the embedded
-    AWS's patches never says so: the wait is then the poll's)."""
+def _ends(arn: str) -> int:
     with _ENDED_CHANGED:
-        _ENDED_CHANGED.wait_for(lambda: arn in _ENDED, timeout=seconds)
+        return _ENDED.get(arn, 0)
+
+
+def _wait_for_end(arn: str, ends_seen: int, seconds: float) -> None:
+    """Up to `seconds`, less if moto ends the execution meanwhile: its count of ends moves past
+    `ends_seen` (a server without the embedded AWS's patches never says so: the wait is the poll's)."""
+    with _ENDED_CHANGED:
+        _ENDED_CHANGED.wait_for(lambda: _ENDED.get(arn, 0) != ends_seen, timeout=seconds)
 
 
 def run_execution(
@@ -265,6 +273,7 @@ def run_execution(
     # (so a second one fails with ExecutionAlreadyExists). Always give one, like the console does.
     name = name or f"run-{uuid.uuid4().hex}"
     arn = sfn.start_execution(stateMachineArn=state_machine_arn, name=name, input=body)["executionArn"]
+    ends_seen = _ends(arn)  # an end after this wakes the wait; one before it, the next describe sees
     deadline = time.monotonic() + timeout
     wait = poll
     while True:
@@ -274,7 +283,7 @@ def run_execution(
         if time.monotonic() > deadline:
             sfn.stop_execution(executionArn=arn, error="Timeout", cause=f"run_execution: over {timeout}s")
             raise TimeoutError(f"execution {arn} still RUNNING after {timeout}s")
-        _wait_for_end(arn, wait)
+        _wait_for_end(arn, ends_seen, wait)
         wait = min(wait * 1.5, max(poll, POLL_CAP))
     events: list[dict[str, Any]] = []
     token: str | None = None
