@@ -17,18 +17,32 @@ workflow's patches without a server (`embedded.moto_patches`) hold them too. Ref
    Python-level `__eq__` and `__len__` calls: 2.2 % of the test workers' Python samples, each
    request waiting on the others' lock. A backend that already holds the account and is already
    listed for reset is returned at once; anything else goes the original way, under the lock.
+
+The server also takes this process's own botocore requests without a socket (`in_process`): a
+request to its address goes straight to the WSGI app it serves, in an environ built by moto's own
+request handler, and its answer back to botocore as urllib3's would be. Over loopback a request cost
+7 ms of this process's CPU (client, server thread, connection made and closed: werkzeug's server
+closes every connection); in process 3 ms (3,600 S3 requests from 4 threads: 23.6-26.8 s against
+11.1 s). Everything above the transport is the same: botocore's hooks, signing, retries and parsers;
+moto's dispatch, routes and responses. Other processes (the CLI, isolated Lambda interpreters) and
+other HTTP clients (Spark's S3A, pyarrow) reach the server over loopback as before.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import logging
 import os
 import socket
+import threading
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from http.client import HTTPMessage
 from typing import Any
+from urllib.parse import SplitResult, urlsplit
 
 from icelake.aws import warm
 from icelake.errors import PortInUseError
@@ -36,6 +50,9 @@ from icelake.local import s3tables
 from icelake.local.patching import Patches
 
 _KEPT = Patches()  # what moto recomputes (the module's docstring), kept
+_IN_PROCESS = Patches()  # botocore's Endpoint._send, routing requests to a server of this process
+_ROUTES: dict[str, Any] = {}  # "127.0.0.1:port" and "localhost:port" -> that server (werkzeug's)
+_ROUTES_LOCK = threading.Lock()
 
 
 def _keep() -> None:
@@ -107,12 +124,125 @@ def _refuse_taken(port: int) -> None:
             raise PortInUseError(port) from exc
 
 
+class _Answer(io.BytesIO):
+    """A whole answer, read by botocore as it reads urllib3's: read(amt), and stream() for content."""
+
+    def stream(self, amt: int = 2**16, decode_content: bool | None = None) -> Iterator[bytes]:
+        while chunk := self.read(amt):
+            yield chunk
+
+
+def _request_bytes(body: Any) -> bytes:
+    if body is None:
+        return b""
+    if isinstance(body, bytes | bytearray):
+        return bytes(body)
+    if isinstance(body, str):
+        return body.encode()
+    if hasattr(body, "read"):  # a file or botocore's stream wrappers: read whole, as urllib3 sends it
+        return bytes(body.read())
+    return b"".join(body)
+
+
+def _environ(server: Any, request: Any, url: SplitResult, data: bytes) -> dict[str, Any]:
+    """The WSGI environ the server's own request handler (moto's) builds for this request."""
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
+
+    headers = HTTPMessage()
+    for name, value in request.headers.items():
+        headers[name] = value.decode("latin-1") if isinstance(value, bytes) else value
+    if "Host" not in headers:  # what urllib3 adds
+        headers["Host"] = url.netloc
+    if "chunked" in headers.get("Transfer-Encoding", ""):  # the body is whole here: sent by its length
+        del headers["Transfer-Encoding"]
+    if data and "Content-Length" not in headers:
+        headers["Content-Length"] = str(len(data))
+    handler = object.__new__(MotoRequestHandler)  # what the server makes per connection, minus socket
+    handler.headers = headers
+    handler.path = f"{url.path}?{url.query}" if url.query else url.path
+    handler.command = request.method
+    handler.request_version = "HTTP/1.1"
+    handler.rfile = io.BytesIO(data)
+    handler.server = server
+    handler.connection = None  # no peer certificate: plain HTTP
+    handler.client_address = ("127.0.0.1", 0)
+    environ: dict[str, Any] = handler.make_environ()
+    return environ
+
+
+def _run(app: Callable[..., Iterable[bytes]], environ: dict[str, Any], started: list[Any]) -> bytes:
+    written: list[bytes] = []
+
+    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        started[:] = [status, headers]
+        return written.append
+
+    answer = app(environ, start_response)
+    try:
+        written.extend(answer)
+    finally:
+        close = getattr(answer, "close", None)
+        if close is not None:
+            close()
+    return b"".join(written)
+
+
+def _dispatch(server: Any, request: Any, url: SplitResult) -> Any:
+    """One botocore request answered by the server's WSGI app in this thread."""
+    from botocore.awsrequest import AWSResponse, HeadersDict
+    from werkzeug.exceptions import InternalServerError
+
+    environ = _environ(server, request, url, _request_bytes(request.body))
+    started: list[Any] = []
+    try:
+        body = _run(server.app, environ, started)
+    except Exception:  # as werkzeug's server: logged, and answered 500 (botocore may retry it)
+        logging.getLogger("werkzeug").exception("Error on request")
+        body = _run(InternalServerError(), environ, started)
+    status, pairs = started
+    headers = HeadersDict()
+    for name, value in pairs:  # a repeated header joined, as urllib3 joins it
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return AWSResponse(request.url, int(status.split(None, 1)[0]), headers, _Answer(body))
+
+
+def _route_in_process() -> None:
+    from botocore.endpoint import Endpoint
+
+    send = Endpoint.__dict__["_send"]
+
+    def in_process_send(self: Any, request: Any) -> Any:
+        url = urlsplit(request.url)
+        server = _ROUTES.get(url.netloc)
+        return send(self, request) if server is None else _dispatch(server, request, url)
+
+    _IN_PROCESS.replace(Endpoint, "_send", in_process_send)
+
+
 @contextmanager
-def embedded_aws(port: int | None = None) -> Iterator[str]:
+def in_process(server: Any, port: int) -> Iterator[None]:
+    """This process's botocore requests to 127.0.0.1:port (or localhost) go to `server` (werkzeug's)
+    without a socket while the block runs (the module's docstring)."""
+    names = (f"127.0.0.1:{port}", f"localhost:{port}")
+    _IN_PROCESS.acquire(_route_in_process)
+    with _ROUTES_LOCK:
+        _ROUTES.update(dict.fromkeys(names, server))
+    try:
+        yield
+    finally:
+        with _ROUTES_LOCK:
+            for name in names:
+                _ROUTES.pop(name, None)
+        _IN_PROCESS.release()
+
+
+@contextmanager
+def embedded_aws(port: int | None = None, *, over_loopback_only: bool = False) -> Iterator[str]:
     """Start moto on 127.0.0.1 and point AWS clients at it; yields the endpoint URL.
 
     The previous environment is restored on exit. MOTO_PORT is set because moto's own
-    Step Functions interpreter calls back to localhost on that port.
+    Step Functions interpreter calls back to localhost on that port. This process's botocore
+    clients reach it without a socket (`in_process`) unless `over_loopback_only`.
     """
     from moto.server import ThreadedMotoServer
 
@@ -137,8 +267,10 @@ def embedded_aws(port: int | None = None) -> Iterator[str]:
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         warm.forget()  # sessions kept from an earlier embedded AWS hold credentials this one never issued
+        routed = contextlib.nullcontext() if over_loopback_only else in_process(server._server, port)
         try:
-            yield endpoint
+            with routed:
+                yield endpoint
         finally:
             warm.forget()
             for k, v in saved.items():
