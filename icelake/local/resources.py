@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from icelake.aws.warm import environment_key
+from icelake.aws import warm
 from icelake.constants import LAMBDA_STEPS, REGION_LOCAL, STEP_LIMITS
 from icelake.local import glue_runtime, lambda_runtime
 from icelake.local.glue_runtime import LOCAL_SCRIPT_ARG
@@ -40,26 +40,15 @@ _TRUST_POLICY = {
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.:-]+)\}")
 
 
-_CLIENTS: dict[tuple[Any, ...], Any] = {}
-_CLIENTS_LOCK = threading.Lock()
-_MAX_CLIENTS = 32
-
-
 def _client(service: str) -> Any:
-    """A client of the embedded AWS, kept per service, region and AWS_* environment: deploying a
-    workflow and running its executions asked for one per call, 10 ms each (botocore clients are
-    thread-safe; another endpoint or credentials in the environment get a client of their own)."""
+    """A client of the embedded AWS, kept (`warm.kept`) per service, region and AWS_* environment:
+    deploying a workflow and running its executions asked for one per call, 10 ms each (botocore
+    clients are thread-safe; another endpoint or credentials get a client of their own, and an
+    embedded AWS that starts or stops drops them all)."""
     import boto3
 
     region = os.environ.get("AWS_DEFAULT_REGION", REGION_LOCAL)
-    key = (service, region, environment_key())
-    with _CLIENTS_LOCK:
-        client = _CLIENTS.get(key)
-        if client is None:
-            if len(_CLIENTS) >= _MAX_CLIENTS:
-                _CLIENTS.clear()
-            client = _CLIENTS[key] = boto3.client(service, region_name=region)
-        return client
+    return warm.kept(("local-client", service, region), lambda: boto3.client(service, region_name=region))
 
 
 def _resolve(path: str | Path) -> Path:
