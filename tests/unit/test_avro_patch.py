@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import io
 import re
 from typing import Any
@@ -136,56 +137,89 @@ def kvs(values: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return optional(st.lists(st.fixed_dictionaries({"key": ints, "value": values}), max_size=12))
 
 
+# Every strategy a draw uses is built once, here: Hypothesis validates a strategy the first time it
+# draws from it, and strategies built inside each draw were validated again for every example (two
+# thirds of this module's time went to building and validating them, not to the code under test).
+FILE_FORMATS = st.sampled_from(["PARQUET", "AVRO", "ORC", "PUFFIN"])
+PARTITION_FIELDS = {
+    "ts_day": optional(st.dates()),
+    "region": optional(st.text(max_size=20)),
+    "bucket": optional(ints),
+    "flag": optional(st.booleans()),
+    "ratio": optional(st.floats(allow_nan=False)),
+}
+LONG_KVS = kvs(longs)
+BOUND_KVS = kvs(st.binary(max_size=40))
+DATA_FILE_OPTIONALS = {
+    "key_metadata": optional(st.binary(max_size=20)),
+    "split_offsets": optional(st.lists(longs, max_size=5)),
+    "equality_ids": optional(st.lists(ints, max_size=3)),
+    "sort_order_id": optional(ints),
+    "first_row_id": optional(longs),
+    "referenced_data_file": optional(st.just("") | paths),
+    "content_offset": optional(longs),
+    "content_size_in_bytes": optional(longs),
+}
+STATUSES = st.integers(0, 2)
+OPTIONAL_LONGS = optional(longs)
+VERSIONS = st.sampled_from([1, 2, 3])
+CODECS = st.sampled_from(["null", "deflate"])
+SYNC_INTERVALS = st.sampled_from([1, 700, 16000])  # source blocks of 1 record and up
+SYNC_MARKERS = st.binary(min_size=16, max_size=16) | st.just(bytes(16))
+
+
 @st.composite
-def entries(draw: st.DrawFn, version: int, content: st.SearchStrategy[int]) -> dict[str, Any]:
+def _entries(draw: st.DrawFn, content: st.SearchStrategy[int]) -> dict[str, Any]:
     df: dict[str, Any] = {
         "content": draw(content),
         "file_path": draw(paths),
-        "file_format": draw(st.sampled_from(["PARQUET", "AVRO", "ORC", "PUFFIN"])),
-        "partition": {
-            "ts_day": draw(optional(st.dates())),
-            "region": draw(optional(st.text(max_size=20))),
-            "bucket": draw(optional(ints)),
-            "flag": draw(optional(st.booleans())),
-            "ratio": draw(optional(st.floats(allow_nan=False))),
-        },
+        "file_format": draw(FILE_FORMATS),
+        "partition": {name: draw(values) for name, values in PARTITION_FIELDS.items()},
         "record_count": draw(longs),
         "file_size_in_bytes": draw(longs),
-        "column_sizes": draw(kvs(longs)),
-        "value_counts": draw(kvs(longs)),
-        "lower_bounds": draw(kvs(st.binary(max_size=40))),
-        "upper_bounds": draw(kvs(st.binary(max_size=40))),
-        "key_metadata": draw(optional(st.binary(max_size=20))),
-        "split_offsets": draw(optional(st.lists(longs, max_size=5))),
-        "equality_ids": draw(optional(st.lists(ints, max_size=3))),
-        "sort_order_id": draw(optional(ints)),
-        "first_row_id": draw(optional(longs)),
-        "referenced_data_file": draw(optional(st.just("") | paths)),
-        "content_offset": draw(optional(longs)),
-        "content_size_in_bytes": draw(optional(longs)),
+        "column_sizes": draw(LONG_KVS),
+        "value_counts": draw(LONG_KVS),
+        "lower_bounds": draw(BOUND_KVS),
+        "upper_bounds": draw(BOUND_KVS),
+        **{name: draw(values) for name, values in DATA_FILE_OPTIONALS.items()},
     }
     return {
-        "status": draw(st.integers(0, 2)),
-        "snapshot_id": draw(optional(longs)),
-        "sequence_number": draw(optional(longs)),
-        "file_sequence_number": draw(optional(longs)),
+        "status": draw(STATUSES),
+        "snapshot_id": draw(OPTIONAL_LONGS),
+        "sequence_number": draw(OPTIONAL_LONGS),
+        "file_sequence_number": draw(OPTIONAL_LONGS),
         "data_file": df,
     }
 
 
+@functools.cache
+def entries(content: st.SearchStrategy[int]) -> st.SearchStrategy[dict[str, Any]]:
+    """A manifest entry whose content is drawn from `content` (built once per `content`)."""
+    return _entries(content)
+
+
+@functools.cache
+def entry_lists(content: st.SearchStrategy[int]) -> st.SearchStrategy[list[dict[str, Any]]]:
+    """Up to 60 manifest entries whose content is drawn from `content` (built once per `content`)."""
+    return st.lists(entries(content), max_size=60)
+
+
+V1_CONTENT = st.just(0)
+
+
 @st.composite
 def manifests(draw: st.DrawFn, content: st.SearchStrategy[int] = DATA_CONTENTS) -> bytes:
-    version = draw(st.sampled_from([1, 2, 3]))
-    records = draw(st.lists(entries(version, content if version > 1 else st.just(0)), max_size=60))
+    version = draw(VERSIONS)
+    records = draw(entry_lists(content if version > 1 else V1_CONTENT))
     out = io.BytesIO()
     fastavro.writer(
         out,
         fastavro.parse_schema(entry_schema(version)),
         records,
-        codec=draw(st.sampled_from(["null", "deflate"])),
-        sync_interval=draw(st.sampled_from([1, 700, 16000])),  # source blocks of 1 record and up
+        codec=draw(CODECS),
+        sync_interval=draw(SYNC_INTERVALS),
         metadata={"format-version": str(version), "content": "data", "schema": '{"a": "\u00e9"}'},
-        sync_marker=draw(st.binary(min_size=16, max_size=16) | st.just(bytes(16))),
+        sync_marker=draw(SYNC_MARKERS),
     )
     return out.getvalue()
 
@@ -437,7 +471,7 @@ def test_pattern_runs_end_where_the_skippers_end(version: int, data: st.DataObje
     """A run of fields matched by one regular expression accepts only what the field skippers
     accept, and ends where they end: encoded entries (which the patterns take or leave to the
     skippers), and the same bytes damaged (a byte changed, a tail cut, bytes appended)."""
-    record = data.draw(entries(version, DATA_CONTENTS if version > 1 else st.just(0)))
+    record = data.draw(entries(DATA_CONTENTS if version > 1 else V1_CONTENT))
     out = io.BytesIO()
     fastavro.schemaless_writer(out, fastavro.parse_schema(entry_schema(version)), record)
     encoded = out.getvalue()
@@ -605,18 +639,16 @@ def _tail(record: dict[str, Any]) -> bytes:
 LONGS = st.integers(-(2**63), 2**63 - 1)
 
 
-@st.composite
-def manifest_lists(draw: st.DrawFn) -> tuple[bytes, dict[str, int]]:
-    version = draw(st.sampled_from([1, 2, 3]))
-    summary = st.fixed_dictionaries(
-        {
-            "contains_null": st.booleans(),
-            "contains_nan": st.none() | st.booleans(),
-            "lower_bound": st.none() | st.binary(max_size=20),
-            "upper_bound": st.none() | st.binary(max_size=20),
-        }
-    )
-    record = st.fixed_dictionaries(
+SUMMARIES = st.fixed_dictionaries(
+    {
+        "contains_null": st.booleans(),
+        "contains_nan": st.none() | st.booleans(),
+        "lower_bound": st.none() | st.binary(max_size=20),
+        "upper_bound": st.none() | st.binary(max_size=20),
+    }
+)
+LIST_RECORDS = st.lists(
+    st.fixed_dictionaries(
         {
             "manifest_path": st.text(min_size=1, max_size=80).map(lambda s: f"s3://b/t/metadata/{s}.avro"),
             "manifest_length": st.integers(0, 2**40),
@@ -626,24 +658,34 @@ def manifest_lists(draw: st.DrawFn) -> tuple[bytes, dict[str, int]]:
             "min_sequence_number": LONGS,
             "added_snapshot_id": LONGS,
             "added_files_count": st.integers(0, 2**31 - 1),
-            "partitions": st.none() | st.lists(summary, max_size=4),
+            "partitions": st.none() | st.lists(SUMMARIES, max_size=4),
             "key_metadata": st.none() | st.binary(max_size=8),
             "first_row_id": st.none() | LONGS,
         }
-    )
-    records = draw(st.lists(record, min_size=1, max_size=120, unique_by=lambda r: r["manifest_path"]))
+    ),
+    min_size=1,
+    max_size=120,
+    unique_by=lambda r: r["manifest_path"],
+)
+LENGTHS = st.integers(0, 2**40)
+
+
+@st.composite
+def manifest_lists(draw: st.DrawFn) -> tuple[bytes, dict[str, int]]:
+    version = draw(VERSIONS)
+    records = draw(LIST_RECORDS)
     out = io.BytesIO()
     fastavro.writer(
         out,
         fastavro.parse_schema(manifest_list_schema(version)),
         records,
-        codec=draw(st.sampled_from(["null", "deflate"])),
-        sync_interval=draw(st.sampled_from([1, 700, 16000])),
+        codec=draw(CODECS),
+        sync_interval=draw(SYNC_INTERVALS),
         metadata={"format-version": str(version), "snapshot-id": "1"},
         # random, as writers make them, or all zeros: bytes that also occur inside the header
-        sync_marker=draw(st.binary(min_size=16, max_size=16) | st.just(bytes(16))),
+        sync_marker=draw(SYNC_MARKERS),
     )
-    lengths = {r["manifest_path"]: draw(st.integers(0, 2**40)) for r in records}
+    lengths = {r["manifest_path"]: draw(LENGTHS) for r in records}
     return out.getvalue(), lengths
 
 
@@ -667,6 +709,9 @@ def test_manifest_lists_are_patched_to_the_fastavro_bytes(
     ]
 
 
+VERSION_RUNS = st.lists(VERSIONS, min_size=2, max_size=5)
+
+
 @st.composite
 def list_histories(draw: st.DrawFn) -> tuple[list[bytes], dict[str, int]]:
     """The lists of a table's snapshots: each names some of the table's manifests, mostly with the
@@ -681,7 +726,7 @@ def list_histories(draw: st.DrawFn) -> tuple[list[bytes], dict[str, int]]:
             record[key] = 1 if record[key] is None else record[key]
         records.append(record)
     lists = []
-    for version in sorted(draw(st.lists(st.sampled_from([1, 2, 3]), min_size=2, max_size=5))):
+    for version in sorted(draw(VERSION_RUNS)):
         named = [dict(r) for r in records if draw(st.booleans())]
         for record in named:
             if draw(st.integers(0, 5)) == 0:  # this list's record for the manifest differs
