@@ -217,7 +217,7 @@ def test_views_links_and_other_tables_of_a_renamed_database(
     # When it runs once more, nothing changes
     versions = {n: t["VersionId"] for n, t in _views(lake).items()}
     again = run_workflow(deployment, _request(lake, "views-2", tags=True))
-    assert again["status"] == "succeeded"
+    assert again["status"] == "succeeded", (again["tables"], again.get("objects"))
     assert {n: o["status"] for n, o in _objects(again).items() if n in CARRIED} == dict.fromkeys(
         CARRIED, "unchanged"
     )
