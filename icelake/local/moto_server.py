@@ -22,8 +22,8 @@ The server also takes this process's own botocore requests without a socket (`in
 request to its address goes straight to the WSGI app it serves, in an environ built by moto's own
 request handler, and its answer back to botocore as urllib3's would be. Over loopback a request cost
 7 ms of this process's CPU (client, server thread, connection made and closed: werkzeug's server
-closes every connection); in process 3 ms (3,600 S3 requests from 4 threads: 23.6-26.8 s against
-11.1 s). Everything above the transport is the same: botocore's hooks, signing, retries and parsers;
+closes every connection); in process 3 ms (3,600 S3 requests from 4 threads: 23.6-26.8 s of CPU against
+10.6-11.1 s). Everything above the transport is the same: botocore's hooks, signing, retries and parsers;
 moto's dispatch, routes and responses. Other processes (the CLI, isolated Lambda interpreters) and
 other HTTP clients (Spark's S3A, pyarrow) reach the server over loopback as before.
 """
