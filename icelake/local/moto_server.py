@@ -53,6 +53,7 @@ _KEPT = Patches()  # what moto recomputes (the module's docstring), kept
 _IN_PROCESS = Patches()  # botocore's Endpoint._send, routing requests to a server of this process
 _ROUTES: dict[str, Any] = {}  # "127.0.0.1:port" and "localhost:port" -> that server (werkzeug's)
 _ROUTES_LOCK = threading.Lock()
+STOP_POLL_SECONDS = 0.02  # how often a serving loop looks whether it was asked to stop
 
 
 def _keep() -> None:
@@ -236,6 +237,36 @@ def in_process(server: Any, port: int) -> Iterator[None]:
         _IN_PROCESS.release()
 
 
+def _moto_server(port: int) -> Any:
+    """moto's threaded server on 127.0.0.1, which stops within STOP_POLL_SECONDS. moto's serves
+    with socketserver's default poll interval, so each stop waited up to 0.5 s for the loop to look
+    at its flag (0.27 s on average: most of an end-to-end test's teardown, with one embedded AWS to
+    each test); its socket is closed too, where moto's stop leaves it open."""
+    from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    class QuickStop(ThreadedMotoServer):
+        def _server_entry(self) -> None:  # moto's own, but for the poll interval
+            app = DomainDispatcherApplication(create_backend_app)
+            self._server = make_server(
+                self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+            )
+            self._server_ready_event.set()
+            self._server.serve_forever(poll_interval=STOP_POLL_SECONDS)
+
+        def stop(self) -> None:
+            super().stop()
+            if self._server is not None:
+                self._server.server_close()
+
+    return QuickStop(ip_address="127.0.0.1", port=port, verbose=False)
+
+
 @contextmanager
 def embedded_aws(port: int | None = None, *, over_loopback_only: bool = False) -> Iterator[str]:
     """Start moto on 127.0.0.1 and point AWS clients at it; yields the endpoint URL.
@@ -244,8 +275,6 @@ def embedded_aws(port: int | None = None, *, over_loopback_only: bool = False) -
     Step Functions interpreter calls back to localhost on that port. This process's botocore
     clients reach it without a socket (`in_process`) unless `over_loopback_only`.
     """
-    from moto.server import ThreadedMotoServer
-
     # One line per HTTP request and a stack per failed task state drown what the user should see.
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     logging.getLogger("moto").setLevel(logging.CRITICAL)
@@ -253,7 +282,7 @@ def embedded_aws(port: int | None = None, *, over_loopback_only: bool = False) -
     # test processes) never race for the port a probe found free, nor reset each other's state.
     if port:
         _refuse_taken(port)  # moto's server would wait forever for a bind that failed in its thread
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port or 0, verbose=False)
+    server = _moto_server(port or 0)
     # S3 Tables as AWS serves it, in every embedded AWS (moto builds a service's routes at first use)
     with s3tables.patched(), kept():
         server.start()
