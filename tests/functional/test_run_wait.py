@@ -13,7 +13,7 @@ from icelake.local.embedded import create_state_machine, run_execution, start_em
 from icelake.local.resources import _client
 
 REPO = Path(__file__).resolve().parents[2]
-HOLD_S = 2
+HOLD_S = 1
 
 
 def _looks_of_one_run(asl: Path, name: str) -> tuple[str, int, float]:
@@ -39,5 +39,5 @@ def test_a_run_named_as_an_earlier_one_waits_for_its_own_end(tmp_path: Path) -> 
     for status, looks, seconds in (first, second):
         assert status == "SUCCEEDED"
         assert seconds >= HOLD_S
-        # a poll of 0.1 s growing by half to 0.5 s: about 7 looks in 2 s, and one more at the end
+        # a poll of 0.1 s growing by half to 0.5 s: about 4 looks in 1 s, and one more at the end
         assert looks <= 12, f"{looks} describes of a {seconds:.1f} s run: the wait did not wait"
