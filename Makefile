@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser demo test test-fast lint bench bench-assess bench-large bench-scd2 bench-copy bench-sync bench-cutover bench-stream bench-verify bench-rerun clean synth announce-synth
+.PHONY: setup browser demo test test-fast test-durations lint bench bench-assess bench-large bench-scd2 bench-copy bench-sync bench-cutover bench-stream bench-verify bench-rerun clean synth announce-synth
 
 setup: $(STAMP)
 
@@ -32,6 +32,11 @@ test: setup browser
 
 test-fast: setup browser
 	$(BIN)/pytest -m "not slow and not spark" tests/unit tests/functional
+
+# The whole suite, writing its seconds per file to tests/durations.json: the order in which the
+# workers get the files, longest first (tests/schedule.py). Commit the file when it changed much.
+test-durations: setup browser
+	$(BIN)/pytest --record-durations
 
 lint: setup
 	$(BIN)/ruff check .

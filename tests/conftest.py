@@ -14,6 +14,9 @@ from moto import mock_aws
 from icelake.local import s3tables
 from icelake.local.embedded import ENV_RETRY_WAIT_SCALE
 from icelake.local.spark import ENV_LOCAL_SPARK_CONF
+from tests.schedule import pytest_addoption, pytest_collection_modifyitems, record_if_asked
+
+__all__ = ["pytest_addoption", "pytest_collection_modifyitems"]  # the files' order: tests/schedule.py
 
 # The tests run thousands of Spark jobs on a few rows each, where per-query work dominates:
 # whole-stage code generation per query and adaptive re-planning, both off here (the product's
@@ -36,6 +39,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Whichever starts this process's session (a fixture, or a Glue job the embedded AWS runs).
     os.environ[ENV_LOCAL_SPARK_CONF] = json.dumps(TINY_JOBS)
     os.environ.setdefault(ENV_RETRY_WAIT_SCALE, RETRY_WAIT_SCALE)
+    record_if_asked(config)
 
 
 @pytest.fixture(scope="session")
