@@ -9,6 +9,7 @@ where."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,8 @@ def test_every_corpus_table_moves_into_a_table_bucket_as_its_writer_wrote_it(
 
     outcomes = {t["table"].split(".", 1)[1]: t for t in report["tables"]}
     assert set(outcomes) == set(tables)
+    if failed := {name: o for name, o in outcomes.items() if o["status"] != "migrated"}:  # said whole
+        pytest.fail(f"tables not migrated: {json.dumps(failed, indent=1, default=str)}")
     s3 = S3FileIO(lake.target.client("s3"))
     for name, table in tables.items():
         outcome = outcomes[name]
