@@ -11,7 +11,9 @@ workflow's patches without a server (`embedded.moto_patches`) hold them too. Ref
    for every execution it starts (ANTLR in pure Python: 0.12 s for the migration's ASL on a quiet
    machine, 7.5 % of the Python samples of a run of the workflow tests). The parsed program keeps
    no execution's state: every value lives in the execution's Environment, and a Map's iterations
-   already share their processor's tree while they run side by side. Kept per definition text.
+   already share their processor's tree while they run side by side. Kept per definition text, for
+   the whole process: moto parses a definition when it creates the state machine too, and every
+   e2e test creates the same machines in an embedded AWS of its own.
 3. `BackendDict[account]`: every lookup of a service's backend (several per request) takes moto's
    global backend lock, lists the accounts and compares itself with every backend in use through
    Python-level `__eq__` and `__len__` calls: 2.2 % of the test workers' Python samples, each
@@ -64,8 +66,14 @@ def _keep() -> None:
     modules = tuple(moto_backends.list_of_moto_modules())
     _KEPT.replace(moto_backends, "list_of_moto_modules", lambda: iter(modules))
     parse = AmazonStateLanguageParser.__dict__["parse"].__func__  # a staticmethod's function
-    _KEPT.replace(AmazonStateLanguageParser, "parse", staticmethod(functools.lru_cache(maxsize=32)(parse)))
+    _KEPT.replace(AmazonStateLanguageParser, "parse", staticmethod(_parsed(parse)))
     _KEPT.replace(BackendDict, "_create_account_specific_backend", _when_missing(BackendDict))
+
+
+@functools.cache
+def _parsed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """moto's ASL `parse`, its programs kept for the whole process, not for one embedded AWS."""
+    return functools.lru_cache(maxsize=32)(parse)
 
 
 def _when_missing(backend_dict: Any) -> Any:

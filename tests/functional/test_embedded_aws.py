@@ -118,6 +118,9 @@ def test_patches_are_idempotent_and_reversible() -> None:
         assert _moto_originals() == patched  # still installed: the outer one holds them
     assert patches_installed() == already
     assert _moto_originals() == before
+    if not already:  # installed again (the next embedded AWS): the program parsed before is kept
+        with moto_patches(REPO):
+            assert _moto_originals()["parse"].__func__(definition) is parse(definition)
 
 
 @pytest.mark.parametrize("raw", ["0", "2", "-1", "fast", "nan"])
