@@ -23,10 +23,14 @@ __all__ = ["pytest_addoption", "pytest_collection_modifyitems"]  # the files' or
 # sessions keep Spark's defaults). Measured on tests/ingest with -n 0 (one JVM the whole run, as a
 # worker's): 304 s wall and 401 s CPU with them off; 322 s and 409 s with Spark's defaults. C1-only
 # compilation and the serial collector, tried too, cost a JVM that lives that long more than they
-# save: 411 s and 435 s.
+# save: 411 s and 435 s. Expressions are interpreted too (`factoryMode`, the switch Spark's own test
+# suites use): each query's generated classes were compiled by Janino and then by the JVM's JIT,
+# whose threads took 80 of the JVM's 169 s of CPU in test_scd2_properties. tests/ingest: 280 s wall
+# and 375 s CPU (the JVM 310 s) against 296 s and 420 s (354 s) with only the two above.
 TINY_JOBS = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
 
 
