@@ -21,16 +21,19 @@ __all__ = ["pytest_addoption", "pytest_collection_modifyitems"]  # the files' or
 # The tests run thousands of Spark jobs on a few rows each, where per-query work dominates:
 # whole-stage code generation per query and adaptive re-planning, both off here (the product's
 # sessions keep Spark's defaults). Measured on tests/ingest with -n 0 (one JVM the whole run, as a
-# worker's): 304 s wall and 401 s CPU with them off; 322 s and 409 s with Spark's defaults. C1-only
-# compilation and the serial collector, tried too, cost a JVM that lives that long more than they
-# save: 411 s and 435 s. Expressions are interpreted too (`factoryMode`, the switch Spark's own test
-# suites use): each query's generated classes were compiled by Janino and then by the JVM's JIT,
-# whose threads took 80 of the JVM's 169 s of CPU in test_scd2_properties. tests/ingest: 280 s wall
-# and 375 s CPU (the JVM 310 s) against 296 s and 420 s (354 s) with only the two above.
+# worker's): 304 s wall and 401 s CPU with them off; 322 s and 409 s with Spark's defaults.
+# Expressions are interpreted too (`factoryMode`, the switch Spark's own test suites use): each
+# query's generated classes were compiled by Janino and then by the JVM's JIT, whose threads took 80
+# of the JVM's 169 s of CPU in test_scd2_properties. tests/ingest: 280 s wall and 375 s CPU (the
+# JVM 310 s) against 296 s and 420 s (354 s) with only the two above. With no generated classes,
+# the JIT's C1 alone is enough (while they were generated, C1-only cost more than it saved: 411 s
+# against 401 s): tests/ingest 291 s wall and 339 s CPU (JVM 282 s), the whole suite 922 s and
+# 1,595 s of CPU against 947 s and 1,682 s. The serial collector, tried too, cost more (435 s).
 TINY_JOBS = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
 }
 
 
