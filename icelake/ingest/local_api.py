@@ -19,6 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from icelake.local.moto_server import STOP_POLL_SECONDS
+
 __all__ = [
     "ApiServer",
     "Behaviour",
@@ -94,9 +96,9 @@ class ApiServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        # Polled for a stop every 20 ms: socketserver's default (0.5 s) made each test wait that long.
+        # socketserver's default poll (0.5 s) made each stop wait that long
         self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+            target=self.httpd.serve_forever, kwargs={"poll_interval": STOP_POLL_SECONDS}, daemon=True
         )
 
     def __enter__(self) -> ApiServer:
