@@ -4,6 +4,7 @@ process's own requests reach it without a socket and read exactly what they read
 
 from __future__ import annotations
 
+import gc
 import io
 import os
 import socket
@@ -16,7 +17,7 @@ import urllib3.util.connection
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from icelake.errors import PortInUseError
-from icelake.local.moto_server import embedded_aws
+from icelake.local.moto_server import ROOMY_GC_THRESHOLDS, embedded_aws
 
 
 def _answers(endpoint: str) -> bool:
@@ -32,6 +33,18 @@ def test_without_a_port_the_server_binds_one_the_system_picks_and_names_it() -> 
         assert second == f"http://127.0.0.1:{os.environ['MOTO_PORT']}"  # the innermost server's port
         assert os.environ["AWS_ENDPOINT_URL"] == second
     assert os.environ.get("AWS_ENDPOINT_URL") == before  # restored
+
+
+def test_the_collector_is_roomy_while_the_server_runs_and_as_it_was_after() -> None:
+    before = (700, 10, 10)  # Python's defaults (the suite's conftest sets the roomy ones)
+    saved = gc.get_threshold()
+    gc.set_threshold(*before)
+    try:
+        with embedded_aws():
+            assert gc.get_threshold() == ROOMY_GC_THRESHOLDS
+        assert gc.get_threshold() == before
+    finally:
+        gc.set_threshold(*saved)
 
 
 @pytest.mark.timeout(60)
