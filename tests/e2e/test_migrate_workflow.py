@@ -368,7 +368,7 @@ def test_large_tables_go_through_the_glue_job(world: tuple[Lake, LocalDeployment
     assert len(job_runs) == 2 and {r["JobRunState"] for r in job_runs} == {"SUCCEEDED"}
     for name, meta in sources.items():
         outcome = outcomes[f"sales.{name}"]
-        assert outcome["status"] == "migrated" and outcome["files_copied"] == 2
+        assert outcome["status"] == "migrated" and outcome["files_copied"] == 2, json.dumps(outcome, indent=1)
         assert_same_table(
             meta, outcome["target_metadata_location"], source_props=s3_props(), target_props=s3_props()
         )
