@@ -6,8 +6,11 @@
 Each request kind the estimate counts (list, head, get, put, copy, delete) is sent `--requests`
 times, one at a time, on a small object; the model's `latency_s` is each kind's median seconds,
 `latency_spread` the kinds' p10 and p90 over their median, averaged.
-`list_key_s` is what each key adds to a listing: a listing of the `--requests` keys written, less a
-listing of one, over their number. `copy_mib_per_s` is one server-side copy of a `--copy-mib`
+`list_key_s` is what each key adds to a listing: a listing of a full page (`LIST_KEYS`, 1,000 keys
+written for it), less a listing of one, over the keys it adds. A page of 100 keys added about 10 ms
+to a listing whose latency varies by more than that from one request to the next: the difference
+of the two medians came out anywhere from 2.7e-6 to 1.4e-4 s a key in runs against one model (a
+full page: 5.2e-5 to 6.3e-5 in three). `copy_mib_per_s` is one server-side copy of a `--copy-mib`
 object, less a small copy's latency.
 Prints a JSON throughput model (the parameters measured; the others are ThroughputModel's defaults:
 pass it to `icelake assess --throughput FILE`). On real S3 run it from where the copy runs (a
@@ -44,9 +47,24 @@ def _median(call: Callable[[int], object], n: int) -> float:
     return median
 
 
-def probe(s3: Any, bucket: str, requests: int, copy_mib: int) -> dict[str, Any]:
+LIST_KEYS = 1000  # a full page of a listing
+LIST_ROUNDS = 25  # listings of the full page (each about 0.1 s on the S3 model)
+
+
+def _page_keys(s3: Any, bucket: str, prefix: str, keys: int) -> list[str]:
+    """`keys` empty objects under `prefix` (written 16 at a time: the probe's own set-up)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    names = [f"{prefix}{i:05d}" for i in range(keys)]
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda key: s3.put_object(Bucket=bucket, Key=key, Body=b""), names))
+    return names
+
+
+def probe(s3: Any, bucket: str, requests: int, copy_mib: int, list_keys: int = LIST_KEYS) -> dict[str, Any]:
     """The measured parameters on `bucket` (objects written under a fresh prefix, then deleted)."""
     prefix = f"icelake-probe/{uuid.uuid4().hex}/"
+    page = _page_keys(s3, bucket, f"{prefix}page/", list_keys)
     body = b"x" * 1024
     latency = {
         "put": _median(lambda i: s3.put_object(Bucket=bucket, Key=f"{prefix}o{i}", Body=body), requests),
@@ -55,7 +73,8 @@ def probe(s3: Any, bucket: str, requests: int, copy_mib: int) -> dict[str, Any]:
         # a listing of one key: its latency; of all `requests` keys: what each key adds (list_key_s)
         "list": _median(lambda i: s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}o0"), requests),
         "list_full": _median(
-            lambda i: s3.list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1000), requests
+            lambda i: s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}page/", MaxKeys=1000),
+            min(requests, LIST_ROUNDS),
         ),
         "copy": _median(
             lambda i: s3.copy_object(
@@ -72,10 +91,12 @@ def probe(s3: Any, bucket: str, requests: int, copy_mib: int) -> dict[str, Any]:
     streaming = max(time.perf_counter() - started - latency["copy"], 1e-6)
     for key in [big, f"{big}-copy", *(f"{prefix}c{i}" for i in range(requests))]:
         s3.delete_object(Bucket=bucket, Key=key)
+    for start in range(0, len(page), 1000):
+        s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in page[start : start + 1000]]})
     lows, highs = zip(*SPREAD.values(), strict=True)
     return {
         "latency_s": {k: round(latency[k], 5) for k in KINDS},
-        "list_key_s": round(max(0.0, latency["list_full"] - latency["list"]) / requests, 7),
+        "list_key_s": round(max(0.0, latency["list_full"] - latency["list"]) / max(1, list_keys - 1), 8),
         "copy_mib_per_s": round(copy_mib / streaming, 1),
         # the kinds' p10 and p90 over their median, averaged: the estimate's low and high factors
         "latency_spread": [round(statistics.mean(lows), 2), round(statistics.mean(highs), 2)],
