@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from moto import mock_aws
 
+from icelake.heap import ROOMY_GC_THRESHOLDS
 from icelake.local import s3tables
 from icelake.local.embedded import ENV_RETRY_WAIT_SCALE
-from icelake.local.moto_server import ROOMY_GC_THRESHOLDS
 from icelake.local.spark import ENV_LOCAL_SPARK_CONF
 from tests.schedule import pytest_addoption, pytest_collection_modifyitems, record_if_asked
 
@@ -48,7 +48,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Whichever starts this process's session (a fixture, or a Glue job the embedded AWS runs).
     os.environ[ENV_LOCAL_SPARK_CONF] = json.dumps(TINY_JOBS)
     os.environ.setdefault(ENV_RETRY_WAIT_SCALE, RETRY_WAIT_SCALE)
-    # The embedded AWS's collector thresholds (moto_server.roomy_gc) for the whole test process: its
+    # The embedded AWS's collector thresholds (icelake.heap.roomy_gc) for the whole test process: its
     # moto, botocore models and Spark stay loaded between the tests. tests/e2e took 243 s, 69 s of
     # them in the collector, against 205 s (28 s) with them.
     gc.set_threshold(*ROOMY_GC_THRESHOLDS)

@@ -20,11 +20,8 @@ workflow's patches without a server (`embedded.moto_patches`) hold them too. Ref
    request waiting on the others' lock. A backend that already holds the account and is already
    listed for reset is returned at once; anything else goes the original way, under the lock.
 
-While it runs, the process collects its cyclic garbage less often (`roomy_gc`). An embedded AWS
-keeps a large heap alive (moto's backends, parsed state machines, botocore's service models: about
-750,000 objects in an e2e test), and at Python's default thresholds (700, 10, 10) the collector
-walked all of it every few thousand allocations: 25 full collections took 8.3 s of
-test_migrate_workflow's 44 s, and the demo took 28.1 s against 24.9 s with the roomier thresholds.
+While it runs, the process collects its cyclic garbage less often (`icelake.heap.roomy_gc`): the
+demo took 28.1 s against 24.9 s with the roomier thresholds.
 
 The server also takes this process's own botocore requests without a socket (`in_process`): a
 request to its address goes straight to the WSGI app it serves, in an environ built by moto's own
@@ -40,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import io
 import logging
 import os
@@ -55,6 +51,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from icelake.aws import warm
 from icelake.errors import PortInUseError
+from icelake.heap import roomy_gc
 from icelake.local import s3tables
 from icelake.local.patching import Patches
 
@@ -280,20 +277,6 @@ def _moto_server(port: int) -> Any:
                 self._server.server_close()
 
     return QuickStop(ip_address="127.0.0.1", port=port, verbose=False)
-
-
-ROOMY_GC_THRESHOLDS = (50_000, 20, 20)  # gen0 allocations, then gen1 and gen2 in rounds of the one below
-
-
-@contextmanager
-def roomy_gc() -> Iterator[None]:
-    """The collector at `ROOMY_GC_THRESHOLDS` while the block runs, then at what it was before."""
-    saved = gc.get_threshold()
-    gc.set_threshold(*ROOMY_GC_THRESHOLDS)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*saved)
 
 
 @contextmanager

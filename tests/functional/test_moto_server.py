@@ -17,7 +17,8 @@ import urllib3.util.connection
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from icelake.errors import PortInUseError
-from icelake.local.moto_server import ROOMY_GC_THRESHOLDS, embedded_aws
+from icelake.heap import ROOMY_GC_THRESHOLDS
+from icelake.local.moto_server import embedded_aws
 
 
 def _answers(endpoint: str) -> bool:

@@ -25,6 +25,7 @@ from functools import partial
 from typing import TypeVar
 
 from icelake.aws.fileio import FileIO
+from icelake.heap import roomy_gc
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.avro.files import DELETED, ManifestRef, manifest_refs
 from icelake.migrate.check.inventory_report import InventoryReport
@@ -168,6 +169,19 @@ def proved_files(
     files' HEADs, and everything by default, on `HEAD_THREADS` threads of this process), each
     opening its FileIO with `open_io` (default: `io`; on Spark, a `FileIOSpec`'s open);
     `inventory`, an S3 Inventory report of the target, answers for the copies it lists."""
+    with roomy_gc():  # the record and the manifests' entries held while a million keys are parsed
+        return _proved_files(io, metadata, record, source_prefixes, runner, open_io, inventory)
+
+
+def _proved_files(
+    io: FileIO,
+    metadata: str,
+    record: Record,
+    source_prefixes: Iterable[str],
+    runner: Runner | None,
+    open_io: Callable[[], FileIO] | None,
+    inventory: InventoryReport | None,
+) -> ProofCheck:
     started = time.monotonic()
     here = ThreadRunner(HEAD_THREADS, NoProgress())
     walk = _Walk(record, ProofCheck(), runner or here, open_io or (lambda: io), here, inventory=inventory)
