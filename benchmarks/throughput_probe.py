@@ -70,7 +70,7 @@ def probe(s3: Any, bucket: str, requests: int, copy_mib: int, list_keys: int = L
         "put": _median(lambda i: s3.put_object(Bucket=bucket, Key=f"{prefix}o{i}", Body=body), requests),
         "head": _median(lambda i: s3.head_object(Bucket=bucket, Key=f"{prefix}o{i}"), requests),
         "get": _median(lambda i: s3.get_object(Bucket=bucket, Key=f"{prefix}o{i}")["Body"].read(), requests),
-        # a listing of one key: its latency; of all `requests` keys: what each key adds (list_key_s)
+        # a listing of one key: its latency; of the full page: what each key adds (list_key_s)
         "list": _median(lambda i: s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}o0"), requests),
         "list_full": _median(
             lambda i: s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}page/", MaxKeys=1000),

@@ -55,6 +55,16 @@ def pytest_configure(config: pytest.Config) -> None:
     record_if_asked(config)
 
 
+@pytest.fixture
+def python_gc_defaults() -> Iterator[tuple[int, int, int]]:
+    """Python's own collector thresholds for one test (the suite runs at the roomy ones)."""
+    saved = gc.get_threshold()
+    defaults = (700, 10, 10)
+    gc.set_threshold(*defaults)
+    yield defaults
+    gc.set_threshold(*saved)
+
+
 @pytest.fixture(scope="session")
 def spark_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("warehouse")

@@ -36,16 +36,12 @@ def test_without_a_port_the_server_binds_one_the_system_picks_and_names_it() -> 
     assert os.environ.get("AWS_ENDPOINT_URL") == before  # restored
 
 
-def test_the_collector_is_roomy_while_the_server_runs_and_as_it_was_after() -> None:
-    before = (700, 10, 10)  # Python's defaults (the suite's conftest sets the roomy ones)
-    saved = gc.get_threshold()
-    gc.set_threshold(*before)
-    try:
-        with embedded_aws():
-            assert gc.get_threshold() == ROOMY_GC_THRESHOLDS
-        assert gc.get_threshold() == before
-    finally:
-        gc.set_threshold(*saved)
+def test_the_collector_is_roomy_while_the_server_runs_and_as_it_was_after(
+    python_gc_defaults: tuple[int, int, int],
+) -> None:
+    with embedded_aws():
+        assert gc.get_threshold() == ROOMY_GC_THRESHOLDS
+    assert gc.get_threshold() == python_gc_defaults
 
 
 @pytest.mark.timeout(60)

@@ -3,25 +3,16 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 from contextlib import ExitStack
 
 import pytest
 
 from icelake.heap import ROOMY_GC_THRESHOLDS, roomy_gc
 
-DEFAULTS = (700, 10, 10)
 
-
-@pytest.fixture
-def defaults() -> Iterator[None]:
-    saved = gc.get_threshold()
-    gc.set_threshold(*DEFAULTS)
-    yield
-    gc.set_threshold(*saved)
-
-
-def test_overlapping_blocks_keep_the_roomy_thresholds_until_the_last_one_ends(defaults: None) -> None:
+def test_overlapping_blocks_keep_the_roomy_thresholds_until_the_last_one_ends(
+    python_gc_defaults: tuple[int, int, int],
+) -> None:
     first, second = ExitStack(), ExitStack()
     first.enter_context(roomy_gc())
     assert gc.get_threshold() == ROOMY_GC_THRESHOLDS
@@ -29,10 +20,10 @@ def test_overlapping_blocks_keep_the_roomy_thresholds_until_the_last_one_ends(de
     first.close()
     assert gc.get_threshold() == ROOMY_GC_THRESHOLDS  # the second still runs
     second.close()
-    assert gc.get_threshold() == DEFAULTS
+    assert gc.get_threshold() == python_gc_defaults
 
 
-def test_the_thresholds_come_back_when_the_block_raises(defaults: None) -> None:
+def test_the_thresholds_come_back_when_the_block_raises(python_gc_defaults: tuple[int, int, int]) -> None:
     with pytest.raises(RuntimeError), roomy_gc():
         raise RuntimeError("a failed check")
-    assert gc.get_threshold() == DEFAULTS
+    assert gc.get_threshold() == python_gc_defaults

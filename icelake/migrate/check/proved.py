@@ -154,6 +154,7 @@ class _Walk:
         return tuple(sorted(found))
 
 
+@roomy_gc()  # the record and the manifests' entries are held while a million keys are parsed
 def proved_files(
     io: FileIO,
     metadata: str,
@@ -169,19 +170,6 @@ def proved_files(
     files' HEADs, and everything by default, on `HEAD_THREADS` threads of this process), each
     opening its FileIO with `open_io` (default: `io`; on Spark, a `FileIOSpec`'s open);
     `inventory`, an S3 Inventory report of the target, answers for the copies it lists."""
-    with roomy_gc():  # the record and the manifests' entries held while a million keys are parsed
-        return _proved_files(io, metadata, record, source_prefixes, runner, open_io, inventory)
-
-
-def _proved_files(
-    io: FileIO,
-    metadata: str,
-    record: Record,
-    source_prefixes: Iterable[str],
-    runner: Runner | None,
-    open_io: Callable[[], FileIO] | None,
-    inventory: InventoryReport | None,
-) -> ProofCheck:
     started = time.monotonic()
     here = ThreadRunner(HEAD_THREADS, NoProgress())
     walk = _Walk(record, ProofCheck(), runner or here, open_io or (lambda: io), here, inventory=inventory)
