@@ -17,23 +17,35 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 from xml.etree import ElementTree as ET
+from xml.sax.saxutils import escape
 
 from benchmarks.s3_throttle import CHECKSUM_ALGORITHMS, Model, ModelConfig, Obj, S3Error, keeps_bytes
+
+_S3_NS = "http://s3.amazonaws.com/doc/2006-03-01/"
 
 
 def _xml(root: str, children: list[tuple[str, Any]]) -> bytes:
     # S3's error documents have no namespace (botocore finds no Code in one that has).
-    el = (
-        ET.Element(root)
-        if root == "Error"
-        else ET.Element(root, xmlns="http://s3.amazonaws.com/doc/2006-03-01/")
-    )
+    el = ET.Element(root) if root == "Error" else ET.Element(root, xmlns=_S3_NS)
     for name, value in children:
         if isinstance(value, ET.Element):
             el.append(value)
         else:
             ET.SubElement(el, name).text = str(value)
     return b'<?xml version="1.0" encoding="UTF-8"?>' + ET.tostring(el)
+
+
+def _contents(key: str, obj: Obj) -> str:
+    """A listing's entry of one object."""
+    checksum = (
+        f"<ChecksumAlgorithm>{obj.checksum_algorithm}</ChecksumAlgorithm><ChecksumType>FULL_OBJECT</ChecksumType>"
+        if obj.checksum_algorithm
+        else ""
+    )
+    return (
+        f"<Contents><Key>{escape(key)}</Key><LastModified>{_iso(obj.modified)}</LastModified>"
+        f'<ETag>"{obj.md5}"</ETag><Size>{obj.size}</Size><StorageClass>STANDARD</StorageClass>{checksum}</Contents>'
+    )
 
 
 def _iso(ts: float) -> str:
@@ -212,33 +224,21 @@ class Handler(BaseHTTPRequestHandler):
             at += 1
         more = at < len(keys) and keys[at].startswith(prefix)
         objects = self.model.buckets[bucket]
-        children: list[tuple[str, Any]] = [
-            ("Name", bucket),
-            ("Prefix", prefix),
-            ("KeyCount", len(page)),
-            ("MaxKeys", limit),
+        # Written as text, not an ElementTree: the model shares the machine's cores with the client
+        # it answers, and a page of 1,000 keys built as elements cost it about 47 ms of CPU, as much
+        # as botocore's parse of the page; S3's own work on a page is in its latency, not the client's
+        # cores.
+        body = [
+            f'<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="{_S3_NS}">'
+            f"<Name>{escape(bucket)}</Name><Prefix>{escape(prefix)}</Prefix>"
+            f"<KeyCount>{len(page)}</KeyCount><MaxKeys>{limit}</MaxKeys>"
         ]
-        for k in page:
-            obj = objects.get(k)
-            if obj is None:
-                continue
-            c = ET.Element("Contents")
-            for name, value in (
-                ("Key", k),
-                ("LastModified", _iso(obj.modified)),
-                ("ETag", f'"{obj.md5}"'),
-                ("Size", obj.size),
-                ("StorageClass", "STANDARD"),
-            ):
-                ET.SubElement(c, name).text = str(value)
-            if obj.checksum_algorithm:
-                ET.SubElement(c, "ChecksumAlgorithm").text = obj.checksum_algorithm
-                ET.SubElement(c, "ChecksumType").text = "FULL_OBJECT"
-            children.append(("Contents", c))
-        children.append(("IsTruncated", "true" if more else "false"))
+        body += [_contents(k, obj) for k in page if (obj := objects.get(k)) is not None]
+        body.append(f"<IsTruncated>{'true' if more else 'false'}</IsTruncated>")
         if more:
-            children.append(("NextContinuationToken", page[-1]))
-        self._send(200, _xml("ListBucketResult", children), {"Content-Type": "application/xml"})
+            body.append(f"<NextContinuationToken>{escape(page[-1])}</NextContinuationToken>")
+        body.append("</ListBucketResult>")
+        self._send(200, "".join(body).encode(), {"Content-Type": "application/xml"})
 
     def _put(self, bucket: str, key: str, body: bytes) -> None:
         h = self.headers

@@ -130,3 +130,32 @@ def test_the_copy_names_the_planned_object_and_a_replaced_one_is_refused(model: 
     assert verified
     assert model.stats()["requests_by_kind"] == {"COPY": 1}  # no HEAD; the model counts no refusal
     assert sorted(model.objects("match-target")) == ["d/a.parquet"]
+
+
+def test_the_models_listing_answers_what_was_written_page_by_page(model: ModelProcess) -> None:
+    # Given 1,200 objects whose keys hold XML's special characters, written with two checksums
+    # (the model writes a listing's XML as text: each key must be escaped)
+    model.configure(reset=True, per_prefix_writes_per_s=0, per_prefix_reads_per_s=0, latency=False)
+    s3 = _client(model)
+    s3.create_bucket(Bucket="listing")
+    written = {}
+    for i in range(1200):
+        key = f"a&b/<c>/'{i:04d}\".parquet"
+        algorithm = "CRC32C" if i % 2 else "SHA256"
+        answer = s3.put_object(Bucket="listing", Key=key, Body=b"x" * (i % 7), ChecksumAlgorithm=algorithm)
+        written[key] = (i % 7, answer["ETag"], algorithm)
+
+    # When the prefix is listed through its pages, and from after a key
+    pages = list(s3.get_paginator("list_objects_v2").paginate(Bucket="listing", Prefix="a&b/"))
+    after = sorted(written)[1099]
+    rest = s3.list_objects_v2(Bucket="listing", Prefix="a&b/", StartAfter=after)
+
+    # Then every key comes back once, in order, with its size, ETag and checksum's algorithm
+    listed = {
+        c["Key"]: (c["Size"], c["ETag"], (c.get("ChecksumAlgorithm") or [None])[0])
+        for p in pages
+        for c in p["Contents"]
+    }
+    assert [p["KeyCount"] for p in pages] == [1000, 200] and pages[0]["IsTruncated"]
+    assert listed == written
+    assert [c["Key"] for c in rest["Contents"]] == sorted(written)[1100:]
