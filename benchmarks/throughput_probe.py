@@ -10,7 +10,10 @@ times, one at a time, on a small object; the model's `latency_s` is each kind's 
 written for it), less a listing of one, over the keys it adds. A page of 100 keys added about 10 ms
 to a listing whose latency varies by more than that from one request to the next: the difference
 of the two medians came out anywhere from 2.7e-6 to 1.4e-4 s a key in runs against one model (a
-full page: 5.2e-5 to 6.3e-5 in three). `copy_mib_per_s` is one server-side copy of a `--copy-mib`
+full page: 5.2e-5 to 6.3e-5 in three). `list_key_client_s` is the client's part of it: this
+thread's CPU over the full page less the one-key listing's, over the keys (what a process that
+lists many ranges at once spends on its own core while the endpoint answers the others' pages).
+`copy_mib_per_s` is one server-side copy of a `--copy-mib`
 object, less a small copy's latency.
 Prints a JSON throughput model (the parameters measured; the others are ThroughputModel's defaults:
 pass it to `icelake assess --throughput FILE`). On real S3 run it from where the copy runs (a
@@ -61,20 +64,41 @@ def _page_keys(s3: Any, bucket: str, prefix: str, keys: int) -> list[str]:
     return names
 
 
+def _on_cpu(cpu: dict[str, float], name: str, call: Callable[[], object]) -> Callable[[int], object]:
+    """`call` as `_median` calls it, its calls' CPU seconds on this thread added to cpu[name]."""
+
+    def timed(_: int) -> object:
+        started = time.thread_time()
+        try:
+            return call()
+        finally:
+            cpu[name] = cpu.get(name, 0.0) + time.thread_time() - started
+
+    return timed
+
+
 def probe(s3: Any, bucket: str, requests: int, copy_mib: int, list_keys: int = LIST_KEYS) -> dict[str, Any]:
     """The measured parameters on `bucket` (objects written under a fresh prefix, then deleted)."""
     prefix = f"icelake-probe/{uuid.uuid4().hex}/"
     page = _page_keys(s3, bucket, f"{prefix}page/", list_keys)
     body = b"x" * 1024
+    cpu: dict[str, float] = {}  # the listings' CPU on this thread: the client's share of list_key_s
+    full_rounds = min(requests, LIST_ROUNDS)
     latency = {
         "put": _median(lambda i: s3.put_object(Bucket=bucket, Key=f"{prefix}o{i}", Body=body), requests),
         "head": _median(lambda i: s3.head_object(Bucket=bucket, Key=f"{prefix}o{i}"), requests),
         "get": _median(lambda i: s3.get_object(Bucket=bucket, Key=f"{prefix}o{i}")["Body"].read(), requests),
         # a listing of one key: its latency; of the full page: what each key adds (list_key_s)
-        "list": _median(lambda i: s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}o0"), requests),
+        "list": _median(
+            _on_cpu(cpu, "list", lambda: s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}o0")), requests
+        ),
         "list_full": _median(
-            lambda i: s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}page/", MaxKeys=1000),
-            min(requests, LIST_ROUNDS),
+            _on_cpu(
+                cpu,
+                "list_full",
+                lambda: s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}page/", MaxKeys=1000),
+            ),
+            full_rounds,
         ),
         "copy": _median(
             lambda i: s3.copy_object(
@@ -97,6 +121,9 @@ def probe(s3: Any, bucket: str, requests: int, copy_mib: int, list_keys: int = L
     return {
         "latency_s": {k: round(latency[k], 5) for k in KINDS},
         "list_key_s": round(max(0.0, latency["list_full"] - latency["list"]) / max(1, list_keys - 1), 8),
+        "list_key_client_s": round(
+            max(0.0, cpu["list_full"] / full_rounds - cpu["list"] / requests) / max(1, list_keys - 1), 8
+        ),
         "copy_mib_per_s": round(copy_mib / streaming, 1),
         # the kinds' p10 and p90 over their median, averaged: the estimate's low and high factors
         "latency_spread": [round(statistics.mean(lows), 2), round(statistics.mean(highs), 2)],

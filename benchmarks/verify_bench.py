@@ -21,13 +21,14 @@ metadata's constant: the metadata.json, its logged versions, each manifest list 
 Time: `measured_s` is the check's wall time; `estimated_s` is the assessment's
 (`verify_estimate.verify_seconds` on `VerifyWork.of_plan` of the table's plan, as the assessment
 calls it), with the S3 model's parameters as a ThroughputModel measured in the run against the
-model (`benchmarks.throughput_probe`: latencies, list_key_s; manifest_entry_s on one of the table's
+model (`benchmarks.throughput_probe`: latencies, list_key_s and its client's part
+list_key_client_s; manifest_entry_s on one of the table's
 manifests), no Lambda start (a local run has none). The Glue engine's start is its two Spark
 jobs (the manifests' reads, the files' chunks), each measured in the run as an empty job on the
 warmed session: a real job's start (glue_startup_s, 30 to 120 s) holds them and its workers'
 imports. Goal: within 20 %, both engines. `cpu_passes` is the Lambda engine's process CPU over
 the files' entries at manifest_entry_s (the estimate holds the decode and the driver's work at
-DECODE_PASSES + DRIVER_PASSES of them, the listing's keys at list_key_s each); `phases_s` times
+DECODE_PASSES + DRIVER_PASSES of them, the listing's keys at list_key_client_s each); `phases_s` times
 the spread phases (the manifests' reads, the files' chunks).
 
 The last line is one JSON object; without --no-record it is kept in benchmarks/results/ and a
@@ -125,6 +126,7 @@ def calibrated(
         measured=f"benchmarks.throughput_probe against the S3 model {json.dumps(config.summary())}",
         latency_s=measured["latency_s"],
         list_key_s=measured["list_key_s"],
+        list_key_client_s=measured["list_key_client_s"],
         manifest_entry_s=entry_seconds(str(manifest), manifest.read_bytes()),
         lambda_parallel=16,
         glue_workers=max(2, local_cores),

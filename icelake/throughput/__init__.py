@@ -56,6 +56,11 @@ class ThroughputModel(BaseModel):
     # benchmarks/throughput_probe.py as a 1,000-key page against a one-key page; on embedded AWS a
     # full page takes about ten times a small one). The default is not measured: about 0.2 s a page.
     list_key_s: float = Field(default=0.0002, ge=0)
+    # Of list_key_s, the client's CPU on each key (parsing the page; the probe measures its thread's
+    # CPU over a full page less a one-key page). A process that lists many ranges at once spends it
+    # on its own cores while the endpoint answers the others' pages: a Lambda's one core parses
+    # every key. None: not measured, the whole of list_key_s taken as the client's.
+    list_key_client_s: float | None = Field(default=None, ge=0)
     copy_mib_per_s: float = Field(default=100.0, gt=0)  # one server-side copy's speed past its latency
     # Bytes a second a copy streamed through the engine moves (each byte read in by a GET and sent
     # out by a PUT): a target that takes no server-side copy, S3 Tables' storage
@@ -110,6 +115,14 @@ class ThroughputModel(BaseModel):
         if not 0 <= v[0] <= v[1]:
             raise ValueError(f"a range is [low, high] with 0 <= low <= high, got {list(v)}")
         return v
+
+    def list_key_client(self) -> float:
+        """Seconds of the client's CPU a listed key costs (at most list_key_s)."""
+        return (
+            self.list_key_s
+            if self.list_key_client_s is None
+            else min(self.list_key_client_s, self.list_key_s)
+        )
 
     def bounds(self) -> tuple[ThroughputModel, ThroughputModel]:
         """The model at the low end of its ranges, and at the high end."""

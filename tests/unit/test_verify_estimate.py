@@ -122,3 +122,32 @@ def test_metadata_heads_go_no_wider_than_the_endpoint_answers() -> None:
     # another, and S3 HEAD_THREADS batches at once
     assert serial == pytest.approx(0.01 + 3_200 * 0.01)
     assert threaded == pytest.approx(0.01 + math.ceil(3_200 / HEAD_BATCH / HEAD_THREADS) * HEAD_BATCH * 0.01)
+
+
+def test_a_lambda_lists_at_its_cores_parse_and_a_glue_task_at_its_ranges_path() -> None:
+    # Given 100,000 copies under the location (5 ranges of 21 pages), nothing else to check, and
+    # S3 whose page takes 30 ms plus 50 us a key, 40 us of it the client's parse
+    work = VerifyWork(files=100_000, listed=100_000, headed=1, lists=0, manifests=0)
+    s3 = ThroughputModel(
+        latency_s={"head": 0.0, "get": 0.0, "list": 0.03},
+        list_key_s=5e-5,
+        list_key_client_s=4e-5,
+        manifest_entry_s=0.0,
+        prefix_read_per_s=1e9,
+        lambda_start_s=0.0,
+        glue_startup_s=0.0,
+        glue_workers=2,
+    )
+    page_s = 0.03 + 1000 * 5e-5
+    lam, glue = (verify_seconds(work, s3, glue=g) for g in (False, True))
+    # Then the Lambda's 16 threads list the 5 ranges at once, and its one core parses all 105
+    # pages: longer than one range's path of 21 pages
+    assert lam == pytest.approx(105 * 1000 * 4e-5)
+    # and two Glue tasks take the ranges in 3 rounds, each a page after another
+    assert glue == pytest.approx(3 * 21 * page_s)
+    # When the client's share is not measured, the Lambda's core takes all of list_key_s
+    unsplit = s3.model_copy(update={"list_key_client_s": None})
+    assert verify_seconds(work, unsplit, glue=False) == pytest.approx(105 * 1000 * 5e-5)
+    # and a slow endpoint makes the path the bound
+    slow = s3.model_copy(update={"list_key_s": 5e-4})
+    assert verify_seconds(work, slow, glue=False) == pytest.approx(21 * (0.03 + 1000 * 5e-4))

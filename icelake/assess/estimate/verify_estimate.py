@@ -11,7 +11,8 @@ The work is `check/proved.py`'s, in its order, each phase after the last:
    20 latencies), all on the metadata prefix (at most its read rate);
 2. the manifests' GETs, their entries decoded (`DECODE_PASSES` times an entry's plan read) on the
    engine's cores;
-3. the data and delete files: each one's proof found and judged in the driver (`DRIVER_PASSES`),
+3. the data and delete files: each one's proof found and judged in the driver (`DRIVER_PASSES`;
+   in the Glue job, also pickled with its proof to the tasks, `SHIP_PASSES`),
    the location's listing in ranges of `RANGE_KEYS` (side by side: a thread each in a Lambda, whose
    one core parses every key; a task each in the Glue job, as many at once as it has cores), and a
    HEAD of each file the listing does not answer for (delete files, files elsewhere).
@@ -44,6 +45,10 @@ VERIFY_TIMEOUT_S = STEP_LIMITS["verify"][1]
 # proof, sorting it into a range and judging it costs the driver about as much again.
 DECODE_PASSES = 0.1
 DRIVER_PASSES = 0.1
+# The Glue job's driver pickles each file and its proof into the tasks' slices (Spark's
+# parallelize): 1.0 and 1.2 s for 100,000 files, 0.14 and 0.21 of an entry's read, in two runs of
+# bench-verify timed inside SparkRunner (2026-12-08).
+SHIP_PASSES = 0.15
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,7 @@ def verify_seconds(work: VerifyWork, model: ThroughputModel, *, glue: bool) -> f
     one after another, each at its requests' latency over what runs side by side (at least the
     prefix's read rate) plus its CPU."""
     latency = model.latency_s
-    head, get, page = latency.get("head", 0.02), latency.get("get", 0.03), latency.get("list", 0.08)
+    head, get = latency.get("head", 0.02), latency.get("get", 0.03)
     rate = model.prefix_read_per_s
     cores = model.glue_workers if glue else 1
     # the runner's side by side: Spark tasks, one a core; a Lambda's threads
@@ -108,18 +113,30 @@ def verify_seconds(work: VerifyWork, model: ThroughputModel, *, glue: bool) -> f
     metadata = get + headed(first, threads) + got(work.lists, threads)
     metadata += headed(work.manifests, threads)
     manifests = got(work.manifests, runner) + work.files * DECODE_PASSES * model.manifest_entry_s / cores
-    files = work.files * DRIVER_PASSES * model.manifest_entry_s + headed(spread_heads, runner)
+    driver = DRIVER_PASSES + (SHIP_PASSES if glue else 0.0)
+    files = work.files * driver * model.manifest_entry_s + headed(spread_heads, runner)
     pages = verify_requests(work)["list"]
     if pages:
-        ranges = math.ceil(work.listed / RANGE_KEYS)
-        rounds = math.ceil(ranges / runner)
-        range_pages = list_pages(min(work.listed, RANGE_KEYS))
-        waits = max(rounds * range_pages * page, pages / rate)
-        # a range's keys are parsed on one core: a Lambda's one core parses them all
-        keys = rounds * range_pages if glue else pages
-        files += waits + keys * KEYS_PER_PAGE * model.list_key_s
+        files += _listing(work.listed, pages, model, runner, glue)
     start = model.glue_startup_s if glue else model.lambda_start_s
     return start + metadata + manifests + files
+
+
+def _listing(listed: int, pages: int, model: ThroughputModel, runner: int, glue: bool) -> float:
+    """Seconds of the location's listing in ranges of `RANGE_KEYS`, `runner` ranges at a time: the
+    longest of
+    - the path: each runner's ranges one after another, page after page (a page's latency, then
+      its keys at `list_key_s`: the endpoint writes them, the client parses them);
+    - the client's core: a Lambda's one core parses every page (`list_key_client`) while the
+      endpoint answers the other threads' (a Glue task parses only its own ranges: the path);
+    - the prefix's read rate."""
+    rounds = math.ceil(math.ceil(listed / RANGE_KEYS) / runner)
+    path_pages = rounds * list_pages(min(listed, RANGE_KEYS))
+    page_s = model.latency_s.get("list", 0.08) + KEYS_PER_PAGE * model.list_key_s
+    bounds = [path_pages * page_s, pages / model.prefix_read_per_s]
+    if not glue:
+        bounds.append(pages * KEYS_PER_PAGE * model.list_key_client())
+    return max(bounds)
 
 
 def choose_verify_engine(
