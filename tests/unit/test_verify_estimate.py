@@ -16,6 +16,7 @@ from icelake.assess.estimate.verify_estimate import (
     verify_requests,
     verify_seconds,
 )
+from icelake.aws.pacing import CUT
 from icelake.migrate.check.proof_chunks import (
     HEAD_BATCH,
     RANGE_KEYS,
@@ -151,3 +152,10 @@ def test_a_lambda_lists_at_its_cores_parse_and_a_glue_task_at_its_ranges_path() 
     # and a slow endpoint makes the path the bound
     slow = s3.model_copy(update={"list_key_s": 5e-4})
     assert verify_seconds(work, slow, glue=False) == pytest.approx(21 * (0.03 + 1000 * 5e-4))
+    # A page takes at least its parse, when the probe's CPU figure comes out above list_key_s
+    parse = s3.model_copy(update={"list_key_client_s": 6e-5})
+    assert verify_seconds(work, parse, glue=True) == pytest.approx(3 * 21 * (0.03 + 1000 * 6e-5))
+    # and a prefix read 10 times a second is read at the pacing's pace after its first SlowDown
+    # (the metadata file's HEAD, then the 105 pages)
+    throttled = s3.model_copy(update={"prefix_read_per_s": 10.0})
+    assert verify_seconds(work, throttled, glue=True) == pytest.approx((1 + 105) / (10.0 * CUT))

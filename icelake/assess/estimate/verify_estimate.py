@@ -8,7 +8,7 @@ The work is `check/proved.py`'s, in its order, each phase after the last:
    its manifest lists, then a GET of each list, then a HEAD of each manifest, on this process's
    `HEAD_THREADS` threads (at most what the endpoint answers at once, `endpoint_parallel`) in
    batches of `HEAD_BATCH` HEADs one after another (so a phase of up to 320 HEADs costs a batch's
-   20 latencies), all on the metadata prefix (at most its read rate);
+   20 latencies), all on the metadata prefix (at most its read rate, at the pacing's pace);
 2. the manifests' GETs, their entries decoded (`DECODE_PASSES` times an entry's plan read) on the
    engine's cores;
 3. the data and delete files: each one's proof found and judged in the driver (`DRIVER_PASSES`;
@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from icelake.assess.estimate.engine_choice import LAMBDA_SHARE, EngineChoice
+from icelake.aws.pacing import CUT
 from icelake.constants import STEP_LIMITS
 from icelake.migrate import metadata_json as mj
 from icelake.migrate.check.proof_chunks import HEAD_BATCH, KEYS_PER_PAGE, RANGE_KEYS, list_pages
@@ -94,7 +95,9 @@ def verify_seconds(work: VerifyWork, model: ThroughputModel, *, glue: bool) -> f
     prefix's read rate) plus its CPU."""
     latency = model.latency_s
     head, get = latency.get("head", 0.02), latency.get("get", 0.03)
-    rate = model.prefix_read_per_s
+    # A phase past the prefix's read rate meets SlowDown, and the client's pacing then sends at CUT
+    # of the rate it was sent at, growing back (icelake/aws/pacing.py): priced at that pace.
+    rate = model.prefix_read_per_s * CUT
     cores = model.glue_workers if glue else 1
     # the runner's side by side: Spark tasks, one a core; a Lambda's threads
     runner = cores if glue else min(model.lambda_parallel, model.endpoint_parallel or model.lambda_parallel)
@@ -126,14 +129,14 @@ def _listing(listed: int, pages: int, model: ThroughputModel, runner: int, glue:
     """Seconds of the location's listing in ranges of `RANGE_KEYS`, `runner` ranges at a time: the
     longest of
     - the path: each runner's ranges one after another, page after page (a page's latency, then
-      its keys at `list_key_s`: the endpoint writes them, the client parses them);
+      its keys at `ThroughputModel.list_key`: the endpoint writes them, the client parses them);
     - the client's core: a Lambda's one core parses every page (`list_key_client`) while the
       endpoint answers the other threads' (a Glue task parses only its own ranges: the path);
-    - the prefix's read rate."""
+    - the prefix's read rate, at the pacing's pace."""
     rounds = math.ceil(math.ceil(listed / RANGE_KEYS) / runner)
     path_pages = rounds * list_pages(min(listed, RANGE_KEYS))
-    page_s = model.latency_s.get("list", 0.08) + KEYS_PER_PAGE * model.list_key_s
-    bounds = [path_pages * page_s, pages / model.prefix_read_per_s]
+    page_s = model.latency_s.get("list", 0.08) + KEYS_PER_PAGE * model.list_key()
+    bounds = [path_pages * page_s, pages / (model.prefix_read_per_s * CUT)]
     if not glue:
         bounds.append(pages * KEYS_PER_PAGE * model.list_key_client())
     return max(bounds)
