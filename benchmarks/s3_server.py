@@ -22,6 +22,7 @@ from xml.sax.saxutils import escape
 from benchmarks.s3_throttle import CHECKSUM_ALGORITHMS, Model, ModelConfig, Obj, S3Error, keeps_bytes
 
 _S3_NS = "http://s3.amazonaws.com/doc/2006-03-01/"
+_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>'
 
 
 def _xml(root: str, children: list[tuple[str, Any]]) -> bytes:
@@ -32,7 +33,7 @@ def _xml(root: str, children: list[tuple[str, Any]]) -> bytes:
             el.append(value)
         else:
             ET.SubElement(el, name).text = str(value)
-    return b'<?xml version="1.0" encoding="UTF-8"?>' + ET.tostring(el)
+    return _DECLARATION.encode() + ET.tostring(el)
 
 
 def _contents(key: str, obj: Obj) -> str:
@@ -229,7 +230,7 @@ class Handler(BaseHTTPRequestHandler):
         # as botocore's parse of the page; S3's own work on a page is in its latency, not the client's
         # cores.
         body = [
-            f'<?xml version="1.0" encoding="UTF-8"?><ListBucketResult xmlns="{_S3_NS}">'
+            f'{_DECLARATION}<ListBucketResult xmlns="{_S3_NS}">'
             f"<Name>{escape(bucket)}</Name><Prefix>{escape(prefix)}</Prefix>"
             f"<KeyCount>{len(page)}</KeyCount><MaxKeys>{limit}</MaxKeys>"
         ]

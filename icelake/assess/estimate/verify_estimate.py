@@ -95,9 +95,7 @@ def verify_seconds(work: VerifyWork, model: ThroughputModel, *, glue: bool) -> f
     prefix's read rate) plus its CPU."""
     latency = model.latency_s
     head, get = latency.get("head", 0.02), latency.get("get", 0.03)
-    # A phase past the prefix's read rate meets SlowDown, and the client's pacing then sends at CUT
-    # of the rate it was sent at, growing back (icelake/aws/pacing.py): priced at that pace.
-    rate = model.prefix_read_per_s * CUT
+    rate = _paced_reads(model)
     cores = model.glue_workers if glue else 1
     # the runner's side by side: Spark tasks, one a core; a Lambda's threads
     runner = cores if glue else min(model.lambda_parallel, model.endpoint_parallel or model.lambda_parallel)
@@ -125,6 +123,13 @@ def verify_seconds(work: VerifyWork, model: ThroughputModel, *, glue: bool) -> f
     return start + metadata + manifests + files
 
 
+def _paced_reads(model: ThroughputModel) -> float:
+    """Reads a second on one prefix. A phase past the prefix's read rate meets SlowDown, and the
+    client's pacing then sends at CUT of the rate it was sent at, growing back
+    (icelake/aws/pacing.py): priced at that pace."""
+    return model.prefix_read_per_s * CUT
+
+
 def _listing(listed: int, pages: int, model: ThroughputModel, runner: int, glue: bool) -> float:
     """Seconds of the location's listing in ranges of `RANGE_KEYS`, `runner` ranges at a time: the
     longest of
@@ -136,7 +141,7 @@ def _listing(listed: int, pages: int, model: ThroughputModel, runner: int, glue:
     rounds = math.ceil(math.ceil(listed / RANGE_KEYS) / runner)
     path_pages = rounds * list_pages(min(listed, RANGE_KEYS))
     page_s = model.latency_s.get("list", 0.08) + KEYS_PER_PAGE * model.list_key()
-    bounds = [path_pages * page_s, pages / (model.prefix_read_per_s * CUT)]
+    bounds = [path_pages * page_s, pages / _paced_reads(model)]
     if not glue:
         bounds.append(pages * KEYS_PER_PAGE * model.list_key_client())
     return max(bounds)
