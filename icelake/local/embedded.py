@@ -58,8 +58,11 @@ versions rather than misbehave):
 9. `moto.stepfunctions.parser.backend.execution.BaseExecutionWorkerCommunication.terminated`
    (wrapped): an execution that ends says so to `run_execution` (`resources.execution_ended`),
    which then looks at once instead of at its next poll, up to half a second later.
-10. `os.environ.copy` (the `os._Environ` class): copied in one step, not key by key, while the
-   Lambda runtime sets and removes a handler's variables (`lambda_runtime`) in other threads.
+10. `os.environ.copy`, `.items` and `.values` (the `os._Environ` class): read in one step, not key
+   by key, while the Lambda runtime sets and removes a handler's variables (`lambda_runtime`) in
+   other threads. The original lists the keys and then looks each up; a key removed between the
+   two was a KeyError in the reading thread. Every botocore request reads `os.environ.items()`
+   twice (urllib's proxy settings), so the race failed a Step Functions task now and then.
 11. Not a patch: moto's process-wide config `stepfunctions.execute_state_machine=True` (POSTed to
    /moto-api/config); without it executions stay RUNNING with canned output. Restored on exit.
 
@@ -73,7 +76,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, ItemsView, Iterator, Mapping, ValuesView
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,14 +252,28 @@ def _environ_copy(self: Any) -> dict[str, str]:
     return {self.decodekey(k): self.decodevalue(v) for k, v in list(self._data.items())}
 
 
+def _environ_items(self: Any) -> ItemsView[str, str]:
+    """`os.environ.items()` over a one-step copy: urllib's `getproxies_environment`, which botocore
+    calls for every request, and pyiceberg's config iterate it while a handler's variables come and
+    go (a Step Functions task once failed with KeyError('AWS_LAMBDA_FUNCTION_NAME'))."""
+    return _environ_copy(self).items()
+
+
+def _environ_values(self: Any) -> ValuesView[str]:
+    """`os.environ.values()` over a one-step copy, for the same reason as `_environ_items`."""
+    return _environ_copy(self).values()
+
+
 def _runtime_patches() -> None:
     """Patches 8 to 10: a Retry's wait scaled, an execution's end said to `run_execution`, and
-    `os.environ` copied in one step."""
+    `os.environ` copied and iterated in one step."""
     from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
     from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication as Comm
 
     _PATCHES.replace(retrier_decl, "time", _ScaledRetryWaits)  # ICELAKE_LOCAL_RETRY_WAIT_SCALE
     _PATCHES.replace(type(os.environ), "copy", _environ_copy)
+    _PATCHES.replace(type(os.environ), "items", _environ_items)
+    _PATCHES.replace(type(os.environ), "values", _environ_values)
 
     original = Comm.__dict__["terminated"]
 

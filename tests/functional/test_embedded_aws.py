@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import threading
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,6 +66,8 @@ def _moto_originals() -> dict[str, Any]:
         "retry_time": retrier_decl.time,
         "ended": BaseExecutionWorkerCommunication.__dict__["terminated"],
         "environ_copy": type(os.environ).__dict__["copy"],
+        "environ_items": type(os.environ).items,
+        "environ_values": type(os.environ).values,
     }
 
 
@@ -112,6 +117,14 @@ def test_patches_are_idempotent_and_reversible() -> None:
         # the environment copied in one step while the Lambda runtime changes it in other threads
         assert patched["environ_copy"].__module__ == "icelake.local.embedded"
         assert os.environ.copy() == dict(os.environ) and isinstance(os.environ.copy(), dict)
+        assert (
+            patched["environ_items"].__module__
+            == patched["environ_values"].__module__
+            == "icelake.local.embedded"
+        )
+        assert dict(os.environ.items()) == dict(os.environ) and list(os.environ.values()) == list(
+            dict(os.environ).values()
+        )
         _backend_lookups_are_listed_for_reset()
         with moto_patches(REPO):  # a nested install changes nothing
             assert _moto_originals() == patched
@@ -121,6 +134,45 @@ def test_patches_are_idempotent_and_reversible() -> None:
     if not already:  # installed again (the next embedded AWS): the program parsed before is kept
         with moto_patches(REPO):
             assert _moto_originals()["parse"].__func__(definition) is parse(definition)
+
+
+def test_the_environment_reads_whole_while_handlers_set_and_remove_their_variables() -> None:
+    """Every botocore request reads `os.environ.items()` (urllib's proxy settings), in any thread,
+    while the in-process Lambda runtime sets and removes a handler's variables: under the patches no
+    read meets a key that vanished between listing and looking it up. Without them, about one read
+    in ten failed here with a KeyError such as a Step Functions task once met."""
+    function = lambda_runtime.FunctionConfig(
+        function_name="env-churn",
+        function_arn="arn:aws:lambda:us-east-1:123456789012:function:env-churn",
+        handler="handlers.decide",
+        environment={"ICELAKE_CHURN": "1", "POWERTOOLS_METRICS_NAMESPACE": "churn"},
+    )
+
+    def handler_calls() -> None:
+        for _ in range(20_000):
+            lambda_runtime.call_handler(function=function, handler_file=REPO / HANDLERS, event={})
+
+    reads, failed = 0, []
+    interval = sys.getswitchinterval()
+    with moto_patches(REPO):
+        churn = threading.Thread(target=handler_calls)
+        sys.setswitchinterval(1e-6)  # switch threads often, so the window between the two is met
+        churn.start()
+        try:
+            while churn.is_alive():
+                reads += 1
+                try:
+                    urllib.request.getproxies()
+                    sum(1 for _ in os.environ.values())
+                    os.environ.copy()
+                except KeyError as e:
+                    failed.append(e)
+        finally:
+            churn.join()
+            sys.setswitchinterval(interval)
+    assert reads > 50, f"only {reads} reads overlapped the handler calls: the race was not met"
+    assert not failed, f"{len(failed)} of {reads} reads lost a key: {failed[:3]}"
+    assert "ICELAKE_CHURN" not in os.environ and "AWS_LAMBDA_FUNCTION_NAME" not in os.environ
 
 
 @pytest.mark.parametrize("raw", ["0", "2", "-1", "fast", "nan"])
